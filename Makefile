@@ -1,0 +1,68 @@
+# Cadence: `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+CADENCE := $(VENV)/bin/cadence
+PYTEST_ARGS ?=
+export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+
+.DEFAULT_GOAL := help
+.PHONY: help run serve migrate demo test test-sqlite test-postgres test-browser lint fmt bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.runtime: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cadence needs Python 3.11+"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime
+	$(PIP) install --quiet -e '.[dev]'
+	@touch $@
+
+run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000
+	$(CADENCE) migrate
+	$(CADENCE) demo --if-empty
+	$(CADENCE) serve
+
+serve: $(VENV)/.runtime ## Serve without touching the database
+	$(CADENCE) serve
+
+migrate: $(VENV)/.runtime ## Apply migrations to CADENCE_DATABASE_URL
+	$(CADENCE) migrate
+
+demo: $(VENV)/.runtime ## Load the demo pipelines (idempotent)
+	$(CADENCE) demo
+
+lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/
+	$(VENV)/bin/ruff check app tests bench migrations
+	$(VENV)/bin/ruff format --check app tests bench migrations
+	$(VENV)/bin/mypy app
+
+fmt: $(VENV)/.dev ## Format and autofix
+	$(VENV)/bin/ruff format app tests bench migrations
+	$(VENV)/bin/ruff check --fix app tests bench migrations
+
+test: lint test-sqlite test-postgres ## Lint, then the whole suite on SQLite and on PostgreSQL
+
+test-sqlite: $(VENV)/.dev ## The suite on SQLite, browser tests included
+	CADENCE_TEST_BACKEND=sqlite $(PY) -m pytest $(PYTEST_ARGS)
+
+test-postgres: $(VENV)/.dev ## The suite on PostgreSQL (CADENCE_TEST_DATABASE_URL)
+	@$(PY) -m tests.services postgres; rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  CADENCE_TEST_BACKEND=postgresql $(PY) -m pytest -m "not browser" \
+	    --ignore=tests/planning $(PYTEST_ARGS); \
+	elif [ $$rc -eq 1 ]; then echo "PostgreSQL pass SKIPPED (see above)"; \
+	else exit 1; fi
+
+bench: $(VENV)/.dev ## Benchmark ingestion and analytics against a raw psycopg baseline
+	$(PY) -m bench
+
+clean: ## Remove the venv, the SQLite database and caches
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts

@@ -1,0 +1,110 @@
+"""API tokens: random, stored as SHA-256 hashes, scoped, revocable."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db.base import utcnow
+from app.db.models import ApiToken
+from app.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
+
+SCOPES = ("ingest", "read", "admin")
+TOKEN_PREFIX = "cad_"
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def parse_scopes(text: str | list[str]) -> list[str]:
+    items = text if isinstance(text, list) else text.replace(",", " ").split()
+    scopes = sorted({s.strip() for s in items if s.strip()})
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown or not scopes:
+        raise Invalid(f"scopes must be some of {', '.join(SCOPES)}; got {', '.join(items)!s}")
+    return scopes
+
+
+def create_token(
+    session: Session, name: str, scopes: str | list[str], pipelines: list[str] | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token; returns the row and the secret, which is never stored."""
+    if not name.strip():
+        raise Invalid("token name must not be empty")
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
+    row = ApiToken(
+        name=name.strip(),
+        scopes=" ".join(parse_scopes(scopes)),
+        token_hash=hash_token(secret),
+        prefix=secret[:10],
+        pipelines=pipelines or None,
+    )
+    session.add(row)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"a token named {name!r} already exists") from exc
+    return row, secret
+
+
+def list_tokens(session: Session) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id)))
+
+
+def revoke_token(session: Session, name: str) -> ApiToken:
+    row = session.scalar(select(ApiToken).where(ApiToken.name == name))
+    if row is None:
+        raise NotFound(f"no token named {name!r}")
+    if row.revoked_at is None:
+        row.revoked_at = utcnow()
+    return row
+
+
+def authenticate(session: Session, authorization: str | None, scope: str) -> ApiToken:
+    """Check an ``Authorization: Bearer`` header for a live token holding ``scope``."""
+    if not authorization:
+        raise Unauthorized("missing token: send `Authorization: Bearer <token>`")
+    kind, _, secret = authorization.partition(" ")
+    secret = secret.strip()
+    if kind.lower() != "bearer" or not secret:
+        raise Unauthorized("malformed Authorization header: expected `Bearer <token>`")
+    digest = hash_token(secret)
+    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    # The lookup is by hash; compare again in constant time so timing says nothing.
+    if row is None or not hmac.compare_digest(row.token_hash, digest):
+        raise Unauthorized("invalid token")
+    if row.revoked_at is not None:
+        raise Unauthorized("token has been revoked")
+    held = row.scopes.split()
+    if scope not in held and "admin" not in held:
+        raise Forbidden(f"token {row.name!r} lacks the {scope!r} scope (has: {', '.join(held)})")
+    return row
+
+
+def needs_touch(token: ApiToken) -> bool:
+    """Last-used times are kept to the minute: most requests write nothing."""
+    return token.last_used_at is None or utcnow() - token.last_used_at > LAST_USED_RESOLUTION
+
+
+def touch(session: Session, token: ApiToken) -> None:
+    now = utcnow()
+    stale = now - LAST_USED_RESOLUTION
+    session.execute(
+        update(ApiToken)
+        .where(ApiToken.id == token.id)
+        .where(or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < stale))
+        .values(last_used_at=now)
+    )
+
+
+def check_pipeline_allowed(token: ApiToken, pipeline: str) -> None:
+    if token.pipelines is not None and pipeline not in token.pipelines:
+        raise Forbidden(f"token {token.name!r} may not write to pipeline {pipeline!r}")

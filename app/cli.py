@@ -1,0 +1,175 @@
+"""`cadence serve | migrate | demo | token create|list|revoke`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from alembic import command
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.db.engine import Database, make_engine
+from app.db.revision import alembic_config, schema_state
+from app.errors import CadenceError
+from app.settings import Settings, get_settings
+
+
+def _database(settings: Settings) -> Database:
+    return Database(make_engine(settings))
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    config = alembic_config(settings.database_url)
+    command.upgrade(config, args.revision)
+    print(f"database at {args.revision}: {_safe_url(settings)}")
+    return 0
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    db = _database(settings)
+    try:
+        state = schema_state(db.engine)
+    except SQLAlchemyError as exc:
+        print(
+            f"cadence: cannot reach the database at {_safe_url(settings)}: "
+            f"{str(exc).splitlines()[0]}",
+            file=sys.stderr,
+        )
+        return 2
+    finally:
+        db.dispose()
+    if not state.at_head:
+        print(f"cadence: {state.message()}", file=sys.stderr)
+        return 2
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=args.host or settings.host,
+        port=args.port or settings.port,
+        workers=args.workers or settings.workers,
+        log_level=settings.log_level,
+    )
+    return 0
+
+
+def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
+    from app.demo import load_demo
+
+    db = _database(settings)
+    try:
+        with db.session(write=True) as session, session.begin():
+            loaded = load_demo(session, only_if_empty=args.if_empty)
+    finally:
+        db.dispose()
+    print(loaded)
+    return 0
+
+
+def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
+    from app.auth import service
+
+    db = _database(settings)
+    try:
+        with db.session(write=True) as session, session.begin():
+            if args.token_command == "create":
+                pipelines = [p for p in (args.pipeline or []) if p]
+                row, secret = service.create_token(session, args.name, args.scope, pipelines)
+                limit = f" for pipelines {', '.join(pipelines)}" if pipelines else ""
+                print(f"created token {row.name!r} with scopes {row.scopes}{limit}.")
+                print("It is shown once; store it now (e.g. as CADENCE_TOKEN):")
+                print(secret)
+            elif args.token_command == "list":
+                rows = service.list_tokens(session)
+                print(
+                    f"{'NAME':<24} {'SCOPES':<20} {'PREFIX':<12} {'CREATED':<20} "
+                    f"{'LAST USED':<20} STATUS"
+                )
+                for r in rows:
+                    print(
+                        f"{r.name:<24} {r.scopes:<20} {r.prefix:<12} "
+                        f"{_when(r.created_at):<20} {_when(r.last_used_at):<20} "
+                        f"{'revoked ' + _when(r.revoked_at) if r.revoked_at else 'active'}"
+                    )
+            else:
+                row = service.revoke_token(session, args.name)
+                print(f"revoked token {row.name!r}")
+    finally:
+        db.dispose()
+    return 0
+
+
+def _when(value: object) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "never"  # type: ignore[attr-defined]
+
+
+def _safe_url(settings: Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cadence", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the API and dashboard (checks the schema first)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--workers", type=int)
+    serve.set_defaults(func=cmd_serve)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations (alembic upgrade)")
+    migrate.add_argument("revision", nargs="?", default="head")
+    migrate.set_defaults(func=cmd_migrate)
+
+    demo = sub.add_parser("demo", help="load the demo pipelines (idempotent)")
+    demo.add_argument(
+        "--if-empty",
+        action="store_true",
+        help="do nothing if the database already holds a pipeline",
+    )
+    demo.set_defaults(func=cmd_demo)
+
+    token = sub.add_parser("token", help="manage API tokens")
+    tsub = token.add_subparsers(dest="token_command", required=True)
+    create = tsub.add_parser("create", help="create a token; prints it once, on the last line")
+    create.add_argument("--name", required=True)
+    create.add_argument(
+        "--scope",
+        required=True,
+        action="append",
+        help="ingest, read or admin; repeat or comma-separate for several",
+    )
+    create.add_argument(
+        "--pipeline", action="append", help="limit an ingest token to this pipeline (repeatable)"
+    )
+    tsub.add_parser("list", help="list tokens with their last-used time")
+    revoke = tsub.add_parser("revoke", help="revoke a token by name")
+    revoke.add_argument("--name", required=True)
+    token.set_defaults(func=cmd_token)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "scope", None):
+        args.scope = ",".join(args.scope)
+    try:
+        settings = get_settings()
+        return int(args.func(settings, args))
+    except CadenceError as exc:
+        print(f"cadence: {exc.message}", file=sys.stderr)
+        return 1
+    except SQLAlchemyError as exc:
+        print(f"cadence: database error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # settings validation, e.g. a default secret in production
+        print(f"cadence: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Engines and sessions. The request's session owns its transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.settings import Settings
+
+WRITE = {"cadence_write": True}
+
+
+def make_engine(settings: Settings, **overrides: Any) -> Engine:
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(settings, **overrides)
+    kwargs: dict[str, Any] = {
+        "pool_size": settings.db_pool_size,
+        "max_overflow": settings.db_max_overflow,
+        "pool_pre_ping": True,
+        "pool_timeout": 10,
+        "connect_args": {"connect_timeout": 5},
+    }
+    kwargs.update(overrides)
+    return create_engine(settings.database_url, **kwargs)
+
+
+def _sqlite_engine(settings: Settings, **overrides: Any) -> Engine:
+    url_text = settings.database_url
+    url = make_url(url_text)
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {
+        "connect_args": {"timeout": 30, "check_same_thread": False},
+        "pool_size": settings.db_pool_size,
+        "max_overflow": settings.db_max_overflow,
+        "pool_timeout": 30,
+    }
+    kwargs.update(overrides)
+    engine = create_engine(url_text, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control from pysqlite so BEGIN is ours (see _on_begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # Writers take the write lock up front: a deferred transaction that reads
+        # and then writes can fail with "database is locked" instead of waiting.
+        immediate = conn.get_execution_options().get("cadence_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class Database:
+    """The engine plus two session factories: reads, and writes (which lock early on SQLite).
+
+    ``bind`` lets tests run every request inside one outer transaction on one
+    connection (sessions then use savepoints and the test rolls everything back).
+    """
+
+    def __init__(self, engine: Engine, bind: Connection | None = None) -> None:
+        self.engine = engine
+        extra: dict[str, Any] = {"expire_on_commit": False}
+        if bind is not None:
+            self.read_sessions = sessionmaker(
+                bind=bind, join_transaction_mode="create_savepoint", **extra
+            )
+            self.write_sessions = self.read_sessions
+            return
+        self.read_sessions = sessionmaker(engine, **extra)
+        self.write_sessions = sessionmaker(engine.execution_options(**WRITE), **extra)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    def session(self, write: bool = False) -> Session:
+        factory: sessionmaker[Session] = self.write_sessions if write else self.read_sessions
+        return factory()
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[Session]:
+        """One unit of work: commit on success, roll back on error, always close.
+
+        Write endpoints open it inside their own body, so a transaction begins and
+        ends within one worker thread. Holding a lock (SQLite's write lock, a
+        PostgreSQL row lock) across FastAPI's thread hops lets requests that wait
+        for that lock take every worker thread, and the holder can never commit.
+        """
+        session = self.session(write=write)
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()

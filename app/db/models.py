@@ -1,0 +1,125 @@
+"""All ORM models, in one module so Alembic's autogenerate sees every table."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db.base import Base, BigIntPK, CreatedAt, UTCDateTime
+
+
+class Pipeline(CreatedAt, Base):
+    __tablename__ = "pipeline"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(63), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200))
+    owner: Mapped[str] = mapped_column(String(200), default="")
+    price_per_gpu_hour: Mapped[float] = mapped_column(Double)
+    monthly_budget_usd: Mapped[float | None] = mapped_column(Double, nullable=True)
+    runs_per_week: Mapped[float] = mapped_column(Double, default=1.0)
+    quality_metric: Mapped[str] = mapped_column(String(100), default="quality")
+    higher_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
+
+    __table_args__ = (
+        CheckConstraint("price_per_gpu_hour >= 0", name="price_non_negative"),
+        CheckConstraint("runs_per_week > 0", name="cadence_positive"),
+    )
+
+
+class Run(CreatedAt, Base):
+    __tablename__ = "run"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipeline.id", ondelete="CASCADE"))
+    run_id: Mapped[str] = mapped_column(String(200))
+    variant: Mapped[str] = mapped_column(String(64), default="baseline")
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    workers: Mapped[int] = mapped_column(Integer)
+    gpu_type: Mapped[str] = mapped_column(String(64), default="")
+    gpu_hours: Mapped[float] = mapped_column(Double)
+    gpu_utilization: Mapped[float] = mapped_column(Double)
+    price_per_gpu_hour: Mapped[float | None] = mapped_column(Double, nullable=True)
+    quality_metric: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    quality_value: Mapped[float | None] = mapped_column(Double, nullable=True)
+    data_stall_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    checkpoint_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    scheduling_wait_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    mfu: Mapped[float | None] = mapped_column(Double, nullable=True)
+    tags: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # Sums over the run's interruptions, kept on the run so that weekly goodput
+    # is one GROUP BY over one table (see app/planning/goodput.py).
+    interruption_count: Mapped[int] = mapped_column(Integer, default=0)
+    lost_progress_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    resume_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    reschedule_hours: Mapped[float] = mapped_column(Double, default=0.0)
+
+    pipeline: Mapped[Pipeline] = relationship(lazy="raise")
+    interruptions: Mapped[list[Interruption]] = relationship(
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="Interruption.position",
+        lazy="raise",
+    )
+
+    __table_args__ = (
+        UniqueConstraint("pipeline_id", "run_id"),
+        Index("ix_run_pipeline_started", "pipeline_id", "started_at"),
+        Index("ix_run_pipeline_variant_started", "pipeline_id", "variant", "started_at"),
+        Index("ix_run_started", "started_at"),
+        CheckConstraint("finished_at > started_at", name="finished_after_started"),
+        CheckConstraint("workers >= 1", name="workers_positive"),
+        CheckConstraint(
+            "gpu_utilization >= 0 AND gpu_utilization <= 1", name="utilization_fraction"
+        ),
+    )
+
+    @property
+    def wall_clock_hours(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds() / 3600.0
+
+
+class Interruption(Base):
+    __tablename__ = "interruption"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    lost_progress_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    resume_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    reschedule_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    cause: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+    run: Mapped[Run] = relationship(back_populates="interruptions", lazy="raise")
+
+
+class ApiToken(CreatedAt, Base):
+    __tablename__ = "api_token"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    # Space-separated subset of: ingest read admin.
+    scopes: Mapped[str] = mapped_column(String(100))
+    # SHA-256 of the token. Tokens carry 256 random bits, so a fast hash is safe;
+    # the token itself is shown once and never stored.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    # Ingest tokens may be limited to named pipelines (null: all pipelines).
+    pipelines: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -1,0 +1,159 @@
+"""One error hierarchy and one handler: a stable JSON body for clients, a page for browsers.
+
+Error body::
+
+    {"error": {"code": "validation_error", "message": "...",
+               "fields": [{"field": "runs.3.gpu_utilization", "reason": "..."}]}}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("cadence.errors")
+
+
+class CadenceError(Exception):
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fields: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields or []
+        self.headers = headers
+        self.extra = extra or {}
+
+
+class NotFound(CadenceError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(CadenceError):
+    status_code = 409
+    code = "conflict"
+
+
+class Invalid(CadenceError):
+    status_code = 422
+    code = "validation_error"
+
+
+class Unauthorized(CadenceError):
+    status_code = 401
+    code = "unauthorized"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class Forbidden(CadenceError):
+    status_code = 403
+    code = "forbidden"
+
+
+class TooLarge(CadenceError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class Unavailable(CadenceError):
+    status_code = 503
+    code = "unavailable"
+
+    def __init__(self, message: str, retry_after: int = 5) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+
+
+def error_body(
+    code: str, message: str, fields: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if fields:
+        body["fields"] = fields
+    body.update(extra)
+    return {"error": body}
+
+
+def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "runs", 3, "gpu_utilization")`` -> ``"runs.3.gpu_utilization"``."""
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def validation_fields(errors: Any) -> list[dict[str, Any]]:
+    fields = []
+    for err in errors:
+        reason = str(err.get("msg", "invalid"))
+        reason = reason.removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            reason = "unknown field (check the spelling; see /docs for the accepted fields)"
+        elif err.get("type") == "timezone_aware":
+            reason = "timestamp needs a UTC offset, e.g. 2026-11-02T08:00:00+00:00"
+        fields.append({"field": field_name(err.get("loc", ())), "reason": reason})
+    return fields
+
+
+def wants_html(request: Request) -> bool:
+    if request.url.path.startswith("/api/"):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _respond(
+    request: Request, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Response:
+    if wants_html(request):
+        from app.web import render_error_page
+
+        return render_error_page(request, status, body["error"]["message"], headers)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(CadenceError)
+    async def _cadence(request: Request, exc: CadenceError) -> Response:
+        body = error_body(exc.code, exc.message, exc.fields, **exc.extra)
+        return _respond(request, exc.status_code, body, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        fields = validation_fields(exc.errors())
+        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
+        body = error_body("validation_error", f"invalid request: {summary}", fields)
+        return _respond(request, 422, body)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return _respond(
+            request,
+            exc.status_code,
+            error_body(code, str(exc.detail)),
+            getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(PoolTimeout)
+    async def _database_down(request: Request, exc: Exception) -> Response:
+        log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
+        body = error_body("database_unavailable", "the database is unavailable; retry shortly")
+        return _respond(request, 503, body, {"Retry-After": "5"})

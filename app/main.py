@@ -1,0 +1,73 @@
+"""The FastAPI application: routers, error handlers, middleware, lifespan."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.db.engine import Database, make_engine
+from app.db.revision import schema_state
+from app.errors import install_error_handlers
+from app.health.router import router as health_router
+from app.middleware import BodySizeLimit
+from app.pipelines.router import router as pipelines_router
+from app.runs.router import router as runs_router
+from app.settings import Settings, get_settings
+from app.web import STATIC_DIR
+
+log = logging.getLogger("cadence")
+
+
+class SchemaNotAtHead(RuntimeError):
+    pass
+
+
+def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        db = database or Database(make_engine(settings))
+        app.state.database = db
+        try:
+            state = schema_state(db.engine)
+            if not state.at_head:
+                log.error("%s", state.message())
+                raise SchemaNotAtHead(state.message())
+        except SchemaNotAtHead:
+            raise
+        except Exception as exc:  # unreachable database: serve, and say so on /readyz
+            log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
+        yield
+        if database is None:
+            db.dispose()
+
+    app = FastAPI(
+        title="Cadence",
+        version="0.1.0",
+        summary="What scheduled retraining costs, where the GPU time goes, "
+        "and whether a faster cadence is affordable.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    if database is not None:
+        app.state.database = database
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    for router in (health_router, runs_router, pipelines_router):
+        app.include_router(router)
+    _include_optional_routers(app)
+    return app
+
+
+def _include_optional_routers(app: FastAPI) -> None:
+    """Feature routers added by later features register here."""
+    from app import routers
+
+    for router in routers.all_routers():
+        app.include_router(router)

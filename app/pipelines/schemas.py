@@ -1,0 +1,40 @@
+"""Pipelines: their price, budget, cadence and quality metric."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field
+
+from app.schemas_common import OutModel, StrictModel, Text
+
+
+class PipelineUpdate(StrictModel):
+    """Fields to change; omitted fields keep their value (or defaults, on creation)."""
+
+    display_name: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
+    owner: Annotated[Text, Field(max_length=200)] | None = None
+    price_per_gpu_hour: float | None = Field(None, ge=0, le=10_000, description="USD")
+    monthly_budget_usd: float | None = Field(None, ge=0, le=1e12, description="USD per month")
+    runs_per_week: float | None = Field(None, gt=0, le=1000, description="Current cadence")
+    quality_metric: Annotated[Text, Field(min_length=1, max_length=100)] | None = None
+    higher_is_better: bool | None = None
+
+
+class PipelineOut(OutModel):
+    name: str
+    display_name: str
+    owner: str
+    price_per_gpu_hour: float
+    monthly_budget_usd: float | None
+    runs_per_week: float
+    quality_metric: str
+    higher_is_better: bool
+    created_at: datetime
+    run_count: int = 0
+    last_run_at: datetime | None = None
+
+
+class PipelineList(OutModel):
+    pipelines: list[PipelineOut]

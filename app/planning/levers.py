@@ -1,0 +1,158 @@
+"""Where to act first: each cause of badput priced per month at the target cadence."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.planning.economics import badput
+from app.planning.model import PlanningError, RunFacts
+
+REMEDIES: dict[str, str] = {
+    "data_stall": (
+        "Input stalls: pre-shard the data into large sequential files, cache it on local "
+        "disk, prefetch and add data-loader workers."
+    ),
+    "checkpoint": (
+        "Blocking checkpoints: write checkpoints asynchronously, or checkpoint at the "
+        "optimal (Young/Daly) interval."
+    ),
+    "failure": ("Failures: checkpoint on the preemption notice, restart faster, keep hot spares."),
+    "scheduling_wait": (
+        "Scheduling waits: reserve capacity or buy committed capacity for the retraining window."
+    ),
+    "other_idle": "Unexplained idle time: profile the training step to see where it goes.",
+    "workers": (
+        "Workers: utilization and scaling efficiency are both high, so more workers would "
+        "shorten wall clock at close to the same GPU-hours."
+    ),
+}
+
+LABELS: dict[str, str] = {
+    "data_stall": "Input data stalls",
+    "checkpoint": "Blocking checkpoint writes",
+    "failure": "Failures and restarts",
+    "scheduling_wait": "Scheduling / queue wait",
+    "other_idle": "Other idle time",
+    "workers": "Add workers",
+}
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One cause of badput at the target cadence, in GPU-hours and USD per month.
+
+    ``billed`` is False for scheduling waits: queue time before the start delays the run
+    but is not paid for, so its USD and savings are 0 and ``wall_clock_hours_per_month``
+    carries its size.
+    """
+
+    cause: str
+    label: str
+    gpu_hours_per_month: float
+    usd_per_month: float
+    saving_if_halved_usd: float
+    saving_if_removed_usd: float
+    wall_clock_hours_per_month: float
+    billed: bool
+    remedy: str
+    working: str
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else 0.0
+
+
+def rank_levers(
+    runs: Sequence[RunFacts],
+    *,
+    runs_per_month: float,
+    price: float | None = None,
+    utilization: float | None = None,
+    efficiency: float | None = None,
+    min_utilization_for_workers: float = 0.8,
+    min_efficiency_for_workers: float = 0.8,
+) -> list[Lever]:
+    """Rank the badput causes by monthly cost, largest first.
+
+    For each cause (data_stall, checkpoint, failure, other_idle from
+    :func:`app.planning.economics.badput`, and scheduling_wait = Q * Weff), take the
+    median per-run GPU-hours and median per-run USD (GPU-hours x ``price``, or each run's
+    own price) and multiply by ``runs_per_month``; saving_if_halved = USD / 2,
+    saving_if_removed = USD. A "workers" lever (no saving; it buys time, not money) is
+    added only when ``utilization`` (default: median of the runs) >=
+    ``min_utilization_for_workers`` and ``efficiency`` (from a scaling probe) >=
+    ``min_efficiency_for_workers``.
+    """
+    if runs_per_month < 0 or (price is not None and price < 0):
+        raise PlanningError("runs per month and price must be >= 0")
+    per_run: dict[str, list[tuple[float, float, float]]] = {
+        c: [] for c in ("data_stall", "checkpoint", "failure", "scheduling_wait", "other_idle")
+    }
+    for run in runs:
+        b = badput(run)
+        p = run.price_per_gpu_hour if price is None else price
+        weff = run.effective_workers
+        hours = {
+            "data_stall": (b.data_stall, True),
+            "checkpoint": (b.checkpoint, True),
+            "failure": (b.failure, True),
+            "other_idle": (b.other_idle, True),
+            "scheduling_wait": (run.scheduling_wait_hours * weff, False),
+        }
+        for cause, (gpu_h, billed) in hours.items():
+            per_run[cause].append((gpu_h, gpu_h * p if billed else 0.0, gpu_h / weff))
+    levers = []
+    for cause, rows in per_run.items():
+        gpu_h = _median([r[0] for r in rows]) * runs_per_month
+        usd = _median([r[1] for r in rows]) * runs_per_month
+        wall = _median([r[2] for r in rows]) * runs_per_month
+        billed = cause != "scheduling_wait"
+        working = (
+            f"Median per run {gpu_h / runs_per_month if runs_per_month else 0.0:.2f} GPU-h "
+            f"x {runs_per_month:.3g} runs/month = {gpu_h:.1f} GPU-h"
+            + (f", ${usd:,.0f}/month." if billed else " of waiting (not billed).")
+        )
+        levers.append(
+            Lever(
+                cause,
+                LABELS[cause],
+                gpu_h,
+                usd,
+                usd / 2,
+                usd,
+                wall,
+                billed,
+                REMEDIES[cause],
+                working,
+            )
+        )
+    levers.sort(key=lambda lv: (-lv.usd_per_month, -lv.gpu_hours_per_month))
+    if utilization is None and runs:
+        utilization = _median([r.gpu_utilization for r in runs])
+    if (
+        utilization is not None
+        and efficiency is not None
+        and utilization >= min_utilization_for_workers
+        and efficiency >= min_efficiency_for_workers
+    ):
+        working = (
+            f"Utilization {utilization:.0%} >= {min_utilization_for_workers:.0%} and "
+            f"efficiency {efficiency:.0%} >= {min_efficiency_for_workers:.0%}."
+        )
+        levers.append(
+            Lever(
+                "workers",
+                LABELS["workers"],
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                True,
+                REMEDIES["workers"],
+                working,
+            )
+        )
+    return levers

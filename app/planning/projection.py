@@ -1,0 +1,279 @@
+"""Monthly cost at a chosen retraining cadence (DOMAIN.md §5)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from app.planning.model import PlanningError, RunFacts
+from app.planning.scaling import ScalingModel
+from app.planning.whatif import WhatIf, apply_what_if
+
+WEEKS_PER_MONTH: dict[str, float] = {"calendar": 52 / 12, "four_week": 4.0}
+"""Weeks in a month: 52/12 = 4.333 (calendar, default) or 4 (the 4-week spreadsheet month)."""
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def weeks_per_month(convention: str = "calendar") -> float:
+    """52/12 for "calendar", 4 for "four_week"; PlanningError otherwise."""
+    try:
+        return WEEKS_PER_MONTH[convention]
+    except KeyError:
+        raise PlanningError(
+            f"unknown month convention {convention!r}; use one of {sorted(WEEKS_PER_MONTH)}"
+        ) from None
+
+
+def runs_per_month(runs_per_week: float, convention: str = "calendar") -> float:
+    """Runs per month = k * weeks_per_month (DOMAIN.md §5): 1/week -> 4.333 or 4."""
+    if not (math.isfinite(runs_per_week) and runs_per_week >= 0):
+        raise PlanningError("runs per week must be >= 0")
+    return runs_per_week * weeks_per_month(convention)
+
+
+@dataclass(frozen=True)
+class CadenceProjection:
+    """Projected spend at one cadence. Per-run figures are medians over the runs used;
+    monthly = runs per month x median per run; the band is the bootstrap p10..p90 of the
+    monthly median. ``vs_current_ratio`` = monthly cost / today's monthly cost.
+    """
+
+    runs_per_week: float
+    runs_per_month: float
+    gpu_hours_per_run: float
+    wall_clock_hours_per_run: float
+    cost_per_run_usd: float
+    monthly_gpu_hours: float
+    monthly_cost_usd: float
+    monthly_cost_p10_usd: float
+    monthly_cost_p90_usd: float
+    headroom_usd: float | None
+    within_budget: bool | None
+    vs_current_ratio: float | None
+    working: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Cost projections for several cadences, plus today's baseline for comparison.
+
+    ``current_monthly_cost_usd`` is the observed runs *without* what-ifs at
+    ``current_runs_per_week``. ``warnings`` list what-ifs that could not be applied.
+    """
+
+    convention: str
+    weeks_per_month: float
+    runs_used: int
+    cadences: tuple[CadenceProjection, ...]
+    current_runs_per_week: float | None
+    current_monthly_cost_usd: float | None
+    current_monthly_gpu_hours: float | None
+    budget_usd: float | None
+    what_if: WhatIf | None
+    warnings: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def bootstrap_median_band(
+    values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float]:
+    """p10 and p90 of the median of ``values`` under the nonparametric bootstrap (Efron 1979).
+
+    Draw ``resamples`` samples of size n with replacement (numpy ``default_rng(seed)``, so
+    the band is reproducible), take each sample's median, return the 10th and 90th
+    percentiles of those medians. The resampled indices depend only on n and the seed,
+    so scaling every value scales the band by the same factor.
+    """
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        raise PlanningError("no values to resample")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, arr.size, size=(resamples, arr.size))
+    medians = np.median(arr[idx], axis=1)
+    lo, hi = np.percentile(medians, [10.0, 90.0])
+    return float(lo), float(hi)
+
+
+def project_costs(
+    runs: Sequence[RunFacts],
+    cadences: Sequence[float],
+    *,
+    convention: str = "calendar",
+    budget_usd: float | None = None,
+    current_runs_per_week: float | None = None,
+    what_if: WhatIf | None = None,
+    scaling_model: ScalingModel | None = None,
+    seed: int = 0,
+    current_runs: Sequence[RunFacts] | None = None,
+) -> Projection:
+    """Monthly cost at each cadence from recent runs of one variant (DOMAIN.md §5).
+
+    Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
+    Then, at k runs per week, m = k * weeks_per_month(convention) and
+
+    - GPU-hours per run, cost per run = medians over the adjusted runs;
+    - monthly GPU-hours = m * median G; monthly cost = m * median cost;
+    - band = m * (p10, p90) of the bootstrap distribution of the median cost per run
+      (2000 resamples with replacement, fixed ``seed``), widened if needed to contain the
+      point estimate. It shows how much the median could move with other recent runs; it
+      is not a forecast of one month's bill;
+    - headroom = budget - monthly cost, within_budget = monthly cost <= budget;
+    - vs_current_ratio = monthly cost / today's monthly cost, where today's cost is
+      m_now * median cost of ``current_runs`` (default: ``runs``) as observed, no what-ifs,
+      at ``current_runs_per_week``. Pass the baseline's runs as ``current_runs`` when
+      projecting a candidate variant.
+
+    Raises :class:`PlanningError` without runs (see :func:`project_from_inputs`).
+    """
+    if not runs:
+        raise PlanningError("no runs to project from; use project_from_inputs")
+    wpm = weeks_per_month(convention)
+    if budget_usd is not None and budget_usd < 0:
+        raise PlanningError("budget must be >= 0")
+    warnings: list[str] = []
+    adjusted = []
+    for run in runs:
+        adj, run_warnings = apply_what_if(run, what_if, scaling_model)
+        adjusted.append(adj)
+        warnings.extend(w for w in run_warnings if w not in warnings)
+    costs = [a.cost_usd for a in adjusted]
+    cost_med = float(np.median(costs))
+    g_med = float(np.median([a.gpu_hours for a in adjusted]))
+    t_med = float(np.median([a.wall_clock_hours for a in adjusted]))
+    lo, hi = bootstrap_median_band(costs, seed=seed)
+    lo, hi = min(lo, cost_med), max(hi, cost_med)
+
+    current_cost = current_gpu = None
+    if current_runs_per_week is not None:
+        m_now = runs_per_month(current_runs_per_week, convention)
+        today = current_runs if current_runs else runs
+        current_cost = m_now * float(np.median([r.cost_usd for r in today]))
+        current_gpu = m_now * float(np.median([r.gpu_hours for r in today]))
+
+    results = []
+    for k in cadences:
+        m = runs_per_month(k, convention)
+        monthly = m * cost_med
+        working = [
+            f"{k:g} runs/week x {wpm:.4g} weeks/month = {m:.4g} runs/month.",
+            f"Median per run over {len(runs)} runs: {g_med:.1f} GPU-h, ${cost_med:,.2f}.",
+            f"Monthly: {m:.4g} x ${cost_med:,.2f} = ${monthly:,.2f} "
+            f"(p10-p90 ${m * lo:,.0f}-${m * hi:,.0f}); {m * g_med:,.1f} GPU-h.",
+        ]
+        headroom = within = None
+        if budget_usd is not None:
+            headroom, within = budget_usd - monthly, monthly <= budget_usd
+            verdict = "within" if within else "over"
+            working.append(f"Budget ${budget_usd:,.0f}: {verdict} by ${abs(headroom):,.0f}.")
+        ratio = None
+        if current_cost is not None and current_cost > 0:
+            ratio = monthly / current_cost
+            working.append(
+                f"vs today ({current_runs_per_week:g}/week, ${current_cost:,.0f}/month): "
+                f"x{ratio:.4f} ({ratio - 1:+.1%})."
+            )
+        results.append(
+            CadenceProjection(
+                runs_per_week=k,
+                runs_per_month=m,
+                gpu_hours_per_run=g_med,
+                wall_clock_hours_per_run=t_med,
+                cost_per_run_usd=cost_med,
+                monthly_gpu_hours=m * g_med,
+                monthly_cost_usd=monthly,
+                monthly_cost_p10_usd=m * lo,
+                monthly_cost_p90_usd=m * hi,
+                headroom_usd=headroom,
+                within_budget=within,
+                vs_current_ratio=ratio,
+                working=tuple(working),
+            )
+        )
+    notes = [
+        f"Band: p10-p90 of the median cost per run over {BOOTSTRAP_RESAMPLES} bootstrap "
+        f"resamples of the {len(runs)} runs (seed {seed}), times runs per month."
+    ]
+    if what_if is not None and not what_if.is_empty:
+        notes.insert(0, _what_if_note(what_if))
+    if len(runs) < 3:
+        notes.append(f"Only {len(runs)} run(s): the p10-p90 band is not meaningful.")
+    return Projection(
+        convention=convention,
+        weeks_per_month=wpm,
+        runs_used=len(runs),
+        cadences=tuple(results),
+        current_runs_per_week=current_runs_per_week,
+        current_monthly_cost_usd=current_cost,
+        current_monthly_gpu_hours=current_gpu,
+        budget_usd=budget_usd,
+        what_if=what_if,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+    )
+
+
+def _what_if_note(w: WhatIf) -> str:
+    parts = []
+    if w.workers is not None:
+        parts.append(f"{w.workers} workers: T x C(N0)/C(N), G = N x T")
+    if w.utilization_target is not None:
+        parts.append(f"utilization target {w.utilization_target:.0%}: G x u_now/u_target")
+    if w.failure_rate_per_instance_hour is not None:
+        parts.append(
+            f"failure rate {w.failure_rate_per_instance_hour:g}/instance-h: + T/M x "
+            "(interval/2 + resume + reschedule) x workers"
+        )
+    if w.price is not None:
+        parts.append(f"price ${w.price:g}/GPU-h")
+    return "What-ifs applied per run: " + "; ".join(parts) + "."
+
+
+def project_from_inputs(
+    *,
+    workers: int,
+    wall_clock_hours: float,
+    utilization: float,
+    price_per_gpu_hour: float,
+    cadences: Sequence[float],
+    gpu_hours: float | None = None,
+    convention: str = "calendar",
+    budget_usd: float | None = None,
+    current_runs_per_week: float | None = None,
+    what_if: WhatIf | None = None,
+    scaling_model: ScalingModel | None = None,
+    data_stall_hours: float = 0.0,
+    checkpoint_hours: float = 0.0,
+) -> Projection:
+    """Projection for a team with no recorded runs: one typical run described by hand.
+
+    Builds a single :class:`RunFacts` (G = workers * T unless ``gpu_hours`` is given) and
+    calls :func:`project_costs`; with one run the p10-p90 band collapses to the point.
+    """
+    run = RunFacts(
+        workers=workers,
+        wall_clock_hours=wall_clock_hours,
+        gpu_hours=gpu_hours if gpu_hours is not None else workers * wall_clock_hours,
+        gpu_utilization=utilization,
+        price_per_gpu_hour=price_per_gpu_hour,
+        data_stall_hours=data_stall_hours,
+        checkpoint_hours=checkpoint_hours,
+    )
+    result = project_costs(
+        [run],
+        cadences,
+        convention=convention,
+        budget_usd=budget_usd,
+        current_runs_per_week=current_runs_per_week,
+        what_if=what_if,
+        scaling_model=scaling_model,
+    )
+    notes = [
+        f"From inputs: {workers} workers x {wall_clock_hours:g} h = {run.gpu_hours:g} GPU-h "
+        f"at {utilization:.0%} utilization; one described run, so no spread band."
+    ]
+    notes.extend(n for n in result.notes if not n.startswith(("Only ", "Band: ")))
+    return replace(result, notes=tuple(notes))

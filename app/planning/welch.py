@@ -1,0 +1,107 @@
+"""Welch's unequal-variance t statistics for small A/B samples (Welch 1947)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import norm, t
+
+from app.planning.model import PlanningError
+
+MAX_RUNS_PER_ARM = 1_000_000
+
+
+@dataclass(frozen=True)
+class WelchComparison:
+    """candidate - baseline with its Welch standard error and Welch–Satterthwaite df.
+
+    se = sqrt(vb/nb + vc/nc); df = se^4 / ((vb/nb)^2/(nb-1) + (vc/nc)^2/(nc-1)), with
+    sample variances (n - 1 denominator). ``df`` is None when se = 0 (both arms constant).
+    """
+
+    n_baseline: int
+    n_candidate: int
+    mean_baseline: float
+    mean_candidate: float
+    var_baseline: float
+    var_candidate: float
+    diff: float
+    se: float
+    df: float | None
+
+
+def welch(baseline: Sequence[float], candidate: Sequence[float]) -> WelchComparison:
+    """Compare two samples of at least 2 values each (see :class:`WelchComparison`)."""
+    nb, nc = len(baseline), len(candidate)
+    if nb < 2 or nc < 2:
+        raise PlanningError("Welch's t needs at least 2 values per arm")
+    mb, mc = statistics.fmean(baseline), statistics.fmean(candidate)
+    vb, vc = statistics.variance(baseline), statistics.variance(candidate)
+    a, b = vb / nb, vc / nc
+    se = math.sqrt(a + b)
+    df = (a + b) ** 2 / (a * a / (nb - 1) + b * b / (nc - 1)) if se > 0 else None
+    return WelchComparison(nb, nc, mb, mc, vb, vc, mc - mb, se, df)
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile t_p(df)."""
+    return float(t.ppf(p, df))
+
+
+def one_sided_bounds(c: WelchComparison, alpha: float) -> tuple[float, float]:
+    """One-sided (1 - alpha) lower and upper confidence bounds of the difference:
+
+    diff -/+ t_{1-alpha}(df) * se. Together they form the two-sided (1 - 2 alpha) interval.
+    """
+    if c.df is None:
+        return c.diff, c.diff
+    half = t_quantile(1.0 - alpha, c.df) * c.se
+    return c.diff - half, c.diff + half
+
+
+def p_value_above(c: WelchComparison, null: float) -> float:
+    """One-sided p for H0: true diff <= null vs H1: diff > null: P(T_df > (diff - null) / se)."""
+    if c.df is None:
+        return 0.0 if c.diff > null else 1.0
+    return float(t.sf((c.diff - null) / c.se, c.df))
+
+
+def runs_needed_per_arm(
+    var_baseline: float, var_candidate: float, gap: float, alpha: float
+) -> int | None:
+    """Smallest equal per-arm n at which the one-sided bound clears the threshold.
+
+    Assumes the observed means and variances stay as they are: with gap = observed
+    difference - threshold, se(n) = sqrt((vb + vc) / n) and Welch df(n) =
+    (n - 1)(vb + vc)^2 / (vb^2 + vc^2), find the least n >= 2 with
+    |gap| >= t_{1-alpha}(df(n)) * se(n). Start from the normal approximation
+    n = ceil(z_{1-alpha}^2 (vb + vc) / gap^2) (a lower bound, since t > z) and step up.
+    None when gap = 0 (the estimate sits exactly on the threshold: no n decides it)
+    or the answer exceeds a million runs.
+    """
+    v = var_baseline + var_candidate
+    if gap == 0 or not math.isfinite(gap):
+        return None
+    if v <= 0:
+        return 2
+    z = float(norm.ppf(1.0 - alpha))
+    df_factor = v * v / (var_baseline**2 + var_candidate**2)
+
+    def clears(n: int) -> bool:  # monotone in n: se and the t quantile both shrink
+        return abs(gap) >= t_quantile(1.0 - alpha, (n - 1) * df_factor) * math.sqrt(v / n)
+
+    low = max(2, math.ceil(z * z * v / (gap * gap)))
+    if low > MAX_RUNS_PER_ARM:
+        return None
+    high = low
+    while not clears(high):  # exponential search for an n that clears ...
+        low, high = high, high * 2
+        if high > 2 * MAX_RUNS_PER_ARM:
+            return None
+    while high - low > 1:  # ... then bisect: clears(high) and not clears(low)
+        mid = (low + high) // 2
+        low, high = (low, mid) if clears(mid) else (mid, high)
+    return high if high <= MAX_RUNS_PER_ARM else None

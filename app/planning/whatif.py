@@ -1,0 +1,132 @@
+"""What-if adjustments to one observed run (DOMAIN.md §5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from app.planning.failures import expected_loss_per_failure
+from app.planning.model import PlanningError, RunFacts
+from app.planning.scaling import ScalingModel
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Hypothetical changes to apply to observed runs before projecting their cost.
+
+    - ``price``: USD per GPU-hour replacing each run's own price.
+    - ``utilization_target``: fraction in (0, 1]; G and T scale by u_now / u_target.
+    - ``workers``: new worker count, applied through a :class:`ScalingModel`.
+    - ``failure_rate_per_instance_hour``: adds the expected failure loss, which needs
+      ``checkpoint_interval_hours`` (and uses ``resume_hours`` / ``reschedule_hours``).
+    """
+
+    price: float | None = None
+    utilization_target: float | None = None
+    workers: int | None = None
+    failure_rate_per_instance_hour: float | None = None
+    checkpoint_interval_hours: float | None = None
+    resume_hours: float = 0.0
+    reschedule_hours: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.price is not None and not (math.isfinite(self.price) and self.price >= 0):
+            raise PlanningError("what-if price must be >= 0")
+        if self.utilization_target is not None and not 0 < self.utilization_target <= 1:
+            raise PlanningError("utilization target must be in (0, 1]")
+        if self.workers is not None and self.workers < 1:
+            raise PlanningError("what-if workers must be >= 1")
+        rate = self.failure_rate_per_instance_hour
+        if rate is not None and not (math.isfinite(rate) and rate >= 0):
+            raise PlanningError("failure rate must be >= 0")
+        interval = self.checkpoint_interval_hours
+        if interval is not None and not (math.isfinite(interval) and interval > 0):
+            raise PlanningError("checkpoint interval must be > 0")
+        if self.resume_hours < 0 or self.reschedule_hours < 0:
+            raise PlanningError("resume and reschedule hours must be >= 0")
+
+    @property
+    def is_empty(self) -> bool:
+        """True when nothing would change."""
+        return (
+            self.price is None
+            and self.utilization_target is None
+            and self.workers is None
+            and self.failure_rate_per_instance_hour is None
+        )
+
+
+@dataclass(frozen=True)
+class AdjustedRun:
+    """A run after the what-ifs: workers, wall clock (h), GPU-hours, price and cost."""
+
+    workers: float
+    wall_clock_hours: float
+    gpu_hours: float
+    price_per_gpu_hour: float
+    cost_usd: float
+
+
+def apply_what_if(
+    run: RunFacts, what_if: WhatIf | None, scaling_model: ScalingModel | None
+) -> tuple[AdjustedRun, list[str]]:
+    """Apply the what-ifs to one run, in this order, and return warnings for skipped ones.
+
+    1. workers N (needs a scaling model): T' = T * C(N0) / C(N) with N0 = the run's
+       workers, G' = N * T' (Gunther's USL / Amdahl, DOMAIN.md §6);
+    2. utilization target: G' = G * u_now / u_target and T' likewise (same useful work at
+       a higher busy fraction, DOMAIN.md §5); skipped when the run's u is 0;
+    3. failure rate lambda: + (T / M) * (interval / 2 + resume + reschedule) * N GPU-hours,
+       M = 1 / (N * lambda), each worker one instance (DOMAIN.md §4). This is added to
+       the run's GPU-hours, whose own observed failures are already included;
+    4. price replaces the run's price. Cost = G' * price.
+    """
+    warnings: list[str] = []
+    n: float = run.effective_workers
+    t = run.wall_clock_hours
+    g = run.gpu_hours
+    price = run.price_per_gpu_hour
+    if what_if is None:
+        return AdjustedRun(n, t, g, price, g * price), warnings
+    if what_if.workers is not None:
+        if scaling_model is None:
+            warnings.append(
+                f"Workers what-if ({what_if.workers}) not applied: it needs a scaling model "
+                "(probe the job at 2+ worker counts)."
+            )
+        else:
+            n = float(what_if.workers)
+            t = t * scaling_model.capacity(run.workers) / scaling_model.capacity(n)
+            g = n * t
+            for count in (run.workers, what_if.workers):
+                if scaling_model.is_extrapolation(count):
+                    warnings.append(
+                        f"{count} workers is outside the probed range "
+                        f"{scaling_model.min_workers}..{scaling_model.max_workers}: "
+                        "the scaling model is extrapolating."
+                    )
+    if what_if.utilization_target is not None:
+        u = run.gpu_utilization
+        if u <= 0:
+            warnings.append("Utilization target not applied to runs with 0% utilization.")
+        else:
+            factor = u / what_if.utilization_target
+            if factor > 1:
+                warnings.append(
+                    f"Utilization target {what_if.utilization_target:.0%} is below the "
+                    f"observed {u:.0%} for some runs: their GPU-hours go up."
+                )
+            g, t = g * factor, t * factor
+    if what_if.failure_rate_per_instance_hour is not None:
+        interval = what_if.checkpoint_interval_hours
+        if interval is None:
+            warnings.append("Failure-rate what-if not applied: give a checkpoint interval.")
+        else:
+            failures = t * n * what_if.failure_rate_per_instance_hour  # T / M
+            per_failure = expected_loss_per_failure(
+                interval, what_if.resume_hours, what_if.reschedule_hours
+            )
+            g += failures * per_failure * n
+    if what_if.price is not None:
+        price = what_if.price
+    return AdjustedRun(n, t, g, price, g * price), warnings

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep
+from app.errors import Invalid
+from app.pipelines.service import get_by_name
+from app.runs import repository, service
+from app.runs.schemas import BatchItem, BatchOut, RunBatchIn, RunIn, RunOut, RunPage
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+
+
+@router.post(
+    "",
+    response_model=RunOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"description": "An identical retry: the stored run"},
+        409: {"description": "The run_id exists with different values"},
+    },
+)
+def post_run(
+    run: RunIn, db: DatabaseDep, token: Ingestor, settings: SettingsDep, response: Response
+) -> RunOut:
+    """Record one run. Safe to retry: the same (pipeline, run_id) and body returns 200."""
+    with db.transaction() as session:
+        [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
+        stored = service.to_out(service.get(session, result.pk))
+    if not result.created:
+        response.status_code = status.HTTP_200_OK
+    return stored
+
+
+@router.post("/batch", response_model=BatchOut, status_code=status.HTTP_201_CREATED)
+def post_batch(
+    batch: RunBatchIn,
+    db: DatabaseDep,
+    token: Ingestor,
+    settings: SettingsDep,
+    response: Response,
+) -> BatchOut:
+    """Record up to `max_batch_runs` runs, all or nothing."""
+    if len(batch.runs) > settings.max_batch_runs:
+        raise Invalid(
+            f"a batch holds at most {settings.max_batch_runs} runs; got {len(batch.runs)}",
+            fields=[{"field": "runs", "reason": f"more than {settings.max_batch_runs} items"}],
+        )
+    with db.transaction() as session:
+        results = service.ingest(session, batch.runs, token=token, settings=settings, batch=True)
+    created = sum(r.created for r in results)
+    if created == 0:
+        response.status_code = status.HTTP_200_OK
+    return BatchOut(
+        created=created,
+        existing=len(results) - created,
+        runs=[
+            BatchItem(
+                index=r.index,
+                id=r.pk,
+                run_id=r.run.run_id,
+                pipeline=r.run.pipeline,
+                status="created" if r.created else "existing",
+            )
+            for r in results
+        ],
+    )
+
+
+@router.get("", response_model=RunPage)
+def list_runs(
+    db: DatabaseDep,
+    pipeline: str | None = None,
+    variant: str | None = None,
+    since: Annotated[datetime | None, Query(description="started_at >= since")] = None,
+    until: Annotated[datetime | None, Query(description="started_at < until")] = None,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_LIST_LIMIT)] = 100,
+    cursor: str | None = None,
+) -> RunPage:
+    """Runs, newest first. Follow `next_cursor` for the next page."""
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and value.tzinfo is None:
+            raise Invalid(
+                f"{name} needs a UTC offset",
+                fields=[{"field": name, "reason": "timestamp needs a UTC offset"}],
+            )
+    after = service.decode_cursor(cursor) if cursor else None
+    with db.transaction(write=False) as session:
+        pipeline_id = get_by_name(session, pipeline).id if pipeline else None
+        rows = repository.list_runs(
+            session,
+            pipeline_id=pipeline_id,
+            variant=variant,
+            since=since,
+            until=until,
+            after=after,
+            limit=limit + 1,
+        )
+        page = rows[:limit]
+        more = len(rows) > limit
+        return RunPage(
+            runs=[service.to_out(r) for r in page],
+            next_cursor=service.encode_cursor(page[-1]) if more and page else None,
+        )
+
+
+@router.get("/{pk}", response_model=RunOut)
+def get_run(pk: int, db: DatabaseDep) -> RunOut:
+    with db.transaction(write=False) as session:
+        return service.to_out(service.get(session, pk))
+
+
+@router.delete("/{pk}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_run(pk: int, db: DatabaseDep, _token: Admin) -> Response:
+    """Delete one run and its interruptions (admin)."""
+    with db.transaction() as session:
+        service.delete(session, pk)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

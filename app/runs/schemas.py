@@ -1,0 +1,120 @@
+"""Run records as pipelines send them and as the API returns them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AwareDatetime, Field, field_validator
+
+from app.schemas_common import Fraction, NonNegative, OutModel, Slug, StrictModel, Text
+
+MAX_TAGS = 50
+TagKey = Annotated[Text, Field(min_length=1, max_length=100)]
+TagValue = Annotated[Text, Field(max_length=500)]
+
+
+class InterruptionIn(StrictModel):
+    lost_progress_hours: NonNegative = Field(
+        0.0, description="Progress lost since the last checkpoint (tch), hours."
+    )
+    resume_hours: NonNegative = Field(0.0, description="Time to resume training (trm), hours.")
+    reschedule_hours: NonNegative = Field(
+        0.0, description="Time to get resources back (tre), hours."
+    )
+    cause: Annotated[Text, Field(max_length=200)] | None = None
+
+
+class RunIn(StrictModel):
+    pipeline: Slug = Field(description="Pipeline slug; unknown pipelines are created.")
+    run_id: Annotated[Text, Field(min_length=1, max_length=200)] = Field(
+        description="Your id for the run, unique per pipeline: retries with it are safe."
+    )
+    variant: Annotated[Text, Field(min_length=1, max_length=64)] = "baseline"
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    workers: int = Field(ge=1, le=100_000)
+    gpu_type: Annotated[Text, Field(max_length=64)] = ""
+    gpu_utilization: float = Field(description="Average busy fraction, 0..1 (0.38, not 38).")
+    gpu_hours: float | None = Field(
+        None, gt=0, le=1e9, description="Billed GPU-hours; default workers x wall clock."
+    )
+    price_per_gpu_hour: float | None = Field(None, ge=0, le=10_000)
+    quality_metric: Annotated[Text, Field(max_length=100)] | None = None
+    quality_value: float | None = Field(None, ge=-1e12, le=1e12)
+    data_stall_hours: NonNegative = 0.0
+    checkpoint_hours: NonNegative = 0.0
+    scheduling_wait_hours: NonNegative = 0.0
+    mfu: Fraction | None = None
+    interruptions: list[InterruptionIn] = Field(default_factory=list, max_length=1000)
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict, max_length=MAX_TAGS)
+
+    @field_validator("gpu_utilization")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if 1 < value <= 100:
+            raise ValueError(
+                f"must be a fraction between 0 and 1; {value:g} looks like a percentage: "
+                f"send {value / 100:g}"
+            )
+        if not 0 <= value <= 1:
+            raise ValueError("must be a fraction between 0 and 1")
+        return value
+
+
+class RunBatchIn(StrictModel):
+    runs: list[RunIn] = Field(min_length=1)
+
+
+class InterruptionOut(OutModel):
+    lost_progress_hours: float
+    resume_hours: float
+    reschedule_hours: float
+    cause: str | None
+
+
+class RunOut(OutModel):
+    id: int
+    pipeline: str
+    run_id: str
+    variant: str
+    started_at: datetime
+    finished_at: datetime
+    workers: int
+    gpu_type: str
+    gpu_utilization: float
+    gpu_hours: float
+    price_per_gpu_hour: float | None
+    quality_metric: str | None
+    quality_value: float | None
+    data_stall_hours: float
+    checkpoint_hours: float
+    scheduling_wait_hours: float
+    mfu: float | None
+    interruptions: list[InterruptionOut]
+    tags: dict[str, str]
+    created_at: datetime
+    # Derived
+    wall_clock_hours: float
+    effective_price_per_gpu_hour: float
+    cost_usd: float
+    idle_gpu_hours: float
+
+
+class RunPage(OutModel):
+    runs: list[RunOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` to get the next page.")
+
+
+class BatchItem(OutModel):
+    index: int
+    id: int
+    run_id: str
+    pipeline: str
+    status: str = Field(description="`created`, or `existing` for an identical retry.")
+
+
+class BatchOut(OutModel):
+    created: int
+    existing: int
+    runs: list[BatchItem]

@@ -1,0 +1,75 @@
+"""One typed settings class for the whole service (env prefix ``CADENCE_``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SQLITE_URL = f"sqlite:///{PROJECT_ROOT / 'var' / 'cadence.db'}"
+DEFAULT_SECRET = "change-me"
+
+
+def normalise_database_url(url: str) -> str:
+    """Accept the URL spellings hosting providers hand out and pick our drivers.
+
+    ``postgres://`` and ``postgresql://`` (and ``postgresql+psycopg2://``) become
+    ``postgresql+psycopg://`` (psycopg 3, the only PostgreSQL driver we install).
+    SQLite URLs pass through unchanged.
+    """
+    url = url.strip()
+    for prefix in ("postgres://", "postgresql://", "postgresql+psycopg2://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CADENCE_", extra="ignore")
+
+    environment: Literal["development", "production"] = Field(
+        "development", description="`production` refuses a default secret."
+    )
+    database_url: str = Field(DEFAULT_SQLITE_URL, description="SQLAlchemy URL of the database.")
+    host: str = Field("127.0.0.1", description="Address `cadence serve` binds to.")
+    port: int = Field(8000, ge=1, le=65535, description="Port `cadence serve` listens on.")
+    workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Log level of the service."
+    )
+    secret_key: str = Field(DEFAULT_SECRET, description="Secret for signed values.")
+    db_pool_size: int = Field(10, ge=1, le=200, description="Connections kept per process.")
+    db_max_overflow: int = Field(10, ge=0, le=200, description="Extra connections under load.")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest accepted request body.")
+    max_batch_runs: int = Field(1000, ge=1, le=10_000, description="Runs per batch POST.")
+    default_price_per_gpu_hour: float = Field(
+        2.5, gt=0, description="Price for pipelines created implicitly by ingestion (USD)."
+    )
+    demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _normalise_url(cls, value: str) -> str:
+        return normalise_database_url(value)
+
+    @model_validator(mode="after")
+    def _refuse_default_secret_in_production(self) -> Settings:
+        if self.environment == "production" and self.secret_key in ("", DEFAULT_SECRET):
+            raise ValueError(
+                "CADENCE_SECRET_KEY must be set to a random value when "
+                "CADENCE_ENVIRONMENT=production"
+            )
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

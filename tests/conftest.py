@@ -1,0 +1,161 @@
+"""Test fixtures. The same suite runs on SQLite and on PostgreSQL.
+
+Backend: ``CADENCE_TEST_BACKEND=sqlite`` (default) or ``postgresql``; PostgreSQL at
+``CADENCE_TEST_DATABASE_URL`` (default postgresql+psycopg://postgres@127.0.0.1:5432/test;
+its ``public`` schema is wiped). ``CADENCE_REQUIRE_POSTGRES=1`` (set by CI) turns an
+unreachable PostgreSQL into a failure instead of a loud skip.
+
+The schema is built once per session with Alembic; each test runs inside one
+transaction that is rolled back, except tests that need real commits from several
+connections (``committed_db``), which clean up after themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
+
+from app.auth.service import create_token
+from app.db.engine import Database, make_engine
+from app.db.revision import alembic_config
+from app.main import create_app
+from app.settings import Settings
+
+DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+BACKEND = os.environ.get("CADENCE_TEST_BACKEND", "sqlite")
+
+
+def postgres_url() -> str:
+    return Settings(
+        database_url=os.environ.get("CADENCE_TEST_DATABASE_URL", DEFAULT_PG)
+    ).database_url
+
+
+def pytest_report_header() -> str:
+    return f"cadence database backend: {BACKEND}"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    if BACKEND == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('db') / 'cadence-test.db'}"
+    url = postgres_url()
+    engine = make_engine(Settings(database_url=url))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+    except OperationalError as exc:
+        message = f"PostgreSQL unreachable at {url}: {str(exc).splitlines()[0]}"
+        if os.environ.get("CADENCE_REQUIRE_POSTGRES") == "1":
+            pytest.exit(message, returncode=3)
+        pytest.skip(message)
+    finally:
+        engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, default_price_per_gpu_hour=2.5)
+
+
+@pytest.fixture(scope="session")
+def engine(settings: Settings) -> Iterator[Engine]:
+    command.upgrade(alembic_config(settings.database_url), "head")
+    engine = make_engine(settings)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def db(engine: Engine) -> Iterator[Database]:
+    """A Database whose every session lives inside one rolled-back transaction."""
+    conn = engine.connect()
+    outer = conn.begin()
+    try:
+        yield Database(engine, bind=conn)
+    finally:
+        outer.rollback()
+        conn.close()
+
+
+@pytest.fixture
+def committed_db(engine: Engine) -> Iterator[Database]:
+    """A real Database (separate connections, real commits); tables emptied afterwards."""
+    yield Database(engine)
+    with engine.begin() as conn:
+        for table in ("interruption", "run", "pipeline", "api_token"):
+            conn.execute(text(f"DELETE FROM {table}"))
+
+
+@pytest.fixture
+def session(db: Database) -> Iterator[Any]:
+    with db.session(write=True) as s:
+        yield s
+
+
+@pytest.fixture
+def client(db: Database, settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, database=db)) as c:
+        yield c
+
+
+def make_token(
+    db: Database, scopes: str, name: str | None = None, pipelines: list[str] | None = None
+) -> str:
+    with db.session(write=True) as s:
+        _, secret = create_token(s, name or f"test-{scopes.replace(' ', '-')}", scopes, pipelines)
+        s.commit()
+    return secret
+
+
+@pytest.fixture
+def ingest_headers(db: Database) -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_token(db, 'ingest')}"}
+
+
+@pytest.fixture
+def admin_headers(db: Database) -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_token(db, 'admin')}"}
+
+
+def make_run(**overrides: Any) -> dict[str, Any]:
+    """A valid run payload: the worked example's baseline (8 workers x 14 h at 38%)."""
+    run: dict[str, Any] = {
+        "pipeline": "ranker",
+        "run_id": "run-1",
+        "variant": "baseline",
+        "started_at": "2026-11-02T08:00:00+00:00",
+        "finished_at": "2026-11-02T22:00:00+00:00",
+        "workers": 8,
+        "gpu_type": "A100",
+        "gpu_utilization": 0.38,
+        "quality_metric": "ndcg",
+        "quality_value": 0.41,
+        "data_stall_hours": 5.0,
+        "checkpoint_hours": 1.0,
+        "scheduling_wait_hours": 0.5,
+        "interruptions": [
+            {
+                "lost_progress_hours": 0.5,
+                "resume_hours": 0.25,
+                "reschedule_hours": 0.25,
+                "cause": "preemption",
+            }
+        ],
+        "tags": {"team": "ranking"},
+    }
+    run.update(overrides)
+    return run
+
+
+ARTIFACTS = Path(__file__).parent / "artifacts"

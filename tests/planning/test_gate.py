@@ -1,0 +1,195 @@
+"""The A/B gate (DOMAIN.md §7)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.planning.gate import GateResult, GateThresholds, evaluate_gate
+from app.planning.model import PlanningError, RunFacts
+from tests.planning.builders import PROPERTY, make_run, runs
+
+BASE_UTIL = [0.36, 0.38, 0.40, 0.37, 0.39]  # mean 38, var 2.5 (points^2)
+CAND_UTIL = [0.68, 0.70, 0.72, 0.69, 0.71]  # mean 70, var 2.5
+BASE_Q = [0.80, 0.82, 0.78, 0.81, 0.79]  # mean 0.800, var 0.00025
+CAND_Q = [q + 0.005 for q in BASE_Q]  # mean 0.805, var 0.00025
+
+
+def arm(utils: list[float], qualities: list[float | None], gpu_hours: float) -> list[RunFacts]:
+    return [
+        make_run(gpu_utilization=u, quality_value=q, gpu_hours=gpu_hours)
+        for u, q in zip(utils, qualities, strict=True)
+    ]
+
+
+BASELINE = arm(BASE_UTIL, list(BASE_Q), 112.0)
+CANDIDATE = arm(CAND_UTIL, list(CAND_Q), 60.8)
+LOOSE = GateThresholds(quality_margin=0.02)
+
+
+def gate(
+    baseline: list[RunFacts] = BASELINE,
+    candidate: list[RunFacts] = CANDIDATE,
+    *,
+    budget: float = 1200.0,
+    thresholds: GateThresholds = LOOSE,
+    higher_is_better: bool = True,
+) -> GateResult:
+    return evaluate_gate(
+        baseline,
+        candidate,
+        higher_is_better=higher_is_better,
+        target_runs_per_week=2.0,
+        budget_usd=budget,
+        convention="calendar",
+        thresholds=thresholds,
+    )
+
+
+def test_pass_with_hand_worked_numbers() -> None:
+    r = gate()
+    assert r.verdict == "PASS", r.summary
+    util, quality, cost = r.criteria
+    # uplift 70 - 38 = 32 points; se = sqrt(2.5/5 + 2.5/5) = 1; df = 1 / (2 x 0.5^2 / 4) = 8;
+    # t(0.95, 8) = 1.8595 -> bounds 30.14 .. 33.86 >= 10
+    assert util.name == "utilization_uplift" and util.status == "pass"
+    assert util.value == pytest.approx(32.0)
+    assert util.interval == pytest.approx((32 - 1.859548, 32 + 1.859548), abs=1e-5)
+    assert util.threshold == 10.0 and util.runs_needed_per_arm is None
+    # quality: d = 0.005, se = sqrt(2 x 0.00025 / 5) = 0.01, t = (0.005 + 0.02) / 0.01 = 2.5,
+    # p = P(T_8 > 2.5) = 0.01847 < 0.05
+    assert quality.name == "quality_non_inferiority" and quality.status == "pass"
+    assert quality.value == pytest.approx(0.005)
+    assert quality.threshold == -0.02
+    assert quality.p_value == pytest.approx(0.018471, abs=1e-6)
+    # cost: 2/week x 52/12 = 8.667 runs x (60.8 x $2 = $121.60) = $1,053.87 <= $1,200
+    assert cost.name == "projected_cost" and cost.status == "pass"
+    assert cost.value == pytest.approx(2 * 52 / 12 * 121.6)
+    assert "$1,054/month" in cost.reason
+    assert r.runs_needed_per_arm is None and r.projection is not None
+
+
+def test_fail_on_budget() -> None:
+    r = gate(budget=1000.0)  # $1,053.87 > $1,000
+    assert r.verdict == "FAIL" and r.criteria[2].status == "fail"
+    assert "projected_cost" in r.summary
+
+
+def test_fail_when_uplift_decisively_below_threshold() -> None:
+    # candidate 40 +- 1.58: uplift 2 points, upper bound 2 + 1.86 = 3.86 < 10
+    cand = arm([0.38, 0.40, 0.42, 0.39, 0.41], list(CAND_Q), 60.8)
+    r = gate(candidate=cand)
+    assert r.verdict == "FAIL"
+    assert r.criteria[0].status == "fail" and r.criteria[0].value == pytest.approx(2.0)
+
+
+def test_undecided_quality_reports_runs_needed() -> None:
+    # margin 0.01: t = (0.005 + 0.01) / 0.01 = 1.5, p = 0.086 -> undecided;
+    # equal-n solve (see test_welch): 8 per arm needed, 3 more than the current 5
+    r = gate(thresholds=GateThresholds(quality_margin=0.01))
+    q = r.criteria[1]
+    assert q.status == "undecided" and q.runs_needed_per_arm == 3
+    assert "3 more runs per arm" in q.reason
+    assert r.verdict == "INSUFFICIENT_DATA" and r.runs_needed_per_arm == 3
+
+
+def test_quality_lower_is_better_and_decisive_failure() -> None:
+    # loss metric: candidate 0.005 lower is better -> sign-adjusted d = +0.005 -> pass (margin 0.02)
+    base = arm(BASE_UTIL, list(CAND_Q), 112.0)
+    cand = arm(CAND_UTIL, list(BASE_Q), 60.8)
+    assert gate(base, cand, higher_is_better=False).criteria[1].status == "pass"
+    # candidate accuracy 0.1 worse: upper bound -0.1 + 0.0186 < -0.02 -> fail
+    worse = arm(CAND_UTIL, [q - 0.1 for q in BASE_Q], 60.8)
+    r = gate(candidate=worse)
+    assert r.criteria[1].status == "fail" and r.verdict == "FAIL"
+
+
+def test_estimate_exactly_on_threshold_can_never_be_decided() -> None:
+    # quality 1,2,3 vs 0,1,2 with margin 1: d = -1 = -margin exactly
+    base = [
+        make_run(quality_value=float(q), gpu_utilization=u)
+        for q, u in ((1, 0.3), (2, 0.31), (3, 0.32))
+    ]
+    cand = [
+        make_run(quality_value=float(q), gpu_utilization=u)
+        for q, u in ((0, 0.7), (1, 0.71), (2, 0.72))
+    ]
+    r = gate(base, cand, thresholds=GateThresholds(quality_margin=1.0), budget=1e6)
+    q = r.criteria[1]
+    assert q.status == "undecided" and q.runs_needed_per_arm is None
+    assert "more runs cannot decide" in q.reason
+
+
+def test_too_few_runs_is_insufficient_even_with_big_effects() -> None:
+    r = gate(BASELINE[:2], CANDIDATE[:2])
+    assert r.verdict == "INSUFFICIENT_DATA"
+    assert r.criteria[0].status == "undecided" and r.criteria[0].runs_needed_per_arm == 1
+    assert "at least 3 per arm" in r.summary
+    one = gate(BASELINE[:1], CANDIDATE)
+    assert one.verdict == "INSUFFICIENT_DATA" and one.criteria[0].runs_needed_per_arm == 2
+    empty = gate(BASELINE, [])
+    assert empty.verdict == "INSUFFICIENT_DATA"
+    assert empty.criteria[0].value is None and empty.criteria[2].status == "undecided"
+
+
+def test_too_few_runs_still_shows_a_failing_cost() -> None:
+    r = gate(BASELINE[:2], CANDIDATE[:2], budget=100.0)
+    assert r.verdict == "INSUFFICIENT_DATA" and r.criteria[2].status == "fail"
+    assert "Already failing: projected_cost" in r.summary
+
+
+def test_zero_variance_is_insufficient() -> None:
+    base = arm([0.38] * 3, [0.8, 0.81, 0.79], 112.0)
+    cand = arm([0.70] * 3, [0.8, 0.81, 0.79], 60.8)
+    r = gate(base, cand)
+    u = r.criteria[0]
+    assert u.status == "undecided" and "zero variance" in u.reason and u.runs_needed_per_arm is None
+    assert r.verdict == "INSUFFICIENT_DATA"
+
+
+def test_runs_without_quality_are_left_out() -> None:
+    cand = arm(CAND_UTIL, [*CAND_Q[:2], None, None, None], 60.8)
+    r = gate(candidate=cand)
+    assert r.criteria[1].status == "undecided" and r.verdict == "INSUFFICIENT_DATA"
+
+
+def test_threshold_validation() -> None:
+    with pytest.raises(PlanningError):
+        GateThresholds(alpha=0.0)
+    with pytest.raises(PlanningError):
+        GateThresholds(min_runs=1)
+    with pytest.raises(PlanningError):
+        gate(budget=-1.0)
+
+
+@PROPERTY
+@given(
+    st.lists(runs(with_quality=True), max_size=2),
+    st.lists(runs(with_quality=True), max_size=6),
+    st.booleans(),
+    st.booleans(),
+)
+def test_never_pass_with_fewer_than_three_runs_per_arm(
+    small: list[RunFacts], other: list[RunFacts], swap: bool, higher: bool
+) -> None:
+    base, cand = (other, small) if swap else (small, other)
+    r = gate(base, cand, budget=1e12, higher_is_better=higher)
+    assert r.verdict == "INSUFFICIENT_DATA"
+
+
+@PROPERTY
+@given(
+    st.lists(runs(with_quality=True), min_size=3, max_size=6),
+    st.lists(runs(with_quality=True), min_size=3, max_size=6),
+)
+def test_pass_only_when_every_criterion_passes(base: list[RunFacts], cand: list[RunFacts]) -> None:
+    r = gate(
+        base,
+        cand,
+        budget=5e4,
+        thresholds=GateThresholds(min_utilization_uplift_points=0.0, quality_margin=0.5),
+    )
+    statuses = [c.status for c in r.criteria]
+    assert (r.verdict == "PASS") == all(s == "pass" for s in statuses)
+    assert (r.verdict == "FAIL") == ("fail" in statuses)

@@ -1,0 +1,79 @@
+"""Ranking the badput causes by monthly cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.planning.levers import rank_levers
+from app.planning.model import Interruption, PlanningError
+from tests.planning.builders import make_run
+
+# All 8 workers x 14 h, 38% (idle 69.44 GPU-h), $2/GPU-h. Per-run GPU-hours (x Weff = 8):
+#   A: stall 4 h -> 32, checkpoint 1 h -> 8, failure 0, other 69.44 - 40 = 29.44, wait 2 h -> 16
+#   B: stall 6 h -> 48, checkpoint 1 h -> 8, failure 0, other 13.44,               wait 0
+#   C: stall 5 h -> 40, checkpoint 0.5 h -> 4, failure 1 h -> 8, other 17.44,       wait 4 h -> 32
+# Medians: stall 40, checkpoint 8, failure 0, other 17.44, wait 16 (2 h wall clock).
+RUNS = [
+    make_run(data_stall_hours=4.0, checkpoint_hours=1.0, scheduling_wait_hours=2.0),
+    make_run(data_stall_hours=6.0, checkpoint_hours=1.0),
+    make_run(
+        data_stall_hours=5.0,
+        checkpoint_hours=0.5,
+        scheduling_wait_hours=4.0,
+        interruptions=(Interruption(0.5, 0.25, 0.25),),
+    ),
+]
+
+
+def test_levers_ranked_by_monthly_cost_hand_worked() -> None:
+    levers = rank_levers(RUNS, runs_per_month=4.0)
+    assert [lv.cause for lv in levers] == [
+        "data_stall",  # 40 x 4 = 160 GPU-h, $320
+        "other_idle",  # 17.44 x 4 = 69.76 GPU-h, $139.52
+        "checkpoint",  # 8 x 4 = 32 GPU-h, $64
+        "scheduling_wait",  # 16 x 4 = 64 GPU-h, not billed: $0
+        "failure",  # median 0
+    ]
+    stall, other, ckpt, wait, failure = levers
+    assert stall.gpu_hours_per_month == pytest.approx(160.0)
+    assert stall.usd_per_month == pytest.approx(320.0)
+    assert (stall.saving_if_halved_usd, stall.saving_if_removed_usd) == pytest.approx((160, 320))
+    assert "pre-shard" in stall.remedy and "prefetch" in stall.remedy
+    assert other.usd_per_month == pytest.approx(139.52)
+    assert "profile" in other.remedy
+    assert ckpt.usd_per_month == pytest.approx(64.0) and "asynchronous" in ckpt.remedy
+    assert not wait.billed and wait.usd_per_month == 0.0
+    assert wait.gpu_hours_per_month == pytest.approx(64.0)
+    assert wait.wall_clock_hours_per_month == pytest.approx(8.0)
+    assert "reserv" in wait.remedy and "not billed" in wait.working
+    assert failure.usd_per_month == 0.0 and "preemption" in failure.remedy
+    assert all(lv.cause != "workers" for lv in levers)  # median utilization 38% is low
+
+
+def test_price_override() -> None:
+    stall = rank_levers(RUNS, runs_per_month=4.0, price=3.0)[0]
+    assert stall.usd_per_month == pytest.approx(480.0)  # 160 GPU-h x $3
+
+
+def test_workers_lever_only_when_utilization_and_efficiency_high() -> None:
+    busy = [make_run(gpu_utilization=0.9)]
+    assert rank_levers(busy, runs_per_month=4.0, efficiency=0.9)[-1].cause == "workers"
+    assert all(lv.cause != "workers" for lv in rank_levers(busy, runs_per_month=4.0))
+    low_eff = rank_levers(busy, runs_per_month=4.0, efficiency=0.5)
+    assert all(lv.cause != "workers" for lv in low_eff)
+    custom = rank_levers(
+        RUNS,
+        runs_per_month=4.0,
+        utilization=0.5,
+        efficiency=0.6,
+        min_utilization_for_workers=0.4,
+        min_efficiency_for_workers=0.5,
+    )
+    assert custom[-1].cause == "workers" and custom[-1].usd_per_month == 0.0
+
+
+def test_empty_runs_and_validation() -> None:
+    levers = rank_levers([], runs_per_month=4.0)
+    assert len(levers) == 5 and all(lv.usd_per_month == 0.0 for lv in levers)
+    with pytest.raises(PlanningError):
+        rank_levers(RUNS, runs_per_month=-1.0)

@@ -1,0 +1,52 @@
+"""Concurrent retries must leave exactly one row per run (real commits, real connections)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from sqlalchemy import func, select
+
+from app.db.engine import Database
+from app.db.models import Pipeline, Run
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import make_run, make_token
+
+
+async def _race(
+    app: object, headers: dict[str, str], payloads: list[dict[str, object]], copies: int
+) -> list[int]:
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        tasks = [
+            client.post("/api/v1/runs", json=p, headers=headers)
+            for p in payloads
+            for _ in range(copies)
+        ]
+        responses = await asyncio.gather(*tasks)
+    return [r.status_code for r in responses]
+
+
+def test_identical_posts_racing_store_one_row(committed_db: Database, settings: Settings) -> None:
+    headers = {"Authorization": f"Bearer {make_token(committed_db, 'ingest')}"}
+    app = create_app(settings, database=committed_db)
+    # 40 distinct runs over 3 new pipelines, each posted 4 times at once.
+    payloads = [make_run(run_id=f"race-{i}", pipeline=f"pipe-{i % 3}") for i in range(40)]
+    statuses = asyncio.run(_race(app, headers, payloads, copies=4))
+    assert all(s in (200, 201) for s in statuses), statuses
+    assert statuses.count(201) == 40
+    with committed_db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Run)) == 40
+        assert s.scalar(select(func.count()).select_from(Pipeline)) == 3
+
+
+def test_conflicting_posts_racing_one_wins(committed_db: Database, settings: Settings) -> None:
+    headers = {"Authorization": f"Bearer {make_token(committed_db, 'ingest')}"}
+    app = create_app(settings, database=committed_db)
+    payloads = [make_run(run_id="same", workers=w) for w in (1, 2, 4, 8)]
+    statuses = asyncio.run(_race(app, headers, payloads, copies=2))
+    assert statuses.count(201) == 1
+    assert set(statuses) <= {200, 201, 409}
+    with committed_db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Run)) == 1
