@@ -18,6 +18,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.planning.model import PlanningError
+
 log = logging.getLogger("cadence.errors")
 
 
@@ -150,6 +152,10 @@ def install_error_handlers(app: FastAPI) -> None:
             error_body(code, str(exc.detail)),
             getattr(exc, "headers", None),
         )
+
+    @app.exception_handler(PlanningError)
+    async def _planning(request: Request, exc: PlanningError) -> Response:
+        return _respond(request, 422, error_body("invalid_plan", str(exc)))
 
     @app.exception_handler(OperationalError)
     @app.exception_handler(PoolTimeout)

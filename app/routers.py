@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 
 def all_routers() -> list[APIRouter]:
+    from app.analytics.router import router as analytics_router
     from app.pages.router import router as pages_router
 
-    return [pages_router]
+    return [analytics_router, pages_router]

@@ -20,8 +20,9 @@ def test_iso_week_labels() -> None:
 def test_fill_weeks_inserts_empty_weeks() -> None:
     # One run of 112 GPU-h in W45 and none in W46: W46 is present with zero totals.
     t = GoodputTotals(1, 112.0, 120.0, 8.0, 112.0, 10.0, 42.56, 0.0)
-    rows = fill_weeks([WeekTotals(date(2026, 11, 2), t, 280.0)], date(2026, 11, 4),
-                      date(2026, 11, 12))
+    rows = fill_weeks(
+        [WeekTotals(date(2026, 11, 2), t, 280.0)], date(2026, 11, 4), date(2026, 11, 12)
+    )
     assert [r.week for r in rows] == ["2026-W45", "2026-W46"]
     assert rows[0].cost_usd == 280.0
     # scheduling = (120 - 8) / 120 = 0.9333; runtime = (112 - 10) / 112 = 0.9107;

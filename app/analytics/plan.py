@@ -1,0 +1,92 @@
+"""POST /api/v1/plan: projection, checkpoint and gate arithmetic from numbers given by hand."""
+
+from __future__ import annotations
+
+from app.analytics.schemas import ArmRunIn, PlanIn, PlanOut
+from app.planning.failures import checkpoint_advice
+from app.planning.gate import GateThresholds, evaluate_gate
+from app.planning.model import RunFacts
+from app.planning.projection import project_from_inputs, runs_per_month
+from app.planning.scaling import ScalingPoint, fit_usl
+from app.planning.whatif import WhatIf
+
+
+def what_if_of(plan: PlanIn) -> WhatIf | None:
+    w = plan.what_if
+    if w is None:
+        return None
+    return WhatIf(
+        price=w.price_per_gpu_hour,
+        utilization_target=w.utilization_target,
+        workers=w.workers,
+        failure_rate_per_instance_hour=w.failure_rate,
+        checkpoint_interval_hours=w.checkpoint_interval_hours
+        or (plan.checkpoints.checkpoint_interval_hours if plan.checkpoints else None),
+        resume_hours=plan.checkpoints.restart_hours if plan.checkpoints else 0.0,
+    )
+
+
+def _arm(runs: list[ArmRunIn], default_price: float) -> list[RunFacts]:
+    return [
+        RunFacts(
+            workers=r.workers,
+            wall_clock_hours=r.wall_clock_hours,
+            gpu_hours=r.workers * r.wall_clock_hours,
+            gpu_utilization=r.gpu_utilization,
+            price_per_gpu_hour=r.price_per_gpu_hour
+            if r.price_per_gpu_hour is not None
+            else default_price,
+            quality_value=r.quality_value,
+        )
+        for r in runs
+    ]
+
+
+def plan(body: PlanIn) -> PlanOut:
+    model = fit_usl([ScalingPoint(p.workers, p.wall_clock_hours) for p in body.scaling_probes])
+    projection = project_from_inputs(
+        workers=body.workers,
+        wall_clock_hours=body.wall_clock_hours,
+        utilization=body.gpu_utilization,
+        price_per_gpu_hour=body.price_per_gpu_hour,
+        cadences=body.cadences,
+        gpu_hours=body.gpu_hours,
+        convention=body.weeks_per_month,
+        budget_usd=body.budget_usd,
+        current_runs_per_week=body.current_runs_per_week,
+        what_if=what_if_of(body),
+        scaling_model=model,
+        data_stall_hours=body.data_stall_hours,
+        checkpoint_hours=body.checkpoint_hours,
+    )
+    advice = None
+    if body.checkpoints is not None:
+        c = body.checkpoints
+        advice = checkpoint_advice(
+            write_hours=c.checkpoint_write_hours,
+            current_interval_hours=c.checkpoint_interval_hours,
+            workers=c.instances or body.workers,
+            wall_clock_hours=body.wall_clock_hours,
+            runs_per_month=runs_per_month(body.current_runs_per_week, body.weeks_per_month),
+            price_per_gpu_hour=body.price_per_gpu_hour,
+            failure_rate_per_instance_hour=c.failure_rate,
+            resume_hours=c.restart_hours,
+        )
+    gate = None
+    if body.gate is not None:
+        g = body.gate
+        gate = evaluate_gate(
+            _arm(g.baseline, body.price_per_gpu_hour),
+            _arm(g.candidate, body.price_per_gpu_hour),
+            higher_is_better=g.higher_is_better,
+            target_runs_per_week=g.target_runs_per_week,
+            budget_usd=g.budget_usd,
+            convention=body.weeks_per_month,
+            thresholds=GateThresholds(
+                min_utilization_uplift_points=g.min_utilization_uplift_points,
+                quality_margin=g.quality_margin,
+                alpha=g.alpha,
+                min_runs=g.min_runs,
+            ),
+        )
+    return PlanOut(projection=projection, scaling_model=model, checkpoints=advice, gate=gate)

@@ -1,0 +1,158 @@
+"""Responses of the planning endpoints: thin wrappers around the planning dataclasses."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from app.planning.failures import CheckpointAdvice, FailureRateEstimate
+from app.planning.gate import GateResult
+from app.planning.goodput import Goodput
+from app.planning.levers import Lever
+from app.planning.projection import Projection
+from app.planning.scaling import ScalingModel, ScalingRow
+from app.planning.weekly import WeekSummary
+from app.schemas_common import StrictModel
+
+Convention = Literal["calendar", "four_week"]
+
+
+class ProjectionOut(BaseModel):
+    pipeline: str
+    variants: list[str] = Field(description="Variants projected, in order.")
+    current_variant: str | None = Field(description="Variant whose runs define today's cost.")
+    projections: dict[str, Projection]
+    available_variants: list[str]
+
+
+class GoodputOut(BaseModel):
+    pipeline: str
+    group: Literal["week"] = "week"
+    weeks: list[WeekSummary]
+    total: Goodput
+
+
+class GateOut(BaseModel):
+    pipeline: str
+    baseline: str
+    candidate: str
+    target_runs_per_week: float
+    budget_usd: float
+    quality_metric: str
+    higher_is_better: bool
+    result: GateResult
+
+
+class Prediction(BaseModel):
+    workers: int
+    wall_clock_hours: float
+    gpu_hours: float
+    extrapolation: bool
+
+
+class ScalingOut(BaseModel):
+    pipeline: str
+    variant: str | None
+    table: list[ScalingRow]
+    model: ScalingModel | None
+    advice: list[str]
+    prediction: Prediction | None
+    utilization: float | None
+
+
+class LeversOut(BaseModel):
+    pipeline: str
+    variant: str
+    runs_per_week: float
+    runs_per_month: float
+    levers: list[Lever]
+
+
+class InputSource(BaseModel):
+    value: float
+    source: Literal["query", "recorded", "default"]
+    note: str = ""
+
+
+class CheckpointsOut(BaseModel):
+    pipeline: str
+    inputs: dict[str, InputSource]
+    failure_rate_estimate: FailureRateEstimate | None
+    advice: CheckpointAdvice
+
+
+# POST /api/v1/plan -----------------------------------------------------------------
+
+Positive = Annotated[float, Field(gt=0, le=1e9)]
+NonNeg = Annotated[float, Field(ge=0, le=1e9)]
+
+
+class WhatIfIn(StrictModel):
+    price_per_gpu_hour: NonNeg | None = None
+    utilization_target: Annotated[float, Field(gt=0, le=1)] | None = None
+    workers: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    failure_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    checkpoint_interval_hours: Positive | None = None
+
+
+class ProbeIn(StrictModel):
+    workers: Annotated[int, Field(ge=1, le=100_000)]
+    wall_clock_hours: Positive
+
+
+class ArmRunIn(StrictModel):
+    workers: Annotated[int, Field(ge=1, le=100_000)] = 1
+    wall_clock_hours: Positive = 1.0
+    gpu_utilization: Annotated[float, Field(ge=0, le=1)]
+    quality_value: float | None = None
+    price_per_gpu_hour: NonNeg | None = None
+
+
+class GateIn(StrictModel):
+    baseline: list[ArmRunIn] = Field(max_length=1000)
+    candidate: list[ArmRunIn] = Field(max_length=1000)
+    higher_is_better: bool = True
+    target_runs_per_week: Positive = 2.0
+    budget_usd: NonNeg
+    min_utilization_uplift_points: Annotated[float, Field(ge=0, le=100)] = 10.0
+    quality_margin: NonNeg = 0.01
+    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
+
+
+class CheckpointIn(StrictModel):
+    instances: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    failure_rate: Annotated[float, Field(gt=0, le=1)] = 4e-4
+    checkpoint_write_hours: Positive
+    checkpoint_interval_hours: Positive
+    restart_hours: NonNeg = 0.0
+
+
+class PlanIn(StrictModel):
+    """A plan from numbers you already know, for pipelines with no recorded runs."""
+
+    workers: Annotated[int, Field(ge=1, le=100_000)]
+    wall_clock_hours: Positive
+    gpu_utilization: Annotated[float, Field(ge=0, le=1)]
+    price_per_gpu_hour: NonNeg
+    gpu_hours: Positive | None = None
+    data_stall_hours: NonNeg = 0.0
+    checkpoint_hours: NonNeg = 0.0
+    cadences: list[Annotated[float, Field(gt=0, le=1000)]] = Field(
+        default_factory=lambda: [1.0, 2.0], min_length=1, max_length=20
+    )
+    current_runs_per_week: Positive = 1.0
+    budget_usd: NonNeg | None = None
+    weeks_per_month: Convention = "calendar"
+    what_if: WhatIfIn | None = None
+    scaling_probes: list[ProbeIn] = Field(default_factory=list, max_length=100)
+    checkpoints: CheckpointIn | None = None
+    gate: GateIn | None = None
+
+
+class PlanOut(BaseModel):
+    projection: Projection
+    scaling_model: ScalingModel | None
+    checkpoints: CheckpointAdvice | None
+    gate: GateResult | None
