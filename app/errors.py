@@ -157,6 +157,12 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _planning(request: Request, exc: PlanningError) -> Response:
         return _respond(request, 422, error_body("invalid_plan", str(exc)))
 
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        body = error_body("internal_error", "something went wrong on our side; it has been logged")
+        return _respond(request, 500, body)
+
     @app.exception_handler(OperationalError)
     @app.exception_handler(PoolTimeout)
     async def _database_down(request: Request, exc: Exception) -> Response:

@@ -58,10 +58,12 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         app.state.database = database
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)
+    # After the routers, so /static/vendor/plotly.min.js (served from the installed
+    # plotly package by app.pages.router) is matched before the static folder.
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     return app
 
 

@@ -2,16 +2,44 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
+import plotly
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from app.dashboard.figures_base import to_json
 from app.settings import PROJECT_ROOT
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
 STATIC_DIR = PROJECT_ROOT / "static"
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape is on for .html
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def _missing(value: float | None) -> bool:
+    return value is None or not math.isfinite(value)
+
+
+def usd(value: float | None, digits: int = 0) -> str:
+    """``1213.3`` -> ``$1,213``; missing or infinite -> an en dash."""
+    return "–" if _missing(value) else f"${value:,.{digits}f}"
+
+
+def pct(value: float | None, digits: int = 0) -> str:
+    """A fraction as a percentage: ``0.38`` -> ``38%``."""
+    return "–" if _missing(value) else f"{100 * value:.{digits}f}%"  # type: ignore[operator]
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    return "–" if _missing(value) else f"{value:,.{digits}f}"
+
+
+templates.env.filters.update(usd=usd, pct=pct, num=num)
+templates.env.globals["to_json"] = to_json
 
 
 def render_error_page(

@@ -1,17 +1,183 @@
+"""Server-rendered pages. Figures arrive finished (pure builders); templates only embed them."""
+
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from datetime import UTC, date, datetime
+from typing import Annotated, Any
 
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+from sqlalchemy import func, select
+
+from app.dashboard import runs_table, views
+from app.dashboard.figures import to_json
+from app.db.models import Pipeline
 from app.deps import DatabaseDep
-from app.pipelines import service as pipelines
-from app.web import templates
+from app.errors import Invalid, NotFound
+from app.pipelines.service import get_by_name
+from app.planning.weekly import iso_week, week_monday
+from app.web import PLOTLY_JS, templates
 
 router = APIRouter(include_in_schema=False)
+OVERVIEW_PAGE = 24
+
+
+def what_if_params(
+    cadence: Annotated[float | None, Query(gt=0, le=100)] = None,
+    utilization_target: Annotated[float | None, Query(gt=0, le=1)] = None,
+    price: Annotated[float | None, Query(ge=0, le=10_000)] = None,
+    workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+    failure_rate: Annotated[float | None, Query(gt=0, le=1)] = None,
+    weeks_per_month: Annotated[str, Query(pattern="^(calendar|four_week)$")] = "calendar",
+) -> views.WhatIfParams:
+    return views.WhatIfParams(
+        cadence, utilization_target, price, workers, failure_rate, weeks_per_month
+    )
+
+
+WhatIfDep = Annotated[views.WhatIfParams, Depends(what_if_params)]
 
 
 @router.get("/", response_class=HTMLResponse)
-def overview(request: Request, db: DatabaseDep) -> HTMLResponse:
+def overview(
+    request: Request, db: DatabaseDep, page: Annotated[int, Query(ge=1, le=10_000)] = 1
+) -> HTMLResponse:
+    today = datetime.now(UTC).date()
     with db.transaction(write=False) as session:
-        items = pipelines.list_all(session)
-    return templates.TemplateResponse(request, "overview.html", {"pipelines": items})
+        total = session.scalar(select(func.count()).select_from(Pipeline)) or 0
+        pipelines = list(
+            session.scalars(
+                select(Pipeline)
+                .order_by(Pipeline.name)
+                .offset((page - 1) * OVERVIEW_PAGE)
+                .limit(OVERVIEW_PAGE)
+            )
+        )
+        cards = [views.card(session, p, today) for p in pipelines]
+    return templates.TemplateResponse(request, "overview.html", {
+        "cards": cards, "page": page, "pages": max(1, -(-total // OVERVIEW_PAGE)),
+        "week": iso_week(today), "to_json": to_json,
+    })  # fmt: skip
+
+
+@router.get("/pipelines/{name}", response_class=HTMLResponse)
+def pipeline_page(
+    request: Request,
+    name: str,
+    db: DatabaseDep,
+    p: WhatIfDep,
+    baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
+    candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
+    gate_cadence: Annotated[float | None, Query(gt=0, le=100)] = None,
+    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
+    min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
+    margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
+    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+    sort: Annotated[str, Query(pattern="^(" + "|".join(runs_table.SORTS) + ")$")] = "started_at",
+    order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    size: Annotated[int, Query(ge=1, le=100)] = 25,
+) -> HTMLResponse:
+    g = views.GateParams(baseline, candidate, gate_cadence, budget, min_uplift, margin, alpha)
+    with db.transaction(write=False) as session:
+        pipeline = get_by_name(session, name)
+        context = _whatif_context(session, pipeline, p)
+        summaries = views.weekly(session, pipeline)
+        gate, gate_empty = views.gate_section(session, pipeline, g, p.weeks_per_month)
+        scaling, scaling_out = views.scaling_section(session, pipeline)
+        runs, total = runs_table.page(
+            session, pipeline, sort=sort, descending=order == "desc", number=page, size=size
+        )
+        variants = views.variant_names(session, pipeline)
+        context.update({
+            "trend": views.trend_sections(summaries), "weeks": summaries,
+            "runs_charts": views.run_sections(session, pipeline),
+            "gate": gate, "gate_empty": gate_empty, "g": g,
+            "scaling": scaling, "scaling_out": scaling_out,
+            "runs": runs, "total_runs": total, "sort": sort, "order": order,
+            "page": page, "size": size, "pages": max(1, -(-total // size)),
+            "variants": variants, "query": dict(request.query_params),
+            "observed_utilization": views.observed_utilization(session, pipeline),
+        })  # fmt: skip
+    return templates.TemplateResponse(request, "pipeline.html", context)
+
+
+def _whatif_context(session: Any, pipeline: Pipeline, p: views.WhatIfParams) -> dict[str, Any]:
+    cost, projection = views.projection_section(session, pipeline, p)
+    levers, levers_empty = views.levers_section(session, pipeline, p)
+    checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
+    return {
+        "pipeline": pipeline, "p": p, "target": p.target(pipeline), "cost": cost,
+        "headline": views.headline(projection, pipeline, p), "projection": projection,
+        "levers": levers, "levers_empty": levers_empty, "checkpoint": checkpoint,
+        "checkpoint_out": checkpoint_out, "to_json": to_json,
+    }  # fmt: skip
+
+
+@router.get("/pipelines/{name}/whatif")
+def whatif_fragment(
+    request: Request,
+    name: str,
+    db: DatabaseDep,
+    p: WhatIfDep,
+) -> JSONResponse:
+    """The what-if sections, re-rendered: finished figures plus server-escaped HTML."""
+    with db.transaction(write=False) as session:
+        pipeline = get_by_name(session, name)
+        context = _whatif_context(session, pipeline, p)
+    env = templates.env
+    html = env.get_template("_whatif.html").render(request=request, **context)
+    return JSONResponse({
+        "html": html,
+        "figures": {"cost": context["cost"].figure,
+                    "checkpoint": context["checkpoint"].figure},
+    })  # fmt: skip
+
+
+@router.get("/pipelines/{name}/runs.csv")
+def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
+    with db.transaction(write=False) as session:
+        pipeline_id = get_by_name(session, name).id
+    filename = f"cadence-{name}-runs.csv"
+    return StreamingResponse(
+        runs_table.csv_rows(db, pipeline_id),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@router.get("/review", response_class=HTMLResponse)
+def weekly_review(
+    request: Request, db: DatabaseDep, week: Annotated[str | None, Query(max_length=10)] = None
+) -> HTMLResponse:
+    today = datetime.now(UTC).date()
+    label = week or iso_week(today)
+    try:
+        monday = week_monday(label)
+    except ValueError as exc:
+        raise Invalid(
+            str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
+        ) from exc
+    with db.transaction(write=False) as session:
+        pipelines = list(session.scalars(select(Pipeline).order_by(Pipeline.name).limit(500)))
+        rows = views.review(session, pipelines, monday)
+    return templates.TemplateResponse(request, "review.html", {
+        "rows": rows, "week": label, "monday": monday,
+        "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
+        "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
+    })  # fmt: skip
+
+
+@router.get("/help", response_class=HTMLResponse)
+def help_page(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "help.html", {})
+
+
+@router.get("/static/vendor/plotly.min.js")
+def plotly_js() -> FileResponse:
+    """Plotly.js from the installed ``plotly`` package: nothing loads from a CDN."""
+    if not PLOTLY_JS.exists():
+        raise NotFound("plotly.min.js is missing from the installed plotly package")
+    return FileResponse(
+        PLOTLY_JS, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+    )

@@ -1,0 +1,1 @@
+"""Dashboard helpers: pure builders of Plotly figure dicts (see :mod:`app.dashboard.figures`)."""

@@ -1,0 +1,342 @@
+"""What each page shows: planning results gathered for a template (no HTML here).
+
+Each function reads through the analytics layer (SQL aggregation) and the pure planning
+core, and turns results into figure dicts with the pure builders in ``figures``. Parts
+that cannot be computed yet (no runs, no candidate, no budget) become an empty-state
+message naming what to do next, never an empty chart.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.analytics import repository as repo
+from app.analytics import service as analytics
+from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
+from app.dashboard import figures
+from app.db.models import Pipeline
+from app.errors import Invalid
+from app.planning.economics import badput
+from app.planning.gate import GateThresholds
+from app.planning.projection import runs_per_month
+from app.planning.weekly import WeekSummary, fill_weeks, iso_week
+from app.planning.whatif import WhatIf
+
+CHART_RUNS = 52
+TREND_WEEKS = 12
+
+
+@dataclass(frozen=True)
+class WhatIfParams:
+    """The what-if controls; None means "as observed"."""
+
+    cadence: float | None = None
+    utilization_target: float | None = None
+    price: float | None = None
+    workers: int | None = None
+    failure_rate: float | None = None
+    weeks_per_month: str = "calendar"
+
+    def what_if(self) -> WhatIf:
+        return WhatIf(
+            price=self.price,
+            utilization_target=self.utilization_target,
+            workers=self.workers,
+            failure_rate_per_instance_hour=self.failure_rate,
+        )
+
+    def target(self, pipeline: Pipeline) -> float:
+        return self.cadence if self.cadence is not None else 2.0 * pipeline.runs_per_week
+
+
+@dataclass(frozen=True)
+class GateParams:
+    baseline: str = "baseline"
+    candidate: str = "candidate"
+    cadence: float | None = None
+    budget: float | None = None
+    min_uplift_points: float = 10.0
+    quality_margin: float = 0.01
+    alpha: float = 0.05
+
+
+@dataclass
+class Section:
+    """A figure (JSON-ready dict) or, when there is nothing to draw, a message."""
+
+    figure: dict[str, Any] | None = None
+    empty: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _section(fig: dict[str, Any], empty: str) -> Section:
+    return Section(figure=fig) if figures.has_data(fig) else Section(empty=empty)
+
+
+def projection_section(
+    session: Session, pipeline: Pipeline, p: WhatIfParams
+) -> tuple[Section, ProjectionOut | None]:
+    target = p.target(pipeline)
+    cadences = sorted({1.0, 2.0, pipeline.runs_per_week, target})
+    try:
+        out = analytics.projection(
+            session,
+            pipeline.name,
+            variants=None,
+            cadences=cadences,
+            what_if=p.what_if(),
+            convention=p.weeks_per_month,
+            budget=None,
+        )
+    except Invalid as exc:
+        return Section(empty=exc.message), None
+    fig = figures.cost_projection_figure(out.projections, pipeline.monthly_budget_usd)
+    return Section(figure=fig), out
+
+
+def headline(
+    out: ProjectionOut | None, pipeline: Pipeline, p: WhatIfParams
+) -> list[dict[str, Any]]:
+    """Monthly cost at the chosen cadence per variant, against the budget and today."""
+    if out is None:
+        return []
+    target = p.target(pipeline)
+    rows = []
+    for variant in out.variants:
+        proj = out.projections[variant]
+        at = next(c for c in proj.cadences if c.runs_per_week == target)
+        rows.append({
+            "variant": variant, "runs_per_week": target,
+            "monthly_cost_usd": at.monthly_cost_usd, "p10": at.monthly_cost_p10_usd,
+            "p90": at.monthly_cost_p90_usd, "within_budget": at.within_budget,
+            "headroom_usd": at.headroom_usd, "vs_current_ratio": at.vs_current_ratio,
+            "current_monthly_cost_usd": proj.current_monthly_cost_usd,
+            "working": list(at.working), "warnings": list(proj.warnings),
+        })  # fmt: skip
+    return rows
+
+
+def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
+    return [v.variant for v in repo.variants(session, pipeline.id)]
+
+
+def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
+    """Median utilization of the recent runs of the default variant (the slider's start)."""
+    names = analytics.default_variants(variant_names(session, pipeline))
+    if not names:
+        return None
+    rows = repo.recent_runs(session, pipeline.id, variant=names[0], limit=analytics.RECENT_RUNS)
+    return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
+
+
+def weekly(session: Session, pipeline: Pipeline, weeks: int = TREND_WEEKS) -> list[WeekSummary]:
+    return analytics.goodput(session, pipeline.name, weeks=weeks, until=None).weeks
+
+
+def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
+    hint = "No runs in these weeks yet: post runs to /api/v1/runs and they appear here."
+    return {
+        "goodput": _section(figures.goodput_trend_figure(summaries), hint),
+        "week_gpu": _section(figures.badput_by_week_figure(summaries, "gpu_hours"), hint),
+        "week_usd": _section(figures.badput_by_week_figure(summaries, "usd"), hint),
+    }
+
+
+def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
+    rows = repo.recent_runs(session, pipeline.id, limit=CHART_RUNS)
+    hint = "No runs yet: post one to /api/v1/runs (see the README) or run `cadence demo`."
+    gpu = [
+        figures.RunBadputRow(r.run_id, r.variant, r.started_at, badput(r.facts)) for r in rows[-26:]
+    ]
+    usd = [
+        figures.RunBadputRow(
+            b.label, b.variant, b.started_at, b.badput.usd(r.facts.price_per_gpu_hour)
+        )
+        for b, r in zip(gpu, rows[-26:], strict=True)
+    ]
+    points = [
+        figures.RunPoint(
+            r.started_at, r.variant, r.facts.gpu_utilization, r.facts.quality_value, r.run_id
+        )
+        for r in rows
+    ]
+    return {
+        "run_gpu": _section(figures.badput_by_run_figure(gpu, "gpu_hours"), hint),
+        "run_usd": _section(figures.badput_by_run_figure(usd, "usd"), hint),
+        "quality": _section(
+            figures.utilization_quality_figure(points, pipeline.quality_metric), hint
+        ),
+    }
+
+
+def gate_section(
+    session: Session, pipeline: Pipeline, g: GateParams, weeks_per_month: str
+) -> tuple[GateOut | None, str | None]:
+    names = variant_names(session, pipeline)
+    missing = [v for v in (g.baseline, g.candidate) if v not in names]
+    if missing:
+        return None, (
+            f"No runs of variant {missing[0]!r} yet. Post runs with "
+            f'"variant": "{missing[0]}" (at least 3 per arm) to compare '
+            f"{g.baseline!r} with {g.candidate!r}. Variants so far: "
+            f"{', '.join(names) or 'none'}."
+        )
+    thresholds = GateThresholds(
+        min_utilization_uplift_points=g.min_uplift_points,
+        quality_margin=g.quality_margin,
+        alpha=g.alpha,
+    )
+    try:
+        return analytics.gate(
+            session,
+            pipeline.name,
+            baseline=g.baseline,
+            candidate=g.candidate,
+            cadence=g.cadence,
+            budget=g.budget,
+            thresholds=thresholds,
+            convention=weeks_per_month,
+        ), None
+    except Invalid as exc:
+        return None, exc.message
+
+
+def scaling_section(session: Session, pipeline: Pipeline) -> tuple[Section, ScalingOut]:
+    out = analytics.scaling(session, pipeline.name, variant=None, workers=None)
+    fig = figures.scaling_figure(out.table, out.model)
+    hint = (
+        "No scaling probes yet: record short runs of the same job at two or more worker "
+        'counts (same variant, e.g. "scaling-probe") to see speedup and efficiency.'
+    )
+    return (_section(fig, hint) if len(out.table) >= 2 else Section(empty=hint)), out
+
+
+def levers_section(
+    session: Session, pipeline: Pipeline, p: WhatIfParams
+) -> tuple[LeversOut | None, str | None]:
+    try:
+        return analytics.levers(
+            session,
+            pipeline.name,
+            variant=None,
+            cadence=p.target(pipeline),
+            convention=p.weeks_per_month,
+        ), None
+    except Invalid as exc:
+        return None, exc.message
+
+
+def checkpoint_section(
+    session: Session, pipeline: Pipeline, p: WhatIfParams
+) -> tuple[Section, CheckpointsOut | None]:
+    try:
+        out = analytics.checkpoints(
+            session, pipeline.name, variant=None, cadence=p.target(pipeline),
+            convention=p.weeks_per_month, instances=p.workers, failure_rate=p.failure_rate,
+            checkpoint_write_hours=None, checkpoint_interval_hours=None, restart_hours=None,
+        )  # fmt: skip
+    except Invalid as exc:
+        return Section(empty=exc.message), None
+    i = out.inputs
+    fig = figures.checkpoint_figure(
+        out.advice, write_hours=i["checkpoint_write_hours"].value,
+        workers=int(i["instances"].value), wall_clock_hours=i["wall_clock_hours"].value,
+        restart_overhead_hours=i["restart_hours"].value,
+    )  # fmt: skip
+    return _section(fig, "Not enough data for checkpoint advice yet."), out
+
+
+# Overview and review ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Card:
+    pipeline: Pipeline
+    monthly_cost_usd: float | None
+    budget_usd: float | None
+    this_week: float | None
+    last_week: float | None
+    verdict: str | None
+    verdict_note: str
+    sparkline: dict[str, Any] | None
+    runs: int
+
+
+def card(session: Session, pipeline: Pipeline, today: date) -> Card:
+    rows = repo.recent_runs(session, pipeline.id, limit=12)
+    monthly = None
+    if rows:
+        base = [r for r in rows if r.variant == "baseline"] or rows
+        monthly = statistics.median(r.facts.cost_usd for r in base) * runs_per_month(
+            pipeline.runs_per_week
+        )
+    monday = today - timedelta(days=today.weekday())
+    since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC) - timedelta(weeks=1)
+    totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
+    weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
+    verdict, note = None, "no candidate runs yet"
+    gate, message = gate_section(session, pipeline, GateParams(), "calendar")
+    if gate is not None:
+        verdict, note = gate.result.verdict, gate.result.summary
+    elif message:
+        note = message.split(".")[0]
+    spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
+    return Card(
+        pipeline=pipeline,
+        monthly_cost_usd=monthly,
+        budget_usd=pipeline.monthly_budget_usd,
+        this_week=weeks[-1].goodput.overall,
+        last_week=weeks[0].goodput.overall,
+        verdict=verdict,
+        verdict_note=note,
+        sparkline=spark if figures.has_data(spark) else None,
+        runs=len(rows),
+    )
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    pipeline: Pipeline
+    this: WeekSummary
+    previous: WeekSummary
+    largest_cause: str | None
+    largest_gpu_hours: float
+    largest_usd: float
+    run_rate_usd: float | None
+
+    @property
+    def delta_points(self) -> float | None:
+        a, b = self.this.goodput.overall, self.previous.goodput.overall
+        return None if a is None or b is None else 100.0 * (a - b)
+
+
+def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
+    """The week's goodput against the week before, for every pipeline, in one query."""
+    prev = monday - timedelta(weeks=1)
+    since = datetime(prev.year, prev.month, prev.day, tzinfo=UTC)
+    totals = repo.weekly_totals(session, None, since, since + timedelta(weeks=2))
+    out = []
+    for p in pipelines:
+        weeks = fill_weeks(totals.get(p.id, []), prev, monday)
+        this = weeks[-1]
+        causes = {
+            c: this.gpu_hours_by_cause.get(c, 0.0)
+            for c in ("data_stall", "checkpoint", "failure", "other_idle")
+        }
+        top = max(causes, key=lambda c: causes[c]) if this.runs else None
+        out.append(ReviewRow(
+            pipeline=p, this=this, previous=weeks[0], largest_cause=top,
+            largest_gpu_hours=causes[top] if top else 0.0,
+            largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
+            run_rate_usd=this.cost_usd * 52 / 12 if this.runs else None,
+        ))  # fmt: skip
+    return out
+
+
+def current_week(today: date) -> str:
+    return iso_week(today)

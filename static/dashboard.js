@@ -1,0 +1,130 @@
+// Cadence dashboard: renders the finished figures the server embeds as JSON, and
+// updates the what-if sections in place. No inline script, no third-party hosts.
+(function () {
+  "use strict";
+
+  var CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  var SPARK = { staticPlot: true, responsive: true };
+
+  function figureFor(el) {
+    var source = document.getElementById(el.getAttribute("data-figure"));
+    return source ? JSON.parse(source.textContent) : null;
+  }
+
+  function render(root) {
+    if (typeof Plotly === "undefined") { return; }
+    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
+      var fig = figureFor(el);
+      if (!fig) { return; }
+      var spark = el.classList.contains("spark");
+      Plotly.react(el, fig.data, fig.layout, spark ? SPARK : CONFIG);
+      el.setAttribute("data-rendered", "1");
+    });
+  }
+
+  function debounce(fn, ms) {
+    var timer = null;
+    return function () {
+      clearTimeout(timer);
+      timer = setTimeout(fn, ms);
+    };
+  }
+
+  function whatIfParams(form) {
+    var params = new URLSearchParams();
+    form.querySelectorAll("input[name], select[name]").forEach(function (input) {
+      if (input.hasAttribute("data-unset") || input.value === "") { return; }
+      params.set(input.name, input.value);
+    });
+    return params;
+  }
+
+  function setupWhatIf() {
+    var form = document.getElementById("whatif-form");
+    if (!form) { return; }
+    var target = document.getElementById("whatif-sections");
+    var status = document.getElementById("whatif-status");
+    var range = form.querySelector("input[type=range]");
+    var output = document.getElementById("ut-out");
+    var pending = null;
+
+    function update() {
+      var params = whatIfParams(form);
+      status.textContent = "Updating…";
+      if (pending) { pending.abort(); }
+      pending = new AbortController();
+      fetch(form.getAttribute("data-whatif") + "?" + params.toString(), {
+        headers: { Accept: "application/json" }, signal: pending.signal
+      }).then(function (response) {
+        return response.json().then(function (body) {
+          if (!response.ok) {
+            var error = body.error || {};
+            var field = (error.fields && error.fields[0]) || {};
+            throw new Error(field.field ? field.field + ": " + field.reason : (error.message || response.statusText));
+          }
+          return body;
+        });
+      }).then(function (body) {
+        target.innerHTML = body.html;
+        render(target);
+        var keep = new URLSearchParams(window.location.search);
+        ["cadence", "utilization_target", "price", "workers", "failure_rate", "weeks_per_month"].forEach(function (k) {
+          keep.delete(k);
+        });
+        params.forEach(function (v, k) { keep.set(k, v); });
+        var query = keep.toString();
+        history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash);
+        status.textContent = "Updated";
+      }).catch(function (err) {
+        if (err.name === "AbortError") { return; }
+        status.textContent = "Could not update: " + err.message;
+      });
+    }
+
+    var later = debounce(update, 250);
+    if (range) {
+      if (range.hasAttribute("data-unset")) { range.value = range.getAttribute("data-observed") || "0.5"; }
+      range.addEventListener("input", function () {
+        range.removeAttribute("data-unset");
+        output.textContent = Math.round(parseFloat(range.value) * 100) + "%";
+      });
+    }
+    form.addEventListener("input", later);
+    form.addEventListener("change", later);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      update();
+    });
+  }
+
+  function setupUnitToggle() {
+    var toggle = document.getElementById("unit-toggle");
+    if (!toggle) { return; }
+    function apply() {
+      document.querySelectorAll("[data-unit]").forEach(function (el) {
+        el.hidden = el.getAttribute("data-unit") !== toggle.value;
+        if (!el.hidden && typeof Plotly !== "undefined") {
+          el.querySelectorAll("[data-rendered]").forEach(function (chart) { Plotly.Plots.resize(chart); });
+        }
+      });
+    }
+    toggle.addEventListener("change", apply);
+    apply();
+  }
+
+  function setupPrint() {
+    document.querySelectorAll("[data-print]").forEach(function (link) {
+      link.addEventListener("click", function (event) {
+        event.preventDefault();
+        window.print();
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    render(document);
+    setupWhatIf();
+    setupUnitToggle();
+    setupPrint();
+  });
+})();
