@@ -60,8 +60,8 @@ class Lever:
     working: str
 
 
-def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
+def _mean(values: Sequence[float]) -> float:
+    return float(statistics.fmean(values)) if values else 0.0
 
 
 def rank_levers(
@@ -78,8 +78,10 @@ def rank_levers(
 
     For each cause (data_stall, checkpoint, failure, other_idle from
     :func:`app.planning.economics.badput`, and scheduling_wait = Q * Weff), take the
-    median per-run GPU-hours and median per-run USD (GPU-hours x ``price``, or each run's
-    own price) and multiply by ``runs_per_month``; saving_if_halved = USD / 2,
+    mean per-run GPU-hours and mean per-run USD (GPU-hours x ``price``, or each run's
+    own price) and multiply by ``runs_per_month``. The mean, not the median: a lever's
+    worth is its expected monthly cost, and rare causes (failures hit a few runs) have a
+    median of zero however much they cost; saving_if_halved = USD / 2,
     saving_if_removed = USD. A "workers" lever (no saving; it buys time, not money) is
     added only when ``utilization`` (default: median of the runs) >=
     ``min_utilization_for_workers`` and ``efficiency`` (from a scaling probe) >=
@@ -105,12 +107,12 @@ def rank_levers(
             per_run[cause].append((gpu_h, gpu_h * p if billed else 0.0, gpu_h / weff))
     levers = []
     for cause, rows in per_run.items():
-        gpu_h = _median([r[0] for r in rows]) * runs_per_month
-        usd = _median([r[1] for r in rows]) * runs_per_month
-        wall = _median([r[2] for r in rows]) * runs_per_month
+        gpu_h = _mean([r[0] for r in rows]) * runs_per_month
+        usd = _mean([r[1] for r in rows]) * runs_per_month
+        wall = _mean([r[2] for r in rows]) * runs_per_month
         billed = cause != "scheduling_wait"
         working = (
-            f"Median per run {gpu_h / runs_per_month if runs_per_month else 0.0:.2f} GPU-h "
+            f"Mean per run {gpu_h / runs_per_month if runs_per_month else 0.0:.2f} GPU-h "
             f"x {runs_per_month:.3g} runs/month = {gpu_h:.1f} GPU-h"
             + (f", ${usd:,.0f}/month." if billed else " of waiting (not billed).")
         )
@@ -130,7 +132,7 @@ def rank_levers(
         )
     levers.sort(key=lambda lv: (-lv.usd_per_month, -lv.gpu_hours_per_month))
     if utilization is None and runs:
-        utilization = _median([r.gpu_utilization for r in runs])
+        utilization = float(statistics.median(r.gpu_utilization for r in runs))
     if (
         utilization is not None
         and efficiency is not None

@@ -12,7 +12,7 @@ from tests.planning.builders import make_run
 #   A: stall 4 h -> 32, checkpoint 1 h -> 8, failure 0, other 69.44 - 40 = 29.44, wait 2 h -> 16
 #   B: stall 6 h -> 48, checkpoint 1 h -> 8, failure 0, other 13.44,               wait 0
 #   C: stall 5 h -> 40, checkpoint 0.5 h -> 4, failure 1 h -> 8, other 17.44,       wait 4 h -> 32
-# Medians: stall 40, checkpoint 8, failure 0, other 17.44, wait 16 (2 h wall clock).
+# Means: stall 40, checkpoint 6.667, failure 2.667, other 20.107, wait 16 (2 h wall clock).
 RUNS = [
     make_run(data_stall_hours=4.0, checkpoint_hours=1.0, scheduling_wait_hours=2.0),
     make_run(data_stall_hours=6.0, checkpoint_hours=1.0),
@@ -29,24 +29,25 @@ def test_levers_ranked_by_monthly_cost_hand_worked() -> None:
     levers = rank_levers(RUNS, runs_per_month=4.0)
     assert [lv.cause for lv in levers] == [
         "data_stall",  # 40 x 4 = 160 GPU-h, $320
-        "other_idle",  # 17.44 x 4 = 69.76 GPU-h, $139.52
-        "checkpoint",  # 8 x 4 = 32 GPU-h, $64
+        "other_idle",  # 20.107 x 4 = 80.43 GPU-h, $160.85
+        "checkpoint",  # 6.667 x 4 = 26.67 GPU-h, $53.33
+        "failure",  # 2.667 x 4 = 10.67 GPU-h, $21.33 (a median would hide it: 0)
         "scheduling_wait",  # 16 x 4 = 64 GPU-h, not billed: $0
-        "failure",  # median 0
     ]
-    stall, other, ckpt, wait, failure = levers
+    stall, other, ckpt, failure, wait = levers
     assert stall.gpu_hours_per_month == pytest.approx(160.0)
     assert stall.usd_per_month == pytest.approx(320.0)
     assert (stall.saving_if_halved_usd, stall.saving_if_removed_usd) == pytest.approx((160, 320))
     assert "pre-shard" in stall.remedy and "prefetch" in stall.remedy
-    assert other.usd_per_month == pytest.approx(139.52)
+    assert other.usd_per_month == pytest.approx((29.44 + 13.44 + 17.44) / 3 * 4 * 2)
     assert "profile" in other.remedy
-    assert ckpt.usd_per_month == pytest.approx(64.0) and "asynchronous" in ckpt.remedy
+    assert ckpt.usd_per_month == pytest.approx(20 / 3 * 4 * 2) and "asynchronous" in ckpt.remedy
     assert not wait.billed and wait.usd_per_month == 0.0
     assert wait.gpu_hours_per_month == pytest.approx(64.0)
     assert wait.wall_clock_hours_per_month == pytest.approx(8.0)
     assert "reserv" in wait.remedy and "not billed" in wait.working
-    assert failure.usd_per_month == 0.0 and "preemption" in failure.remedy
+    assert failure.usd_per_month == pytest.approx(8 / 3 * 4 * 2)
+    assert "preemption" in failure.remedy
     assert all(lv.cause != "workers" for lv in levers)  # median utilization 38% is low
 
 
