@@ -12,6 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.errors import CadenceError
+from app.server import PROTOCOL
 from app.settings import Settings, get_settings
 
 
@@ -51,6 +52,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port or settings.port,
         workers=args.workers or settings.workers,
         log_level=settings.log_level,
+        http=PROTOCOL,
+        proxy_headers=True,
     )
     return 0
 

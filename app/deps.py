@@ -7,9 +7,17 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from app.auth.service import authenticate, needs_touch, touch
+from app.auth.service import (
+    TokenCache,
+    TokenInfo,
+    check_scope,
+    hash_token,
+    lookup,
+    needs_touch,
+    parse_bearer,
+    touch,
+)
 from app.db.engine import Database
-from app.db.models import ApiToken
 from app.settings import Settings
 
 
@@ -30,24 +38,39 @@ DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
-def require_scope(scope: str) -> Callable[..., ApiToken]:
+def token_cache(request: Request) -> TokenCache:
+    cache: TokenCache | None = getattr(request.app.state, "token_cache", None)
+    if cache is None:
+        cache = TokenCache(get_settings_dep(request).token_cache_seconds)
+        request.app.state.token_cache = cache
+    return cache
+
+
+def require_scope(scope: str) -> Callable[..., TokenInfo]:
     """A dependency that authenticates the bearer token and checks one scope.
 
-    It runs its own short transactions (look-up, then a throttled last-used
-    update), finished before the endpoint starts its own unit of work.
+    Verified tokens are cached for ``token_cache_seconds``; a look-up and the throttled
+    last-used update run in their own short transactions, finished before the
+    endpoint starts its own unit of work.
     """
 
-    def check(request: Request, authorization: Annotated[str | None, Header()] = None) -> ApiToken:
-        db = get_database(request)
-        with db.transaction(write=False) as session:
-            token = authenticate(session, authorization, scope)
-        if needs_touch(token):
-            with db.transaction(write=True) as session:
-                touch(session, token)
-        return token
+    def check(request: Request, authorization: Annotated[str | None, Header()] = None) -> TokenInfo:
+        secret = parse_bearer(authorization)
+        digest = hash_token(secret)
+        cache = token_cache(request)
+        token = cache.get(digest)
+        if token is None:
+            db = get_database(request)
+            with db.transaction(write=False) as session:
+                token = lookup(session, secret)
+            if needs_touch(token):
+                with db.transaction(write=True) as session:
+                    token = touch(session, token)
+            cache.put(digest, token)
+        return check_scope(token, scope)
 
     return check
 
 
-Ingestor = Annotated[ApiToken, Depends(require_scope("ingest"))]
-Admin = Annotated[ApiToken, Depends(require_scope("admin"))]
+Ingestor = Annotated[TokenInfo, Depends(require_scope("ingest"))]
+Admin = Annotated[TokenInfo, Depends(require_scope("admin"))]

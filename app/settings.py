@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     default_price_per_gpu_hour: float = Field(
         2.5, gt=0, description="Price for pipelines created implicitly by ingestion (USD)."
     )
+    token_cache_seconds: float = Field(
+        5.0, ge=0, le=300, description="How long a verified token is trusted without a look-up."
+    )
     demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
 
     @field_validator("database_url")

@@ -242,3 +242,37 @@ def test_unknown_run_404_json(client: TestClient) -> None:
     r = client.get("/api/v1/runs/999999")
     assert r.status_code == 404
     assert r.json()["error"]["code"] == "not_found"
+
+
+def test_revocation_reaches_a_cached_token_within_the_ttl(
+    client: TestClient, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.auth.service as auth
+
+    clock = [1000.0]
+    monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
+    secret = make_token(db, "ingest", name="cached")
+    headers = {"Authorization": f"Bearer {secret}"}
+    assert client.post("/api/v1/runs", json=make_run(), headers=headers).status_code == 201
+    with db.session(write=True) as s:
+        auth.revoke_token(s, "cached")
+        s.commit()
+    # Within the 5 s cache the verified token is still trusted...
+    clock[0] += 4.0
+    assert client.post("/api/v1/runs", json=make_run(), headers=headers).status_code == 200
+    # ...and after it the revocation holds.
+    clock[0] += 2.0
+    r = client.post("/api/v1/runs", json=make_run(), headers=headers)
+    assert r.status_code == 401
+    assert "revoked" in r.json()["error"]["message"]
+
+
+def test_last_used_is_recorded(client: TestClient, db: Database) -> None:
+    from app.auth.service import list_tokens
+
+    secret = make_token(db, "ingest", name="used")
+    client.post("/api/v1/runs", json=make_run(), headers={"Authorization": f"Bearer {secret}"})
+    with db.session() as s:
+        [token] = [t for t in list_tokens(s) if t.name == "used"]
+        assert token.last_used_at is not None
+        assert token.token_hash != secret and secret not in token.token_hash

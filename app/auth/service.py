@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
+import threading
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -68,14 +71,67 @@ def revoke_token(session: Session, name: str) -> ApiToken:
     return row
 
 
-def authenticate(session: Session, authorization: str | None, scope: str) -> ApiToken:
-    """Check an ``Authorization: Bearer`` header for a live token holding ``scope``."""
+@dataclass(frozen=True)
+class TokenInfo:
+    """What a request needs to know about its token (a snapshot, safe to cache)."""
+
+    id: int
+    name: str
+    scopes: tuple[str, ...]
+    pipelines: tuple[str, ...] | None
+    last_used_at: datetime | None
+
+
+class TokenCache:
+    """Verified tokens by hash for a few seconds, so most requests skip the look-up.
+
+    A revocation reaches every process within ``ttl`` seconds. Only live tokens are
+    cached; a bad token is looked up every time.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._items: dict[str, tuple[float, TokenInfo]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> TokenInfo | None:
+        if self.ttl <= 0:
+            return None
+        with self._lock:
+            item = self._items.get(digest)
+        if item is None or item[0] < time.monotonic():
+            return None
+        return item[1]
+
+    def put(self, digest: str, info: TokenInfo) -> None:
+        if self.ttl <= 0:
+            return
+        with self._lock:
+            if len(self._items) > 10_000:
+                self._items.clear()
+            self._items[digest] = (time.monotonic() + self.ttl, info)
+
+
+def parse_bearer(authorization: str | None) -> str:
     if not authorization:
         raise Unauthorized("missing token: send `Authorization: Bearer <token>`")
     kind, _, secret = authorization.partition(" ")
     secret = secret.strip()
     if kind.lower() != "bearer" or not secret:
         raise Unauthorized("malformed Authorization header: expected `Bearer <token>`")
+    return secret
+
+
+def check_scope(token: TokenInfo, scope: str) -> TokenInfo:
+    if scope not in token.scopes and "admin" not in token.scopes:
+        raise Forbidden(
+            f"token {token.name!r} lacks the {scope!r} scope (has: {', '.join(token.scopes)})"
+        )
+    return token
+
+
+def lookup(session: Session, secret: str) -> TokenInfo:
+    """The live token with this secret, or 401."""
     digest = hash_token(secret)
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
     # The lookup is by hash; compare again in constant time so timing says nothing.
@@ -83,18 +139,27 @@ def authenticate(session: Session, authorization: str | None, scope: str) -> Api
         raise Unauthorized("invalid token")
     if row.revoked_at is not None:
         raise Unauthorized("token has been revoked")
-    held = row.scopes.split()
-    if scope not in held and "admin" not in held:
-        raise Forbidden(f"token {row.name!r} lacks the {scope!r} scope (has: {', '.join(held)})")
-    return row
+    return TokenInfo(
+        id=row.id,
+        name=row.name,
+        scopes=tuple(row.scopes.split()),
+        pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
+        last_used_at=row.last_used_at,
+    )
 
 
-def needs_touch(token: ApiToken) -> bool:
+def authenticate(session: Session, authorization: str | None, scope: str) -> TokenInfo:
+    """Check an ``Authorization: Bearer`` header for a live token holding ``scope``."""
+    return check_scope(lookup(session, parse_bearer(authorization)), scope)
+
+
+def needs_touch(token: TokenInfo) -> bool:
     """Last-used times are kept to the minute: most requests write nothing."""
     return token.last_used_at is None or utcnow() - token.last_used_at > LAST_USED_RESOLUTION
 
 
-def touch(session: Session, token: ApiToken) -> None:
+def touch(session: Session, token: TokenInfo) -> TokenInfo:
+    """Record use (to the minute); returns the token with its new last-used time."""
     now = utcnow()
     stale = now - LAST_USED_RESOLUTION
     session.execute(
@@ -103,8 +168,9 @@ def touch(session: Session, token: ApiToken) -> None:
         .where(or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < stale))
         .values(last_used_at=now)
     )
+    return replace(token, last_used_at=now)
 
 
-def check_pipeline_allowed(token: ApiToken, pipeline: str) -> None:
+def check_pipeline_allowed(token: TokenInfo, pipeline: str) -> None:
     if token.pipelines is not None and pipeline not in token.pipelines:
         raise Forbidden(f"token {token.name!r} may not write to pipeline {pipeline!r}")

@@ -23,7 +23,6 @@ from app.db.models import Pipeline
 from app.errors import Invalid
 from app.planning.economics import badput
 from app.planning.gate import GateThresholds
-from app.planning.projection import runs_per_month
 from app.planning.weekly import WeekSummary, fill_weeks, iso_week
 from app.planning.whatif import WhatIf
 
@@ -270,11 +269,17 @@ class Card:
 def card(session: Session, pipeline: Pipeline, today: date) -> Card:
     rows = repo.recent_runs(session, pipeline.id, limit=12)
     monthly = None
-    if rows:
-        base = [r for r in rows if r.variant == "baseline"] or rows
-        monthly = statistics.median(r.facts.cost_usd for r in base) * runs_per_month(
-            pipeline.runs_per_week
+    if rows:  # the same projection as the pipeline page, at the current cadence
+        out = analytics.projection(
+            session,
+            pipeline.name,
+            variants=None,
+            cadences=[pipeline.runs_per_week],
+            what_if=WhatIf(),
+            convention="calendar",
+            budget=None,
         )
+        monthly = out.projections[out.variants[0]].cadences[0].monthly_cost_usd
     monday = today - timedelta(days=today.weekday())
     since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC) - timedelta(weeks=1)
     totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))

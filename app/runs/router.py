@@ -29,7 +29,11 @@ def post_run(
     """Record one run. Safe to retry: the same (pipeline, run_id) and body returns 200."""
     with db.transaction() as session:
         [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
-        stored = service.to_out(service.get(session, result.pk))
+        stored = (
+            service.created_out(result)
+            if result.created
+            else service.to_out(service.get(session, result.pk))
+        )
     if not result.created:
         response.status_code = status.HTTP_200_OK
     return stored

@@ -7,15 +7,17 @@ import binascii
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.auth.service import check_pipeline_allowed
-from app.db.models import ApiToken, Pipeline, Run
+from app.auth.service import TokenInfo, check_pipeline_allowed
+from app.db.base import utcnow
+from app.db.models import Run
 from app.errors import Conflict, Invalid, NotFound
 from app.runs import repository
+from app.runs.repository import PipelineRef
 from app.runs.schemas import InterruptionOut, RunIn, RunOut
 from app.runs.validation import cross_field_errors, interruption_values, stored_values
 from app.settings import Settings
@@ -34,17 +36,24 @@ class Ingested:
     run: RunIn
     pk: int
     created: bool
+    pipeline: PipelineRef
+    created_at: datetime | None = None
 
 
 def ingest(
     session: Session,
     runs: list[RunIn],
     *,
-    token: ApiToken | None,
+    token: TokenInfo | None,
     settings: Settings,
     batch: bool,
 ) -> list[Ingested]:
-    """Store runs all-or-nothing. Identical retries are no-ops; changed retries are 409s."""
+    """Store runs all-or-nothing. Identical retries are no-ops; changed retries are 409s.
+
+    Round trips: one pipeline look-up (plus an insert for new pipelines), one
+    ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` for the runs, one insert for their
+    interruptions. Only runs the insert skipped (retries) are read back and compared.
+    """
     prefix = (lambda i: f"runs.{i}.") if batch else (lambda i: "")
     _validate(runs, prefix)
     if token is not None:
@@ -72,41 +81,78 @@ def ingest(
         (r.pipeline for r in runs),
         {r.pipeline: _pipeline_defaults(r, settings) for r in runs},
     )
-    unique = [runs[i] for i in first.values()]
-    keys = [(pipelines[r.pipeline].id, r.run_id) for r in unique]
-    existing = repository.runs_by_key(session, keys)
-    _raise_conflicts(unique, pipelines, existing, prefix, first)
-
     # Insert in key order, so two batches that overlap lock rows in the same order.
-    new = sorted(
-        (r for r in unique if (pipelines[r.pipeline].id, r.run_id) not in existing),
-        key=lambda r: (pipelines[r.pipeline].id, r.run_id),
+    unique = sorted(
+        (runs[i] for i in first.values()), key=lambda r: (pipelines[r.pipeline].id, r.run_id)
     )
-    values = [{"pipeline_id": pipelines[r.pipeline].id, **stored_values(r)} for r in new]
-    ids = repository.insert_runs(session, values)
-    raced = [r for r in new if (pipelines[r.pipeline].id, r.run_id) not in ids]
-    if raced:  # another request stored these between our read and our insert
-        won = repository.runs_by_key(session, [(pipelines[r.pipeline].id, r.run_id) for r in raced])
-        _raise_conflicts(raced, pipelines, won, prefix, first)
-        existing.update(won)
+    values = [{"pipeline_id": pipelines[r.pipeline].id, **stored_values(r)} for r in unique]
+    inserted = repository.insert_runs(session, values)
+    skipped = [r for r in unique if (pipelines[r.pipeline].id, r.run_id) not in inserted]
+    existing: dict[tuple[int, str], Run] = {}
+    if skipped:  # retries (or a racing request that stored them first): same body or 409
+        existing = repository.runs_by_key(
+            session, [(pipelines[r.pipeline].id, r.run_id) for r in skipped]
+        )
+        _raise_conflicts(skipped, pipelines, existing, prefix, first)
     repository.insert_interruptions(
         session,
         [
-            {"run_pk": ids[(pipelines[r.pipeline].id, r.run_id)], **v}
-            for r in new
-            if (pipelines[r.pipeline].id, r.run_id) in ids
+            {"run_pk": inserted[(pipelines[r.pipeline].id, r.run_id)][0], **v}
+            for r in unique
+            if (pipelines[r.pipeline].id, r.run_id) in inserted
             for v in interruption_values(r)
         ],
     )
-    session.flush()
 
     out = []
     for i, run in enumerate(runs):
-        db_key = (pipelines[run.pipeline].id, run.run_id)
-        created = db_key in ids and first[(run.pipeline, run.run_id)] == i
-        pk = ids[db_key] if db_key in ids else existing[db_key].id
-        out.append(Ingested(index=i, run=run, pk=pk, created=created))
+        pipeline = pipelines[run.pipeline]
+        db_key = (pipeline.id, run.run_id)
+        if db_key in inserted:
+            pk, created_at = inserted[db_key]
+            created = first[(run.pipeline, run.run_id)] == i
+        else:
+            pk, created_at, created = existing[db_key].id, existing[db_key].created_at, False
+        out.append(Ingested(i, run, pk, created, pipeline, created_at))
     return out
+
+
+def created_out(item: Ingested) -> RunOut:
+    """The response for a run this request stored, built without reading it back."""
+    values = stored_values(item.run)
+    pipeline = item.pipeline
+    price = values["price_per_gpu_hour"]
+    effective = price if price is not None else pipeline.price_per_gpu_hour
+    hours = (item.run.finished_at - item.run.started_at).total_seconds() / 3600.0
+    return RunOut(
+        id=item.pk,
+        pipeline=pipeline.name,
+        run_id=values["run_id"],
+        variant=values["variant"],
+        started_at=item.run.started_at.astimezone(UTC),
+        finished_at=item.run.finished_at.astimezone(UTC),
+        workers=values["workers"],
+        gpu_type=values["gpu_type"],
+        gpu_utilization=values["gpu_utilization"],
+        gpu_hours=values["gpu_hours"],
+        price_per_gpu_hour=price,
+        quality_metric=values["quality_metric"] or pipeline.quality_metric,
+        quality_value=values["quality_value"],
+        data_stall_hours=values["data_stall_hours"],
+        checkpoint_hours=values["checkpoint_hours"],
+        scheduling_wait_hours=values["scheduling_wait_hours"],
+        mfu=values["mfu"],
+        interruptions=[
+            InterruptionOut(**{k: v[k] for k in InterruptionOut.model_fields})
+            for v in interruption_values(item.run)
+        ],
+        tags=values["tags"],
+        created_at=item.created_at or utcnow(),
+        wall_clock_hours=hours,
+        effective_price_per_gpu_hour=effective,
+        cost_usd=values["gpu_hours"] * effective,
+        idle_gpu_hours=(1.0 - values["gpu_utilization"]) * values["gpu_hours"],
+    )
 
 
 def _validate(runs: list[RunIn], prefix: Any) -> None:
@@ -122,7 +168,7 @@ def _validate(runs: list[RunIn], prefix: Any) -> None:
 
 def _raise_conflicts(
     runs: list[RunIn],
-    pipelines: dict[str, Pipeline],
+    pipelines: dict[str, PipelineRef],
     existing: dict[tuple[int, str], Run],
     prefix: Any,
     first: dict[tuple[str, str], int],
