@@ -156,3 +156,59 @@ def test_list_rejects_bad_params(client: TestClient) -> None:
     r = client.get("/api/v1/runs", params={"since": "2026-01-01T00:00:00"})
     assert r.status_code == 422
     assert client.get("/api/v1/runs", params={"pipeline": "nope"}).status_code == 404
+
+
+def test_large_batch_stores_exactly_what_was_sent(
+    client: TestClient, db: Database, ingest_headers: dict[str, str]
+) -> None:
+    """Batches of BULK_THRESHOLD runs or more take PostgreSQL's COPY path: same results."""
+    items = runs(40)
+    for i, item in enumerate(items):
+        item["pipeline"] = f"bulk-{i % 3}"
+        item["mfu"] = None if i % 2 else 0.25
+        item["price_per_gpu_hour"] = None if i % 3 else 3.5
+        item["tags"] = {"i": str(i), "quote": 'it\'s "x"\ttab'}
+        item["interruptions"] = [
+            {
+                "lost_progress_hours": 0.1 * k,
+                "resume_hours": 0.2,
+                "reschedule_hours": 0.3,
+                "cause": None if k else "preempted",
+            }
+            for k in range(i % 3)
+        ]
+    r = client.post("/api/v1/runs/batch", json={"runs": items}, headers=ingest_headers)
+    assert r.status_code == 201, r.text
+    assert r.json()["created"] == 40
+    again = client.post("/api/v1/runs/batch", json={"runs": items}, headers=ingest_headers)
+    assert (again.status_code, again.json()["existing"]) == (200, 40)
+    assert count_runs(db) == 40
+    stored = {}
+    for name in ("bulk-0", "bulk-1", "bulk-2"):
+        page = client.get("/api/v1/runs", params={"pipeline": name, "limit": 100}).json()
+        stored.update({run["run_id"]: run for run in page["runs"]})
+    for i, item in enumerate(items):
+        run = stored[item["run_id"]]
+        assert run["pipeline"] == item["pipeline"]
+        assert run["started_at"] == item["started_at"].replace("+00:00", "Z")
+        assert run["mfu"] == item["mfu"]
+        assert run["price_per_gpu_hour"] == item["price_per_gpu_hour"]
+        assert run["tags"] == item["tags"]
+        assert run["gpu_hours"] == 112.0
+        assert [x["lost_progress_hours"] for x in run["interruptions"]] == [
+            0.1 * k for k in range(i % 3)
+        ]
+        assert [x["cause"] for x in run["interruptions"]] == [
+            None if k else "preempted" for k in range(i % 3)
+        ]
+    # A changed copy of one run inside a large batch: 409, nothing new written.
+    changed = runs(45)
+    for i, item in enumerate(changed):
+        item["pipeline"] = items[i]["pipeline"] if i < 40 else "bulk-new"
+        if i < 40:
+            changed[i] = dict(items[i])
+    changed[7] = dict(items[7], workers=2)
+    r = client.post("/api/v1/runs/batch", json={"runs": changed}, headers=ingest_headers)
+    assert r.status_code == 409
+    assert "runs.7.workers" in {f["field"] for f in r.json()["error"]["fields"]}
+    assert count_runs(db) == 40

@@ -50,3 +50,25 @@ def test_conflicting_posts_racing_one_wins(committed_db: Database, settings: Set
     assert set(statuses) <= {200, 201, 409}
     with committed_db.session() as s:
         assert s.scalar(select(func.count()).select_from(Run)) == 1
+
+
+def test_overlapping_batches_racing(committed_db: Database, settings: Settings) -> None:
+    """Large batches (the bulk path) that overlap, sent at once: one row per run."""
+    headers = {"Authorization": f"Bearer {make_token(committed_db, 'ingest')}"}
+    app = create_app(settings, database=committed_db)
+    all_runs = [make_run(run_id=f"bulk-{i:03d}", pipeline=f"pipe-{i % 2}") for i in range(60)]
+    batches = [all_runs[0:40], all_runs[20:60], list(reversed(all_runs[10:50])), all_runs]
+
+    async def race() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            responses = await asyncio.gather(*[
+                client.post("/api/v1/runs/batch", json={"runs": b}, headers=headers)
+                for b in batches for _ in range(2)
+            ])  # fmt: skip
+        return [r.status_code for r in responses]
+
+    statuses = asyncio.run(race())
+    assert set(statuses) <= {200, 201}, statuses
+    with committed_db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Run)) == 60

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,9 +18,12 @@ from app.db.models import Interruption, Pipeline, Run
 SelectRuns = TypeVar("SelectRuns", bound=Select[Any])
 
 
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
+
+
 def _insert(session: Session, table: Any) -> Any:
-    dialect = session.get_bind().dialect.name
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+    return (postgresql.insert if _dialect(session) == "postgresql" else sqlite.insert)(table)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,76 @@ def runs_by_key(session: Session, keys: Sequence[tuple[int, str]]) -> dict[tuple
     return {(r.pipeline_id, r.run_id): r for r in rows}
 
 
+# Bulk inserts on PostgreSQL: COPY the batch into a temporary table, then one
+# INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING. Measured with pyinstrument on
+# a 1000-run batch: a multi-row VALUES list (~23 placeholders per run) spent most of its
+# time in psycopg re-parsing the statement, unnest() over array parameters most of the
+# rest dumping arrays in Python; COPY's row writer is psycopg's C code.
+PG_TYPES = {
+    "pipeline_id": "int4", "run_id": "text", "variant": "text",
+    "started_at": "timestamptz", "finished_at": "timestamptz", "workers": "int4",
+    "gpu_type": "text", "gpu_hours": "float8", "gpu_utilization": "float8",
+    "price_per_gpu_hour": "float8", "quality_metric": "text", "quality_value": "float8",
+    "data_stall_hours": "float8", "checkpoint_hours": "float8",
+    "scheduling_wait_hours": "float8", "mfu": "float8", "tags": "text",
+    "interruption_count": "int4", "lost_progress_hours": "float8",
+    "resume_hours": "float8", "reschedule_hours": "float8",
+}  # fmt: skip
+PG_INTERRUPTION_TYPES = {
+    "run_pk": "int8", "position": "int4", "lost_progress_hours": "float8",
+    "resume_hours": "float8", "reschedule_hours": "float8", "cause": "text",
+}  # fmt: skip
+BULK_THRESHOLD = 8
+_RUN_COLUMNS = ", ".join(PG_TYPES)
+_PG_STAGE = (
+    "CREATE TEMP TABLE incoming_run ("
+    + ", ".join(f"{c} {t}" for c, t in PG_TYPES.items())
+    + ") ON COMMIT DROP"
+)
+_PG_MERGE = (
+    f"INSERT INTO run ({_RUN_COLUMNS}, created_at) "
+    f"SELECT {_RUN_COLUMNS.replace('tags', 'tags::json')}, %(created_at)s FROM incoming_run "
+    "ORDER BY pipeline_id, run_id ON CONFLICT (pipeline_id, run_id) DO NOTHING "
+    "RETURNING id, pipeline_id, run_id"
+)
+
+
+def _driver_cursor(session: Session) -> Any:
+    """A psycopg cursor on the session's own connection, inside its transaction."""
+    return session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+
+def _copy(cursor: Any, table: str, types: dict[str, str], rows: Iterable[tuple[Any, ...]]) -> None:
+    with cursor.copy(f"COPY {table} ({', '.join(types)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(list(types.values()))
+        for row in rows:
+            copy.write_row(row)
+
+
+def _pg_insert_runs(session: Session, values: list[dict[str, Any]], now: datetime) -> list[Any]:
+    with _driver_cursor(session) as cursor:
+        cursor.execute(_PG_STAGE)
+        _copy(cursor, "incoming_run", PG_TYPES, _rows(values, PG_TYPES))
+        cursor.execute(_PG_MERGE, {"created_at": now})
+        rows = list(cursor.fetchall())
+        # Dropped now, not at commit: in tests a request is a savepoint of one transaction.
+        cursor.execute("DROP TABLE incoming_run")
+    return rows
+
+
+def _rows(values: list[dict[str, Any]], types: dict[str, str]) -> Iterable[tuple[Any, ...]]:
+    """Tuples in column order; floats as floats and tags as JSON text, for binary COPY."""
+    floats = [n for n, t in types.items() if t == "float8"]
+    for v in values:
+        row = dict(v)
+        for name in floats:
+            if row[name] is not None:
+                row[name] = float(row[name])
+        if "tags" in row:
+            row["tags"] = json.dumps(row["tags"])
+        yield tuple(row[n] for n in types)
+
+
 def insert_runs(
     session: Session, values: list[dict[str, Any]]
 ) -> dict[tuple[int, str], tuple[int, datetime]]:
@@ -75,6 +149,9 @@ def insert_runs(
     if not values:
         return {}
     now = utcnow()
+    if _dialect(session) == "postgresql" and len(values) >= BULK_THRESHOLD:
+        rows = _pg_insert_runs(session, values, now)
+        return {(pid, rid): (pk, now) for pk, pid, rid in rows}
     table = RUN_TABLE  # Core, not the ORM bulk path: a third of the CPU per insert
     stmt = (
         _insert(session, table)
@@ -86,8 +163,15 @@ def insert_runs(
 
 
 def insert_interruptions(session: Session, values: list[dict[str, Any]]) -> None:
-    if values:
-        session.execute(insert(INTERRUPTION_TABLE), values)
+    if not values:
+        return
+    if _dialect(session) == "postgresql" and len(values) >= BULK_THRESHOLD:
+        with _driver_cursor(session) as cursor:
+            _copy(
+                cursor, "interruption", PG_INTERRUPTION_TYPES, _rows(values, PG_INTERRUPTION_TYPES)
+            )
+        return
+    session.execute(insert(INTERRUPTION_TABLE), values)
 
 
 def load_runs(session: Session, ids: Sequence[int]) -> list[Run]:

@@ -70,9 +70,9 @@ def stored_values(run: RunIn) -> dict[str, Any]:
         "mfu": run.mfu,
         "tags": dict(run.tags),
         "interruption_count": len(run.interruptions),
-        "lost_progress_hours": sum(i.lost_progress_hours for i in run.interruptions),
-        "resume_hours": sum(i.resume_hours for i in run.interruptions),
-        "reschedule_hours": sum(i.reschedule_hours for i in run.interruptions),
+        "lost_progress_hours": float(sum(i.lost_progress_hours for i in run.interruptions)),
+        "resume_hours": float(sum(i.resume_hours for i in run.interruptions)),
+        "reschedule_hours": float(sum(i.reschedule_hours for i in run.interruptions)),
     }
 
 
