@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Float, case, cast, distinct, func, select
 from sqlalchemy.orm import Session
 
+from app.db.memo import per_session
 from app.db.models import Pipeline, Run
 from app.planning.goodput import GoodputTotals
 from app.planning.model import Interruption, RunFacts
@@ -57,6 +58,7 @@ def effective_price() -> ColumnElement[float]:
     return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
 
 
+@per_session
 def recent_runs(
     session: Session,
     pipeline_id: int,
@@ -203,6 +205,7 @@ def _as_date(value: Any) -> date:
     return date.fromisoformat(str(value)[:10])
 
 
+@per_session
 def run_span(session: Session, pipeline_id: int) -> tuple[datetime, datetime] | None:
     first, last = session.execute(
         select(func.min(Run.started_at), func.max(Run.started_at)).where(
@@ -229,6 +232,7 @@ class VariantStats:
     last_started_at: datetime
 
 
+@per_session
 def variants(session: Session, pipeline_id: int) -> list[VariantStats]:
     rows = session.execute(
         select(Run.variant, func.count(), func.count(distinct(Run.workers)),
@@ -248,6 +252,7 @@ class FailureExposure:
     mean_restart_hours: float | None
 
 
+@per_session
 def failure_exposure(session: Session, pipeline_id: int) -> FailureExposure:
     """Interruptions against instance-hours (each worker counted as one instance)."""
     count, exposure, lost, restart = session.execute(
@@ -267,6 +272,7 @@ def failure_exposure(session: Session, pipeline_id: int) -> FailureExposure:
     )
 
 
+@per_session
 def worker_times(
     session: Session, pipeline_id: int, variant: str, limit: int = 500
 ) -> list[tuple[int, float]]:

@@ -42,7 +42,7 @@ def page(
         .where(Run.pipeline_id == pipeline.id).order_by(*order)
         .offset((number - 1) * size).limit(size)
     ))  # fmt: skip
-    return [service.to_out(r) for r in repository.load_runs(session, ids)], int(total)
+    return [service.to_out(*r) for r in repository.load_runs(session, ids)], int(total)
 
 
 def csv_value(value: Any) -> str:
@@ -72,7 +72,7 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
                 after=after,
                 limit=chunk,
             )
-            outs = [service.to_out(r) for r in rows]
+            outs = [service.to_out(*r) for r in rows]
         for out in outs:
             data = out.model_dump(mode="json")
             writer.writerow([csv_value(data[c]) for c in CSV_COLUMNS])
@@ -81,4 +81,4 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
         buffer.truncate()
         if len(rows) < chunk:
             return
-        after = (rows[-1].started_at, rows[-1].id)
+        after = (rows[-1][0].started_at, rows[-1][0].id)

@@ -7,12 +7,14 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.db.memo import per_session
 from app.db.models import Pipeline, Run
 from app.errors import NotFound
 from app.pipelines.schemas import PipelineOut, PipelineUpdate
 from app.settings import Settings
 
 
+@per_session
 def get_by_name(session: Session, name: str) -> Pipeline:
     row = session.scalar(select(Pipeline).where(Pipeline.name == name))
     if row is None:

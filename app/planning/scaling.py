@@ -7,6 +7,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -154,10 +155,17 @@ def fit_usl(points: Iterable[ScalingPoint]) -> ScalingModel | None:
     if len(med) < 2:
         return None
     ns = sorted(med)
+    return _fit_medians(tuple(ns), tuple(med[n][0] for n in ns))
+
+
+@lru_cache(maxsize=512)
+def _fit_medians(ns: tuple[int, ...], times: tuple[float, ...]) -> ScalingModel:
+    """The fit for median wall clocks ``times`` at worker counts ``ns`` (memoised: a
+    dashboard asks for the same pipeline's fit on every view, ~10 ms each)."""
     if len(ns) == 2:
-        return _amdahl(ns[0], med[ns[0]][0], ns[1], med[ns[1]][0])
+        return _amdahl(ns[0], times[0], ns[1], times[1])
     n_arr = np.array(ns, dtype=float)
-    log_t = np.log(np.array([med[n][0] for n in ns]))
+    log_t = np.log(np.array(times))
 
     def residuals(x: np.ndarray) -> np.ndarray:
         log_t1, s, k = x
@@ -173,10 +181,10 @@ def fit_usl(points: Iterable[ScalingPoint]) -> ScalingModel | None:
             x0=[log_t10, s0, k0],
             bounds=(lower, upper),
             x_scale=[1.0, 0.1, 1e-3],
-            xtol=1e-14,
-            ftol=1e-14,
-            gtol=1e-14,
-            max_nfev=5000,
+            xtol=1e-12,
+            ftol=1e-12,
+            gtol=1e-12,
+            max_nfev=2000,
         )
         if best is None or float(res.cost) < float(best.cost):
             best = res

@@ -243,53 +243,52 @@ def _pipeline_defaults(run: RunIn, settings: Settings) -> dict[str, Any]:
 # Reading ------------------------------------------------------------------------------
 
 
-def to_out(run: Run) -> RunOut:
-    price = (
-        run.price_per_gpu_hour
-        if run.price_per_gpu_hour is not None
-        else run.pipeline.price_per_gpu_hour
-    )
-    return RunOut(
-        id=run.id,
-        pipeline=run.pipeline.name,
-        run_id=run.run_id,
-        variant=run.variant,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        workers=run.workers,
-        gpu_type=run.gpu_type,
-        gpu_utilization=run.gpu_utilization,
-        gpu_hours=run.gpu_hours,
-        price_per_gpu_hour=run.price_per_gpu_hour,
-        quality_metric=run.quality_metric or run.pipeline.quality_metric,
-        quality_value=run.quality_value,
-        data_stall_hours=run.data_stall_hours,
-        checkpoint_hours=run.checkpoint_hours,
-        scheduling_wait_hours=run.scheduling_wait_hours,
-        mfu=run.mfu,
-        interruptions=[InterruptionOut.model_validate(i) for i in run.interruptions],
-        tags=run.tags,
-        created_at=run.created_at,
-        wall_clock_hours=run.wall_clock_hours,
-        effective_price_per_gpu_hour=price,
-        cost_usd=run.gpu_hours * price,
-        idle_gpu_hours=(1.0 - run.gpu_utilization) * run.gpu_hours,
-    )
+def to_out(row: Any, interruptions: list[Any]) -> RunOut:
+    """A stored run (a row of ``repository._runs_query``) as the API returns it.
+
+    Built with ``model_construct``: the values come from our own database, already
+    validated on the way in; validating 1000 of them again cost more than the query.
+    """
+    price = row.price_per_gpu_hour if row.price_per_gpu_hour is not None else row.pipeline_price
+    return RunOut.model_construct(
+        id=row.id, pipeline=row.pipeline, run_id=row.run_id, variant=row.variant,
+        started_at=row.started_at, finished_at=row.finished_at, workers=row.workers,
+        gpu_type=row.gpu_type, gpu_utilization=row.gpu_utilization, gpu_hours=row.gpu_hours,
+        price_per_gpu_hour=row.price_per_gpu_hour,
+        quality_metric=row.quality_metric or row.pipeline_metric,
+        quality_value=row.quality_value, data_stall_hours=row.data_stall_hours,
+        checkpoint_hours=row.checkpoint_hours, scheduling_wait_hours=row.scheduling_wait_hours,
+        mfu=row.mfu,
+        interruptions=[
+            InterruptionOut.model_construct(
+                lost_progress_hours=i.lost_progress_hours, resume_hours=i.resume_hours,
+                reschedule_hours=i.reschedule_hours, cause=i.cause,
+            )
+            for i in interruptions
+        ],
+        tags=row.tags, created_at=row.created_at,
+        wall_clock_hours=(row.finished_at - row.started_at).total_seconds() / 3600.0,
+        effective_price_per_gpu_hour=price, cost_usd=row.gpu_hours * price,
+        idle_gpu_hours=(1.0 - row.gpu_utilization) * row.gpu_hours,
+    )  # fmt: skip
 
 
-def get(session: Session, pk: int) -> Run:
-    row = repository.get_run(session, pk)
-    if row is None:
+def get(session: Session, pk: int) -> RunOut:
+    found = repository.get_run(session, pk)
+    if found is None:
         raise NotFound(f"no run with id {pk}")
-    return row
+    return to_out(*found)
 
 
 def delete(session: Session, pk: int) -> None:
-    session.delete(get(session, pk))
+    row = session.get(Run, pk)
+    if row is None:
+        raise NotFound(f"no run with id {pk}")
+    session.delete(row)
     session.flush()
 
 
-def encode_cursor(run: Run) -> str:
+def encode_cursor(run: Any) -> str:
     raw = json.dumps([run.started_at.isoformat(), run.id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 

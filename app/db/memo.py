@@ -1,0 +1,32 @@
+"""Per-session memoisation of reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import cast as type_cast
+
+from sqlalchemy.orm import Session
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def per_session(fn: Callable[Concatenate[Session, P], R]) -> Callable[Concatenate[Session, P], R]:
+    """Memoise a read for the life of one session (one request's unit of work).
+
+    A pipeline page asks several services for the same variants, recent runs and
+    failure exposure; each is read once per request. Callers must not mutate results.
+    """
+
+    @wraps(fn)
+    def wrapper(session: Session, *args: P.args, **kwargs: P.kwargs) -> R:
+        memo: dict[Any, Any] = session.info.setdefault("cadence_memo", {})
+        key = (fn.__module__, fn.__qualname__, args, tuple(sorted(kwargs.items())))
+        if key not in memo:
+            memo[key] = fn(session, *args, **kwargs)
+        result: R = memo[key]
+        return result
+
+    return type_cast(Callable[Concatenate[Session, P], R], wrapper)
