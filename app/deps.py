@@ -61,7 +61,7 @@ def require_scope(scope: str) -> Callable[..., TokenInfo]:
         token = cache.get(digest)
         if token is None:
             db = get_database(request)
-            with db.transaction(write=False) as session:
+            with db.transaction(write=False, primary=True) as session:  # never a replica
                 token = lookup(session, secret)
             if needs_touch(token):
                 with db.transaction(write=True) as session:

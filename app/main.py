@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.db.engine import Database, make_engine
+from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.errors import install_error_handlers
 from app.health.router import router as health_router
@@ -31,7 +31,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        db = database or Database(make_engine(settings))
+        db = database or make_database(settings)
         app.state.database = db
         try:
             state = schema_state(db.engine)

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
         "development", description="`production` refuses a default secret."
     )
     database_url: str = Field(DEFAULT_SQLITE_URL, description="SQLAlchemy URL of the database.")
+    read_database_url: str | None = Field(
+        None, description="Optional read replica for dashboards and analytics (read-only work)."
+    )
+    db_prepared_statements: bool = Field(
+        True, description="Server-side prepared statements; turn off behind PgBouncer < 1.21."
+    )
     host: str = Field("127.0.0.1", description="Address `cadence serve` binds to.")
     port: int = Field(8000, ge=1, le=65535, description="Port `cadence serve` listens on.")
     workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes.")
@@ -54,10 +60,10 @@ class Settings(BaseSettings):
     )
     demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
 
-    @field_validator("database_url")
+    @field_validator("database_url", "read_database_url")
     @classmethod
-    def _normalise_url(cls, value: str) -> str:
-        return normalise_database_url(value)
+    def _normalise_url(cls, value: str | None) -> str | None:
+        return normalise_database_url(value) if value else None
 
     @model_validator(mode="after")
     def _refuse_default_secret_in_production(self) -> Settings:

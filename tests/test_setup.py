@@ -60,6 +60,13 @@ def test_compose_environment_matches_settings() -> None:
     assert app["depends_on"]["db"]["condition"] == "service_healthy"
     assert "readyz" in " ".join(app["healthcheck"]["test"])
     assert "healthcheck" in services["db"]
+    # Several stateless replicas behind the load balancer, which alone publishes a port.
+    assert app["deploy"]["replicas"] >= 2 and "ports" not in app
+    lb = services["lb"]
+    assert lb["ports"] == ["8000:8000"]
+    assert lb["depends_on"]["app"]["condition"] == "service_healthy"
+    nginx = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
+    assert "server app:8000" in nginx
 
 
 def test_readme_lists_every_setting() -> None:

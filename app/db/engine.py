@@ -16,23 +16,34 @@ from app.settings import Settings
 WRITE = {"cadence_write": True}
 
 
-def make_engine(settings: Settings, **overrides: Any) -> Engine:
-    url = make_url(settings.database_url)
-    if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(settings, **overrides)
+def make_engine(settings: Settings, url: str | None = None, **overrides: Any) -> Engine:
+    url = url or settings.database_url
+    if make_url(url).get_backend_name() == "sqlite":
+        return _sqlite_engine(settings, url, **overrides)
+    connect_args: dict[str, Any] = {"connect_timeout": 5}
+    if not settings.db_prepared_statements:
+        connect_args["prepare_threshold"] = None  # PgBouncer in transaction mode < 1.21
     kwargs: dict[str, Any] = {
         "pool_size": settings.db_pool_size,
         "max_overflow": settings.db_max_overflow,
         "pool_pre_ping": True,
         "pool_timeout": 10,
-        "connect_args": {"connect_timeout": 5},
+        "connect_args": connect_args,
     }
     kwargs.update(overrides)
-    return create_engine(settings.database_url, **kwargs)
+    return create_engine(url, **kwargs)
 
 
-def _sqlite_engine(settings: Settings, **overrides: Any) -> Engine:
-    url_text = settings.database_url
+def make_database(settings: Settings) -> Database:
+    """The primary engine, plus a read replica's when CADENCE_READ_DATABASE_URL is set."""
+    engine = make_engine(settings)
+    replica = (
+        make_engine(settings, settings.read_database_url) if settings.read_database_url else None
+    )
+    return Database(engine, read_engine=replica)
+
+
+def _sqlite_engine(settings: Settings, url_text: str, **overrides: Any) -> Engine:
     url = make_url(url_text)
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
@@ -73,28 +84,36 @@ class Database:
     connection (sessions then use savepoints and the test rolls everything back).
     """
 
-    def __init__(self, engine: Engine, bind: Connection | None = None) -> None:
+    def __init__(
+        self, engine: Engine, bind: Connection | None = None, read_engine: Engine | None = None
+    ) -> None:
         self.engine = engine
+        self.read_engine = read_engine
         extra: dict[str, Any] = {"expire_on_commit": False}
         if bind is not None:
             self.read_sessions = sessionmaker(
                 bind=bind, join_transaction_mode="create_savepoint", **extra
             )
-            self.write_sessions = self.read_sessions
+            self.write_sessions = self.primary_reads = self.read_sessions
             return
-        self.read_sessions = sessionmaker(engine, **extra)
+        # Read-only units of work (dashboards, analytics) may go to a replica.
+        self.read_sessions = sessionmaker(read_engine or engine, **extra)
+        self.primary_reads = sessionmaker(engine, **extra)
         self.write_sessions = sessionmaker(engine.execution_options(**WRITE), **extra)
 
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
 
-    def session(self, write: bool = False) -> Session:
-        factory: sessionmaker[Session] = self.write_sessions if write else self.read_sessions
-        return factory()
+    def session(self, write: bool = False, primary: bool = False) -> Session:
+        """A session for writes, for reads that must see the latest commit (``primary``),
+        or for reads a replica may answer (the default)."""
+        if write:
+            return self.write_sessions()
+        return (self.primary_reads if primary else self.read_sessions)()
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[Session]:
+    def transaction(self, write: bool = True, primary: bool = False) -> Iterator[Session]:
         """One unit of work: commit on success, roll back on error, always close.
 
         Write endpoints open it inside their own body, so a transaction begins and
@@ -102,7 +121,7 @@ class Database:
         PostgreSQL row lock) across FastAPI's thread hops lets requests that wait
         for that lock take every worker thread, and the holder can never commit.
         """
-        session = self.session(write=write)
+        session = self.session(write=write, primary=primary)
         try:
             yield session
             session.commit()
@@ -114,3 +133,5 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self.read_engine is not None:
+            self.read_engine.dispose()
