@@ -108,9 +108,10 @@ class Database:
     def session(self, write: bool = False, primary: bool = False) -> Session:
         """A session for writes, for reads that must see the latest commit (``primary``),
         or for reads a replica may answer (the default)."""
-        if write:
-            return self.write_sessions()
-        return (self.primary_reads if primary else self.read_sessions)()
+        factory: sessionmaker[Session] = (
+            self.write_sessions if write else self.primary_reads if primary else self.read_sessions
+        )
+        return factory()
 
     @contextmanager
     def transaction(self, write: bool = True, primary: bool = False) -> Iterator[Session]:
