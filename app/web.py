@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlencode
 
 import plotly
 from fastapi import Request
@@ -38,7 +40,14 @@ def num(value: float | None, digits: int = 1) -> str:
     return "–" if _missing(value) else f"{value:,.{digits}f}"
 
 
+def with_query(query: Mapping[str, str], **changes: object) -> str:
+    """``?a=1&b=2`` with ``changes`` applied: links that keep the rest of the view."""
+    merged = {**query, **{k: str(v) for k, v in changes.items()}}
+    return "?" + urlencode(merged)
+
+
 templates.env.filters.update(usd=usd, pct=pct, num=num)
+templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
 
 

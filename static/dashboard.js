@@ -97,6 +97,24 @@
     });
   }
 
+  // The gate form carries the what-if view along, as it is now (not as it was loaded).
+  function setupGateForm() {
+    var gate = document.querySelector(".gate-form");
+    var whatIf = document.getElementById("whatif-form");
+    if (!gate || !whatIf) { return; }
+    gate.addEventListener("submit", function () {
+      gate.querySelectorAll("[data-whatif-copy]").forEach(function (el) { el.remove(); });
+      whatIfParams(whatIf).forEach(function (value, name) {
+        var input = document.createElement("input");
+        input.type = "hidden";
+        input.name = name;
+        input.value = value;
+        input.setAttribute("data-whatif-copy", "");
+        gate.appendChild(input);
+      });
+    });
+  }
+
   function setupUnitToggle() {
     var toggle = document.getElementById("unit-toggle");
     if (!toggle) { return; }
@@ -124,6 +142,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     render(document);
     setupWhatIf();
+    setupGateForm();
     setupUnitToggle();
     setupPrint();
   });

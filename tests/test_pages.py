@@ -178,3 +178,13 @@ def test_plotly_served_locally(client: TestClient) -> None:
     assert r.headers["content-type"].startswith("text/javascript")
     assert len(r.content) > 1_000_000
     assert client.get("/static/dashboard.js").status_code == 200
+
+
+def test_table_links_keep_the_view(demo: TestClient) -> None:
+    html = demo.get(
+        "/pipelines/recsys-ranker", params={"utilization_target": 0.7, "budget": 900, "size": 5}
+    ).text
+    links = re.findall(r'href="(\?[^"]*sort=gpu_hours[^"]*)"', html)
+    assert links, "no sort link for GPU-hours"
+    assert "utilization_target=0.7" in links[0] and "budget=900" in links[0]
+    assert "size=5" in links[0] and "page=1" in links[0]

@@ -20,6 +20,14 @@ from app.web import PLOTLY_JS, templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
+WHATIF_KEYS = (
+    "cadence",
+    "utilization_target",
+    "price",
+    "workers",
+    "failure_rate",
+    "weeks_per_month",
+)
 
 
 def what_if_params(
@@ -97,6 +105,7 @@ def pipeline_page(
             "runs": runs, "total_runs": total, "sort": sort, "order": order,
             "page": page, "size": size, "pages": max(1, -(-total // size)),
             "variants": variants, "query": dict(request.query_params),
+            "whatif_keys": WHATIF_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
         })  # fmt: skip
     return templates.TemplateResponse(request, "pipeline.html", context)
