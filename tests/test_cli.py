@@ -1,0 +1,100 @@
+"""The `cadence` command: migrate, demo (idempotent), token create/list/revoke."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from app import cli, settings
+from app.db.engine import Database, make_engine
+from app.db.models import Pipeline, Run
+from app.settings import Settings
+
+
+@pytest.fixture
+def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("CADENCE_DATABASE_URL", url)
+    settings.get_settings.cache_clear()
+    yield url
+    settings.get_settings.cache_clear()
+
+
+def counts(url: str) -> tuple[int, int]:
+    db = Database(make_engine(Settings(database_url=url)))
+    try:
+        with db.session() as s:
+            return (
+                int(s.scalar(select(func.count()).select_from(Pipeline)) or 0),
+                int(s.scalar(select(func.count()).select_from(Run)) or 0),
+            )
+    finally:
+        db.dispose()
+
+
+def test_migrate_then_demo_is_idempotent(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["migrate"]) == 0
+    assert cli.main(["demo", "--if-empty"]) == 0
+    assert "loaded demo pipelines: recsys-ranker (25 runs), fraud-detector (16 runs)" in (
+        capsys.readouterr().out
+    )
+    first = counts(cli_db)
+    assert first == (2, 41)
+    assert cli.main(["demo", "--if-empty"]) == 0
+    assert "already holds pipelines" in capsys.readouterr().out
+    assert cli.main(["demo"]) == 0  # `make demo` again: still no duplicates
+    assert counts(cli_db) == first
+
+
+def test_tokens(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    cli.main(["migrate"])
+    capsys.readouterr()
+    assert (
+        cli.main(
+            ["token", "create", "--name", "ci", "--scope", "ingest", "--pipeline", "recsys-ranker"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out.strip().splitlines()
+    secret = out[-1]
+    assert secret.startswith("cad_") and len(secret) > 40  # shown once, on the last line
+    assert cli.main(["token", "create", "--name", "ci", "--scope", "read"]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["token", "create", "--name", "x", "--scope", "root"]) == 1
+    assert "scopes must be some of" in capsys.readouterr().err
+    assert cli.main(["token", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "ci" in listing and "ingest" in listing and "never" in listing
+    assert secret not in listing
+    assert cli.main(["token", "revoke", "--name", "ci"]) == 0
+    assert cli.main(["token", "list"]) == 0
+    assert "revoked" in capsys.readouterr().out
+    assert cli.main(["token", "revoke", "--name", "nope"]) == 1
+
+
+def test_serve_explains_an_unreachable_database(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CADENCE_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    settings.get_settings.cache_clear()
+    try:
+        assert cli.main(["serve"]) == 2
+    finally:
+        settings.get_settings.cache_clear()
+    err = capsys.readouterr().err
+    assert "cannot reach the database" in err and "Traceback" not in err
+
+
+def test_production_refuses_default_secret(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CADENCE_ENVIRONMENT", "production")
+    settings.get_settings.cache_clear()
+    try:
+        assert cli.main(["serve"]) == 2
+    finally:
+        settings.get_settings.cache_clear()
+    assert "CADENCE_SECRET_KEY" in capsys.readouterr().err
