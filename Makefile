@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 .DEFAULT_GOAL := help
-.PHONY: help run serve migrate demo test test-sqlite test-postgres test-browser lint fmt bench clean
+.PHONY: help run serve migrate demo test test-sqlite test-postgres lint fmt bench bench-quick clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -61,8 +61,11 @@ test-postgres: $(VENV)/.dev ## The suite on PostgreSQL (CADENCE_TEST_DATABASE_UR
 	elif [ $$rc -eq 1 ]; then echo "PostgreSQL pass SKIPPED (see above)"; \
 	else exit 1; fi
 
-bench: $(VENV)/.dev ## Benchmark ingestion and analytics against a raw psycopg baseline
+bench: $(VENV)/.dev ## Benchmark ingestion and analytics against a raw psycopg baseline (~5 min)
 	$(PY) -m bench
+
+bench-quick: $(VENV)/.dev ## A smaller benchmark run (~1 min) to check the harness
+	$(PY) -m bench --quick
 
 clean: ## Remove the venv, the SQLite database and caches
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts

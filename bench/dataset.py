@@ -1,0 +1,234 @@
+"""The analytics database: N runs over 500 pipelines, loaded with COPY, reused between runs.
+
+`big-pipeline` holds 10,000 runs: baseline (60%), candidate (30%) and a `scale-probe`
+variant at 4/8/16/32 workers (10%); `small-pipeline` holds 100; the other 498 share the
+rest. Runs are spread over the 104 weeks before the build day. The run table's
+interruption sums are those of the interruption rows loaded with it. The schema comes
+from `cadence migrate`; a marker in the database comment says the load completed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from bench.procs import say
+from bench.server import (
+    BenchError,
+    cadence_env,
+    create_database,
+    database_exists,
+    free_port,
+    migrate,
+    pg_conninfo,
+    sqlalchemy_url,
+)
+
+VERSION = 1
+PIPELINES = 500
+BIG, BIG_RUNS = "big-pipeline", 10_000
+SMALL, SMALL_RUNS = "small-pipeline", 100
+WINDOW_S = 104 * 7 * 86400
+CHUNK = 20_000
+RUN_COLUMNS = (
+    "id",
+    "pipeline_id",
+    "run_id",
+    "variant",
+    "started_at",
+    "finished_at",
+    "workers",
+    "gpu_type",
+    "gpu_hours",
+    "gpu_utilization",
+    "price_per_gpu_hour",
+    "quality_metric",
+    "quality_value",
+    "data_stall_hours",
+    "checkpoint_hours",
+    "scheduling_wait_hours",
+    "mfu",
+    "tags",
+    "interruption_count",
+    "lost_progress_hours",
+    "resume_hours",
+    "reschedule_hours",
+)
+INTERRUPTION_COLUMNS = (
+    "id",
+    "run_pk",
+    "position",
+    "lost_progress_hours",
+    "resume_hours",
+    "reschedule_hours",
+    "cause",
+)
+PROBE_WORKERS = (4, 8, 16, 32)
+CAUSES = ("preemption", "node failure", "nccl timeout")
+
+
+def marker(runs: int) -> str:
+    return f"cadence-bench dataset v{VERSION} runs={runs}"
+
+
+def plan(total: int) -> list[tuple[int, str, int]]:
+    """(pipeline id, name, runs) for every pipeline."""
+    rest = total - BIG_RUNS - SMALL_RUNS
+    others = PIPELINES - 2
+    sizes = [rest // others + (1 if k < rest % others else 0) for k in range(others)]
+    named = [(BIG, BIG_RUNS), (SMALL, SMALL_RUNS)] + [
+        (f"pipe-{k:03d}", n) for k, n in enumerate(sizes)
+    ]
+    return [(pk, name, n) for pk, (name, n) in enumerate(named, start=1)]
+
+
+def _ts(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(epoch))
+
+
+def _run_shape(big: bool, k: int, g: int) -> tuple[str, int, float, float, float]:
+    """(variant, workers, hours, utilization, quality) of run k of a pipeline (global g)."""
+    slot = k % 10
+    if big and slot == 9:
+        w = PROBE_WORKERS[(k // 10) % 4]
+        hours = 16 * (1 + 0.05 * (w - 1) + 0.001 * w * (w - 1)) / w + (g % 7) * 0.01
+        return "scale-probe", w, hours, 0.55 + (g % 9) / 100, 0.40 + (g % 13) / 1000
+    if (big and slot >= 6) or (not big and k % 3 == 2):
+        return "candidate", 8, 9.0 + g % 4, 0.62 + (g % 11) / 100, 0.412 + (g % 13) / 1000
+    return "baseline", 8, 12.0 + g % 5, 0.35 + (g % 11) / 100, 0.41 + (g % 13) / 1000
+
+
+def generate(total: int, end: float) -> Iterator[tuple[str, str]]:
+    """Chunks of (run COPY text, interruption COPY text)."""
+    runs: list[str] = []
+    stops: list[str] = []
+    g, stop_id = 0, 0
+    for pk, name, n in plan(total):
+        big = name == BIG
+        spacing = WINDOW_S / n
+        for k in range(n):
+            g += 1
+            variant, w, hours, util, quality = _run_shape(big, k, g)
+            start = end - (n - k) * spacing
+            stall = round(hours * (0.1 + (g % 5) * 0.03), 3)
+            ckpt = round(hours * 0.05, 3)
+            count = 0 if variant == "scale-probe" else (2 if g % 30 == 0 else int(g % 6 == 0))
+            for pos in range(count):
+                stop_id += 1
+                stops.append(f"{stop_id}\t{g}\t{pos}\t0.5\t0.25\t0.3\t{CAUSES[(g + pos) % 3]}\n")
+            sha = (g * 2654435761) % 268435456
+            tags = f'{{"git_sha": "{sha:07x}", "team": "t{pk % 20}"}}'
+            runs.append(
+                f"{g}\t{pk}\trun-{k:06d}\t{variant}\t{_ts(start)}\t{_ts(start + hours * 3600)}\t"
+                f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\tndcg@10\t{quality!r}\t{stall!r}\t"
+                f"{ckpt!r}\t{0.1 * (g % 4)!r}\t\\N\t{tags}\t{count}\t{0.5 * count!r}\t"
+                f"{0.25 * count!r}\t{0.3 * count!r}\n"
+            )
+            if len(runs) >= CHUNK:
+                yield "".join(runs), "".join(stops)
+                runs, stops = [], []
+    if runs:
+        yield "".join(runs), "".join(stops)
+
+
+def _check_columns(conn: psycopg.Connection[Any]) -> None:
+    """Fail clearly if the schema grew a required column this generator does not fill."""
+    known = {"run": {*RUN_COLUMNS, "created_at"}, "interruption": set(INTERRUPTION_COLUMNS)}
+    rows = conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = "
+        "'public' AND table_name IN ('run', 'interruption') AND is_nullable = 'NO' "
+        "AND column_default IS NULL"
+    ).fetchall()
+    unknown = [f"{t}.{c}" for t, c in rows if c not in known[t]]
+    if unknown:
+        raise BenchError(f"bench/dataset.py does not fill required columns {unknown}: update it")
+
+
+def load(conninfo: str, total: int) -> dict[str, Any]:
+    end = float(int(time.time()) // 86400 * 86400)
+    t0 = time.perf_counter()
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        _check_columns(conn)
+        conn.execute("SET synchronous_commit = off")
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO pipeline (id, name, display_name, owner, price_per_gpu_hour, "
+                "monthly_budget_usd, runs_per_week, quality_metric, higher_is_better) "
+                "VALUES (%s, %s, %s, 'bench', 2.5, 50000, 1.0, 'ndcg@10', true)",
+                [(pk, name, name) for pk, name, _ in plan(total)],
+            )
+            stop_text: list[str] = []
+            with cur.copy(f"COPY run ({', '.join(RUN_COLUMNS)}) FROM STDIN") as copy:
+                for run_text, stops in generate(total, end):
+                    copy.write(run_text)
+                    stop_text.append(stops)
+            copied = time.perf_counter()
+            with cur.copy(f"COPY interruption ({', '.join(INTERRUPTION_COLUMNS)}) FROM STDIN") as c:
+                for stops in stop_text:
+                    c.write(stops)
+            for table in ("pipeline", "run", "interruption"):
+                cur.execute(
+                    sql.SQL(
+                        "SELECT setval(pg_get_serial_sequence({t}, 'id'), "
+                        "(SELECT max(id) FROM {i}))"
+                    ).format(t=sql.Literal(table), i=sql.Identifier(table))
+                )
+        loaded = time.perf_counter()
+        conn.execute("VACUUM ANALYZE")
+    return {
+        "copy_runs_s": round(copied - t0, 1),
+        "copy_total_s": round(loaded - t0, 1),
+        "vacuum_analyze_s": round(time.perf_counter() - loaded, 1),
+        "run_window_end": datetime.fromtimestamp(end, UTC).isoformat(),
+    }
+
+
+def comment(conninfo: str) -> str | None:
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database "
+            "WHERE datname = current_database()"
+        ).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+def is_built(base: str, name: str, total: int) -> bool:
+    """The database exists and its marker says a load of `total` runs completed."""
+    try:
+        return database_exists(base, name) and comment(pg_conninfo(base, name)) == marker(total)
+    except psycopg.Error:
+        return False
+
+
+def ensure(base: str, name: str, total: int, rebuild: bool) -> dict[str, Any]:
+    """Reuse the database when its marker matches (after `cadence migrate`), else build it."""
+    conninfo = pg_conninfo(base, name)
+    env = cadence_env(sqlalchemy_url(base, name), free_port(), 1)
+    if not rebuild and is_built(base, name, total):
+        try:
+            migrate(env)
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                row = conn.execute("SELECT count(*) FROM run").fetchone()
+            if row and int(row[0]) == total:
+                return {"database": name, "runs": total, "reused": True}
+        except (BenchError, psycopg.Error) as exc:
+            say(f"  cannot reuse {name} ({exc}); rebuilding")
+    say(f"  building {name}: {total:,} runs over {PIPELINES} pipelines (COPY)...")
+    t0 = time.perf_counter()
+    create_database(base, name, drop_first=True)
+    migrate(env)
+    info = load(conninfo, total)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                sql.Identifier(name), sql.Literal(marker(total))
+            )
+        )
+    info.update(database=name, runs=total, reused=False, build_s=round(time.perf_counter() - t0, 1))
+    say(f"  built in {info['build_s']} s")
+    return info
