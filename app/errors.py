@@ -19,6 +19,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.planning.model import PlanningError
+from app.schemas_common import PATTERN_REASONS
 
 log = logging.getLogger("cadence.errors")
 
@@ -106,6 +107,8 @@ def validation_fields(errors: Any) -> list[dict[str, Any]]:
         reason = reason.removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden":
             reason = "unknown field (check the spelling; see /docs for the accepted fields)"
+        elif err.get("type") == "string_pattern_mismatch":
+            reason = PATTERN_REASONS.get(str(err.get("ctx", {}).get("pattern")), reason)
         elif err.get("type") == "timezone_aware":
             reason = "timestamp needs a UTC offset, e.g. 2026-11-02T08:00:00+00:00"
         fields.append({"field": field_name(err.get("loc", ())), "reason": reason})

@@ -212,3 +212,24 @@ def test_large_batch_stores_exactly_what_was_sent(
     assert r.status_code == 409
     assert "runs.7.workers" in {f["field"] for f in r.json()["error"]["fields"]}
     assert count_runs(db) == 40
+
+
+def test_batch_body_errors(client: TestClient, ingest_headers: dict[str, str]) -> None:
+    headers = {**ingest_headers, "content-type": "application/json"}
+    r = client.post("/api/v1/runs/batch", content=b"{not json", headers=headers)
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "validation_error"
+    r = client.post(
+        "/api/v1/runs/batch", json={"runs": [make_run()], "extra": 1}, headers=ingest_headers
+    )
+    assert r.status_code == 422
+    assert {f["field"] for f in r.json()["error"]["fields"]} == {"extra"}
+    r = client.post(
+        "/api/v1/runs/batch", json={"runs": [make_run(pipeline="Bad!")]}, headers=ingest_headers
+    )
+    assert r.json()["error"]["fields"][0] == {
+        "field": "runs.0.pipeline",
+        "reason": "must be a slug: 1-63 lowercase letters, digits, '-' or '_', starting and "
+        "ending with a letter or digit (e.g. 'recsys-ranker')",
+    }
+    assert client.post("/api/v1/runs/batch", json={"runs": []}).status_code == 401

@@ -26,7 +26,11 @@ def make_engine(settings: Settings, url: str | None = None, **overrides: Any) ->
     kwargs: dict[str, Any] = {
         "pool_size": settings.db_pool_size,
         "max_overflow": settings.db_max_overflow,
-        "pool_pre_ping": True,
+        # No pre-ping: it cost a round trip per unit of work. A connection that died with
+        # the database fails one request (503, Retry-After) and SQLAlchemy then
+        # invalidates the whole pool, so the service recovers on its own.
+        "pool_pre_ping": False,
+        "pool_recycle": 1800,
         "pool_timeout": 10,
         "connect_args": connect_args,
     }

@@ -5,7 +5,6 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.revision import schema_state
-from app.deps import get_database
 
 router = APIRouter(tags=["health"])
 
@@ -20,7 +19,7 @@ def healthz() -> dict[str, str]:
 def readyz(request: Request) -> JSONResponse:
     """Ready to serve: the database answers and its schema is at the migration head."""
     try:
-        state = schema_state(get_database(request).engine)
+        state = schema_state(request.app.state.database.engine)
     except SQLAlchemyError as exc:
         reason = str(exc).splitlines()[0][:200]
         return JSONResponse(

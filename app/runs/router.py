@@ -3,13 +3,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
+from app.auth.service import TokenInfo
+from app.db.engine import Database
 from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep
 from app.errors import Invalid
 from app.pipelines.service import get_by_name
 from app.runs import repository, service
 from app.runs.schemas import BatchItem, BatchOut, RunBatchIn, RunIn, RunOut, RunPage
+from app.settings import Settings
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -35,30 +41,55 @@ def post_run(
     return stored
 
 
-@router.post("/batch", response_model=BatchOut, status_code=status.HTTP_201_CREATED)
-def post_batch(
-    batch: RunBatchIn,
-    db: DatabaseDep,
-    token: Ingestor,
-    settings: SettingsDep,
-    response: Response,
-) -> BatchOut:
-    """Record up to `max_batch_runs` runs, all or nothing."""
+@router.post(
+    "/batch",
+    response_model=BatchOut,
+    status_code=status.HTTP_201_CREATED,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": RunBatchIn.model_json_schema()}},
+        }
+    },
+)
+async def post_batch(
+    request: Request, db: DatabaseDep, token: Ingestor, settings: SettingsDep
+) -> Response:
+    """Record up to `max_batch_runs` runs, all or nothing. Body: `{"runs": [...]}`.
+
+    The body is validated straight from its bytes by pydantic-core (FastAPI would
+    ``json.loads`` it and validate the Python objects: a third of a 1000-run batch's
+    time), and the answer is serialised once.
+    """
+    raw = await request.body()
+    batch = await run_in_threadpool(parse_batch, raw)
     if len(batch.runs) > settings.max_batch_runs:
         raise Invalid(
             f"a batch holds at most {settings.max_batch_runs} runs; got {len(batch.runs)}",
             fields=[{"field": "runs", "reason": f"more than {settings.max_batch_runs} items"}],
         )
+    body = await run_in_threadpool(store_batch, db, batch, token, settings)
+    code = status.HTTP_201_CREATED if body.created else status.HTTP_200_OK
+    return Response(body.model_dump_json(), status_code=code, media_type="application/json")
+
+
+def parse_batch(raw: bytes) -> RunBatchIn:
+    try:
+        return RunBatchIn.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(errors) from None
+
+
+def store_batch(db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings) -> BatchOut:
     with db.transaction() as session:
         results = service.ingest(session, batch.runs, token=token, settings=settings, batch=True)
     created = sum(r.created for r in results)
-    if created == 0:
-        response.status_code = status.HTTP_200_OK
-    return BatchOut(
+    return BatchOut.model_construct(
         created=created,
         existing=len(results) - created,
         runs=[
-            BatchItem(
+            BatchItem.model_construct(
                 index=r.index,
                 id=r.pk,
                 run_id=r.run.run_id,
