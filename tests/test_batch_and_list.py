@@ -233,3 +233,17 @@ def test_batch_body_errors(client: TestClient, ingest_headers: dict[str, str]) -
         "ending with a letter or digit (e.g. 'recsys-ranker')",
     }
     assert client.post("/api/v1/runs/batch", json={"runs": []}).status_code == 401
+
+
+def test_list_entries_equal_single_reads(
+    client: TestClient, ingest_headers: dict[str, str]
+) -> None:
+    """The list is serialised from plain dicts, single reads from models: same JSON."""
+    items = runs(3)
+    items[1]["interruptions"] = []
+    items[2]["mfu"] = 0.31
+    client.post("/api/v1/runs/batch", json={"runs": items}, headers=ingest_headers)
+    listed = client.get("/api/v1/runs", params={"pipeline": "ranker"}).json()["runs"]
+    assert len(listed) == 3
+    for entry in listed:
+        assert client.get(f"/api/v1/runs/{entry['id']}").json() == entry

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic_core import to_jsonable_python
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -72,9 +73,8 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
                 after=after,
                 limit=chunk,
             )
-            outs = [service.to_out(*r) for r in rows]
-        for out in outs:
-            data = out.model_dump(mode="json")
+            outs = [to_jsonable_python(service.out_dict(*r)) for r in rows]
+        for data in outs:  # the JSON values of GET /api/v1/runs, column by column
             writer.writerow([csv_value(data[c]) for c in CSV_COLUMNS])
         yield buffer.getvalue()
         buffer.seek(0)

@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo
@@ -132,13 +133,13 @@ def list_runs(
         )
         page = rows[:limit]
         more = len(rows) > limit
-        body = RunPage.model_construct(
-            runs=[service.to_out(*r) for r in page],
-            next_cursor=service.encode_cursor(page[-1][0]) if more and page else None,
-        )
-    # Serialised once, here: returning the model would make FastAPI dump and re-validate
-    # up to 1000 runs against RunPage (response_model still documents the shape).
-    return Response(body.model_dump_json(), media_type="application/json")
+        body = {
+            "runs": [service.out_dict(*r) for r in page],
+            "next_cursor": service.encode_cursor(page[-1][0]) if more and page else None,
+        }
+    # Serialised once, here, by pydantic-core: returning a model would make FastAPI dump
+    # and re-validate up to 1000 runs (response_model still documents the shape).
+    return Response(to_json(body), media_type="application/json")
 
 
 @router.get("/{pk}", response_model=RunOut)

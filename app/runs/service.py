@@ -243,34 +243,41 @@ def _pipeline_defaults(run: RunIn, settings: Settings) -> dict[str, Any]:
 # Reading ------------------------------------------------------------------------------
 
 
-def to_out(row: Any, interruptions: list[Any]) -> RunOut:
-    """A stored run (a row of ``repository._runs_query``) as the API returns it.
+def out_dict(row: Any, interruptions: list[Any]) -> dict[str, Any]:
+    """A stored run (a row of ``repository._runs_query``) as the API returns it: the
+    fields of :class:`RunOut`, as a plain dict.
 
-    Built with ``model_construct``: the values come from our own database, already
-    validated on the way in; validating 1000 of them again cost more than the query.
+    Lists serialise these dicts directly with pydantic-core: the values come from our
+    own database, validated on the way in, and building 1000 models cost more than the
+    query did (pyinstrument: ~35 of ~70 ms for a 1000-run page).
     """
     price = row.price_per_gpu_hour if row.price_per_gpu_hour is not None else row.pipeline_price
-    return RunOut.model_construct(
-        id=row.id, pipeline=row.pipeline, run_id=row.run_id, variant=row.variant,
-        started_at=row.started_at, finished_at=row.finished_at, workers=row.workers,
-        gpu_type=row.gpu_type, gpu_utilization=row.gpu_utilization, gpu_hours=row.gpu_hours,
-        price_per_gpu_hour=row.price_per_gpu_hour,
-        quality_metric=row.quality_metric or row.pipeline_metric,
-        quality_value=row.quality_value, data_stall_hours=row.data_stall_hours,
-        checkpoint_hours=row.checkpoint_hours, scheduling_wait_hours=row.scheduling_wait_hours,
-        mfu=row.mfu,
-        interruptions=[
-            InterruptionOut.model_construct(
-                lost_progress_hours=i.lost_progress_hours, resume_hours=i.resume_hours,
-                reschedule_hours=i.reschedule_hours, cause=i.cause,
-            )
+    return {
+        "id": row.id, "pipeline": row.pipeline, "run_id": row.run_id, "variant": row.variant,
+        "started_at": row.started_at, "finished_at": row.finished_at, "workers": row.workers,
+        "gpu_type": row.gpu_type, "gpu_utilization": row.gpu_utilization,
+        "gpu_hours": row.gpu_hours, "price_per_gpu_hour": row.price_per_gpu_hour,
+        "quality_metric": row.quality_metric or row.pipeline_metric,
+        "quality_value": row.quality_value, "data_stall_hours": row.data_stall_hours,
+        "checkpoint_hours": row.checkpoint_hours,
+        "scheduling_wait_hours": row.scheduling_wait_hours, "mfu": row.mfu,
+        "interruptions": [
+            {"lost_progress_hours": i.lost_progress_hours, "resume_hours": i.resume_hours,
+             "reschedule_hours": i.reschedule_hours, "cause": i.cause}
             for i in interruptions
         ],
-        tags=row.tags, created_at=row.created_at,
-        wall_clock_hours=(row.finished_at - row.started_at).total_seconds() / 3600.0,
-        effective_price_per_gpu_hour=price, cost_usd=row.gpu_hours * price,
-        idle_gpu_hours=(1.0 - row.gpu_utilization) * row.gpu_hours,
-    )  # fmt: skip
+        "tags": row.tags, "created_at": row.created_at,
+        "wall_clock_hours": (row.finished_at - row.started_at).total_seconds() / 3600.0,
+        "effective_price_per_gpu_hour": price, "cost_usd": row.gpu_hours * price,
+        "idle_gpu_hours": (1.0 - row.gpu_utilization) * row.gpu_hours,
+    }  # fmt: skip
+
+
+def to_out(row: Any, interruptions: list[Any]) -> RunOut:
+    """The same as :func:`out_dict`, as a model (for templates and single runs)."""
+    data = out_dict(row, interruptions)
+    data["interruptions"] = [InterruptionOut.model_construct(**i) for i in data["interruptions"]]
+    return RunOut.model_construct(**data)
 
 
 def get(session: Session, pk: int) -> RunOut:
