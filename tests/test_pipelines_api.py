@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import re
+
 from fastapi.testclient import TestClient
 
 from tests.conftest import make_run
@@ -68,3 +71,17 @@ def test_openapi_documents_ingestion(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert "/api/v1/runs" in spec["paths"]
     assert client.get("/docs").status_code == 200
+
+
+def test_openapi_request_bodies_resolve(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    text = json.dumps(spec)
+    assert "#/$defs/" not in text  # every $ref points into components
+    for ref in re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', text):
+        assert ref in spec["components"]["schemas"], ref
+    body = spec["paths"]["/api/v1/runs"]["post"]["requestBody"]["content"]["application/json"]
+    assert "gpu_utilization" in body["schema"]["properties"]
+    assert "gpu_utilization" in body["schema"]["required"]
+    batch = spec["paths"]["/api/v1/runs/batch"]["post"]["requestBody"]["content"]
+    items = batch["application/json"]["schema"]["properties"]["runs"]["items"]
+    assert "interruptions" in items["properties"]

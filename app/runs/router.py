@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
@@ -19,6 +19,30 @@ from app.runs.schemas import BatchItem, BatchOut, RunBatchIn, RunIn, RunOut, Run
 from app.settings import Settings
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+M = TypeVar("M", bound=BaseModel)
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAPI for a body the endpoint reads itself (so /docs still shows its schema).
+
+    Nested models are inlined: a ``#/$defs/...`` reference would not resolve inside
+    the OpenAPI document.
+    """
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    content = {"application/json": {"schema": inline(schema)}}
+    return {"requestBody": {"required": True, "content": content}}
 
 
 @router.post(
@@ -29,29 +53,34 @@ router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
         200: {"description": "An identical retry: the stored run"},
         409: {"description": "The run_id exists with different values"},
     },
+    openapi_extra=json_body(RunIn),
 )
-def post_run(
-    run: RunIn, db: DatabaseDep, token: Ingestor, settings: SettingsDep, response: Response
-) -> RunOut:
-    """Record one run. Safe to retry: the same (pipeline, run_id) and body returns 200."""
+async def post_run(
+    request: Request, db: DatabaseDep, token: Ingestor, settings: SettingsDep
+) -> Response:
+    """Record one run. Safe to retry: the same (pipeline, run_id) and body returns 200.
+
+    Parsing, storing and answering happen in one worker-thread hop; the body is
+    validated from its bytes and the answer serialised once (see ``post_batch``).
+    """
+    raw = await request.body()
+    return await run_in_threadpool(store_run, db, raw, token, settings)
+
+
+def store_run(db: Database, raw: bytes, token: TokenInfo, settings: Settings) -> Response:
+    run = parse_body(RunIn, raw)
     with db.transaction() as session:
         [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
         stored = service.created_out(result) if result.created else service.get(session, result.pk)
-    if not result.created:
-        response.status_code = status.HTTP_200_OK
-    return stored
+    code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+    return Response(stored.model_dump_json(), status_code=code, media_type="application/json")
 
 
 @router.post(
     "/batch",
     response_model=BatchOut,
     status_code=status.HTTP_201_CREATED,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": RunBatchIn.model_json_schema()}},
-        }
-    },
+    openapi_extra=json_body(RunBatchIn),
 )
 async def post_batch(
     request: Request, db: DatabaseDep, token: Ingestor, settings: SettingsDep
@@ -63,7 +92,7 @@ async def post_batch(
     time), and the answer is serialised once.
     """
     raw = await request.body()
-    batch = await run_in_threadpool(parse_batch, raw)
+    batch = await run_in_threadpool(parse_body, RunBatchIn, raw)
     if len(batch.runs) > settings.max_batch_runs:
         raise Invalid(
             f"a batch holds at most {settings.max_batch_runs} runs; got {len(batch.runs)}",
@@ -74,9 +103,10 @@ async def post_batch(
     return Response(body.model_dump_json(), status_code=code, media_type="application/json")
 
 
-def parse_batch(raw: bytes) -> RunBatchIn:
+def parse_body(model: type[M], raw: bytes) -> M:
+    """Validate a JSON body from its bytes; errors read as FastAPI's own (a 422)."""
     try:
-        return RunBatchIn.model_validate_json(raw)
+        return model.model_validate_json(raw)
     except ValidationError as exc:
         errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None

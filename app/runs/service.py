@@ -60,6 +60,11 @@ def ingest(
         for name in sorted({r.pipeline for r in runs}):
             check_pipeline_allowed(token, name)
 
+    if len(runs) == 1 and repository.dialect(session) == "postgresql":
+        done = _insert_one(session, runs[0])
+        if done is not None:
+            return [done]
+
     # The first occurrence of a (pipeline, run_id) in a batch wins; later identical
     # copies are retries, later different copies are errors.
     first: dict[tuple[str, str], int] = {}
@@ -115,6 +120,21 @@ def ingest(
             pk, created_at, created = existing[db_key].id, existing[db_key].created_at, False
         out.append(Ingested(i, run, pk, created, pipeline, created_at))
     return out
+
+
+def _insert_one(session: Session, run: RunIn) -> Ingested | None:
+    """The common case on PostgreSQL, a new run of a known pipeline, in one statement.
+
+    None sends the run down the general path: a new pipeline, or a run_id that exists
+    (an identical retry, or a conflict to name).
+    """
+    found = repository.insert_one_pg(
+        session, run.pipeline, stored_values(run), interruption_values(run)
+    )
+    if found is None:
+        return None
+    pipeline, pk, created_at = found
+    return None if pk is None else Ingested(0, run, pk, True, pipeline, created_at)
 
 
 def created_out(item: Ingested) -> RunOut:
