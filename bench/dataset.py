@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from bench import data
 from bench.procs import say
 from bench.server import (
     BenchError,
@@ -35,39 +36,8 @@ BIG, BIG_RUNS = "big-pipeline", 10_000
 SMALL, SMALL_RUNS = "small-pipeline", 100
 WINDOW_S = 104 * 7 * 86400
 CHUNK = 20_000
-RUN_COLUMNS = (
-    "id",
-    "pipeline_id",
-    "run_id",
-    "variant",
-    "started_at",
-    "finished_at",
-    "workers",
-    "gpu_type",
-    "gpu_hours",
-    "gpu_utilization",
-    "price_per_gpu_hour",
-    "quality_metric",
-    "quality_value",
-    "data_stall_hours",
-    "checkpoint_hours",
-    "scheduling_wait_hours",
-    "mfu",
-    "tags",
-    "interruption_count",
-    "lost_progress_hours",
-    "resume_hours",
-    "reschedule_hours",
-)
-INTERRUPTION_COLUMNS = (
-    "id",
-    "run_pk",
-    "position",
-    "lost_progress_hours",
-    "resume_hours",
-    "reschedule_hours",
-    "cause",
-)
+RUN_COLUMNS = ("id", *data.RUN_COLUMNS)  # with explicit ids, to link interruptions
+INTERRUPTION_COLUMNS = ("id", *data.INTERRUPTION_COLUMNS)
 PROBE_WORKERS = (4, 8, 16, 32)
 CAUSES = ("preemption", "node failure", "nccl timeout")
 
