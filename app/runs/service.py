@@ -8,6 +8,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -138,41 +139,23 @@ def _insert_one(session: Session, run: RunIn) -> Ingested | None:
 
 
 def created_out(item: Ingested) -> RunOut:
-    """The response for a run this request stored, built without reading it back."""
+    """The response for a run this request stored, built without reading it back: the
+    stored values shaped like a row of ``repository._runs_query`` for :func:`to_out`."""
     values = stored_values(item.run)
-    pipeline = item.pipeline
-    price = values["price_per_gpu_hour"]
-    effective = price if price is not None else pipeline.price_per_gpu_hour
-    hours = (item.run.finished_at - item.run.started_at).total_seconds() / 3600.0
-    return RunOut(
-        id=item.pk,
-        pipeline=pipeline.name,
-        run_id=values["run_id"],
-        variant=values["variant"],
-        started_at=item.run.started_at.astimezone(UTC),
-        finished_at=item.run.finished_at.astimezone(UTC),
-        workers=values["workers"],
-        gpu_type=values["gpu_type"],
-        gpu_utilization=values["gpu_utilization"],
-        gpu_hours=values["gpu_hours"],
-        price_per_gpu_hour=price,
-        quality_metric=values["quality_metric"] or pipeline.quality_metric,
-        quality_value=values["quality_value"],
-        data_stall_hours=values["data_stall_hours"],
-        checkpoint_hours=values["checkpoint_hours"],
-        scheduling_wait_hours=values["scheduling_wait_hours"],
-        mfu=values["mfu"],
-        interruptions=[
-            InterruptionOut(**{k: v[k] for k in InterruptionOut.model_fields})
-            for v in interruption_values(item.run)
-        ],
-        tags=values["tags"],
-        created_at=item.created_at or utcnow(),
-        wall_clock_hours=hours,
-        effective_price_per_gpu_hour=effective,
-        cost_usd=values["gpu_hours"] * effective,
-        idle_gpu_hours=(1.0 - values["gpu_utilization"]) * values["gpu_hours"],
+    row = SimpleNamespace(
+        **{
+            **values,
+            "id": item.pk,
+            "pipeline": item.pipeline.name,
+            "pipeline_price": item.pipeline.price_per_gpu_hour,
+            "pipeline_metric": item.pipeline.quality_metric,
+            "started_at": item.run.started_at.astimezone(UTC),
+            "finished_at": item.run.finished_at.astimezone(UTC),
+            "created_at": item.created_at or utcnow(),
+        }
     )
+    interruptions = [SimpleNamespace(**v) for v in interruption_values(item.run)]
+    return to_out(row, interruptions)
 
 
 def _validate(runs: list[RunIn], prefix: Any) -> None:
