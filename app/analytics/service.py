@@ -29,7 +29,7 @@ from app.planning.failures import (
     write_hours_per_checkpoint,
 )
 from app.planning.gate import GateThresholds, evaluate_gate
-from app.planning.goodput import EMPTY_TOTALS
+from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
 from app.planning.levers import rank_levers
 from app.planning.projection import project_costs, runs_per_month
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl, scaling_advice, scaling_table
@@ -183,8 +183,6 @@ def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) 
     total = EMPTY_TOTALS
     for r in rows.get(pipeline.id, []):
         total = total + r.goodput
-    from app.planning.goodput import goodput_from_totals
-
     return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total))
 
 

@@ -148,11 +148,6 @@ def lookup(session: Session, secret: str) -> TokenInfo:
     )
 
 
-def authenticate(session: Session, authorization: str | None, scope: str) -> TokenInfo:
-    """Check an ``Authorization: Bearer`` header for a live token holding ``scope``."""
-    return check_scope(lookup(session, parse_bearer(authorization)), scope)
-
-
 def needs_touch(token: TokenInfo) -> bool:
     """Last-used times are kept to the minute: most requests write nothing."""
     return token.last_used_at is None or utcnow() - token.last_used_at > LAST_USED_RESOLUTION

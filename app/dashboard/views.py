@@ -23,7 +23,7 @@ from app.db.models import Pipeline
 from app.errors import Invalid
 from app.planning.economics import badput
 from app.planning.gate import GateThresholds
-from app.planning.weekly import WeekSummary, fill_weeks, iso_week
+from app.planning.weekly import WeekSummary, fill_weeks
 from app.planning.whatif import WhatIf
 
 CHART_RUNS = 52
@@ -341,7 +341,3 @@ def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[Re
             run_rate_usd=this.cost_usd * 52 / 12 if this.runs else None,
         ))  # fmt: skip
     return out
-
-
-def current_week(today: date) -> str:
-    return iso_week(today)
