@@ -52,6 +52,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         summary="What scheduled retraining costs, where the GPU time goes, "
         "and whether a faster cadence is affordable.",
         lifespan=lifespan,
+        docs_url=None,  # /docs is served by app.pages with Swagger UI from a package
+        redoc_url=None,
     )
     app.state.settings = settings
     if database is not None:

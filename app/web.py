@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlencode
 
+import fastapi_offline
 import plotly
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -20,6 +21,12 @@ STATIC_DIR = PROJECT_ROOT / "static"
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape is on for .html
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+SWAGGER_DIR = Path(fastapi_offline.__file__).parent / "static"
+VENDOR_FILES = {  # served from installed packages under /static/vendor/: no CDN at run time
+    "plotly.min.js": (PLOTLY_JS, "text/javascript"),
+    "swagger-ui-bundle.js": (SWAGGER_DIR / "swagger-ui-bundle.js", "text/javascript"),
+    "swagger-ui.css": (SWAGGER_DIR / "swagger-ui.css", "text/css"),
+}
 
 
 def _missing(value: float | None) -> bool:

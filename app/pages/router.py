@@ -16,7 +16,7 @@ from app.deps import DatabaseDep
 from app.errors import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week, week_monday
-from app.web import PLOTLY_JS, templates
+from app.web import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
@@ -182,11 +182,20 @@ def help_page(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "help.html", {})
 
 
-@router.get("/static/vendor/plotly.min.js")
-def plotly_js() -> FileResponse:
-    """Plotly.js from the installed ``plotly`` package: nothing loads from a CDN."""
-    if not PLOTLY_JS.exists():
-        raise NotFound("plotly.min.js is missing from the installed plotly package")
+@router.get("/docs", response_class=HTMLResponse)
+def api_docs(request: Request) -> HTMLResponse:
+    """Swagger UI from the installed package, started by a static script (no inline JS)."""
+    return templates.TemplateResponse(request, "docs.html", {})
+
+
+@router.get("/static/vendor/{name}")
+def vendor_file(name: str) -> FileResponse:
+    """Third-party browser files from installed Python packages: nothing loads from a CDN."""
+    if name not in VENDOR_FILES:
+        raise NotFound(f"no vendored file {name!r}")
+    path, media_type = VENDOR_FILES[name]
+    if not path.exists():
+        raise NotFound(f"{name} is missing from its installed package")
     return FileResponse(
-        PLOTLY_JS, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"}
+        path, media_type=media_type, headers={"Cache-Control": "public, max-age=86400"}
     )

@@ -124,3 +124,18 @@ def test_review_fits_a_phone_screen(page, live_server):
         "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )
     assert widths[0] <= widths[1], f"page is {widths[0]} px wide on a {widths[1]} px screen"
+
+
+def test_api_docs_work_offline(page, problems, live_server, artifacts):
+    """/docs runs Swagger UI from this server (a package's files), not from a CDN."""
+    response = page.goto(live_server.url("/docs"))
+    assert response is not None and response.status == 200
+    expect(page.locator(".opblock-summary-path", has_text="/api/v1/runs/batch")).to_be_visible(
+        timeout=15_000
+    )
+    page.screenshot(path=str(artifacts / "docs.png"))
+    assert live_server.url("/static/vendor/swagger-ui-bundle.js") in problems.requests
+    assert all(u.startswith(live_server.base_url + "/") for u in problems.requests), (
+        problems.foreign_requests()
+    )
+    problems.assert_clean()
