@@ -55,6 +55,15 @@ class Settings(BaseSettings):
     default_price_per_gpu_hour: float = Field(
         2.5, gt=0, description="Price for pipelines created implicitly by ingestion (USD)."
     )
+    read_access: Literal["open", "token"] = Field(
+        "open",
+        description="open: anyone who reaches the service may read; token: API reads need a "
+        "`read` token and the browser signs in with one.",
+    )
+    session_hours: float = Field(12.0, gt=0, le=24 * 30, description="Browser session lifetime.")
+    db_statement_timeout_ms: int = Field(
+        15_000, ge=0, le=3_600_000, description="PostgreSQL statement_timeout (0: none)."
+    )
     token_cache_seconds: float = Field(
         5.0, ge=0, le=300, description="How long a verified token is trusted without a look-up."
     )

@@ -21,6 +21,8 @@ def make_engine(settings: Settings, url: str | None = None, **overrides: Any) ->
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(settings, url, **overrides)
     connect_args: dict[str, Any] = {"connect_timeout": 5}
+    if settings.db_statement_timeout_ms:  # a runaway query cannot hold a worker forever
+        connect_args["options"] = f"-c statement_timeout={settings.db_statement_timeout_ms}"
     if not settings.db_prepared_statements:
         connect_args["prepare_threshold"] = None  # PgBouncer in transaction mode < 1.21
     kwargs: dict[str, Any] = {
