@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -166,9 +166,43 @@ def install_error_handlers(app: FastAPI) -> None:
         body = error_body("internal_error", "something went wrong on our side; it has been logged")
         return _respond(request, 500, body)
 
+    # Database errors that mean "retry later" answer 503 with Retry-After, never 500:
+    # OperationalError (connection refused or lost, server shutting down or starting up,
+    # a query cancelled by statement_timeout), InterfaceError (a closed connection),
+    # any DBAPIError SQLAlchemy classified as a disconnect, and an exhausted pool.
     @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
     @app.exception_handler(PoolTimeout)
     async def _database_down(request: Request, exc: Exception) -> Response:
+        if query_cancelled(exc):
+            log.warning(
+                "query cancelled on %s %s: %s",
+                request.method,
+                request.url.path,
+                str(exc).splitlines()[0][:200],
+            )
+            body = error_body("statement_timeout", STATEMENT_TIMEOUT_MESSAGE)
+            return _respond(request, 503, body, {"Retry-After": "5"})
         log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
         body = error_body("database_unavailable", "the database is unavailable; retry shortly")
         return _respond(request, 503, body, {"Retry-After": "5"})
+
+    @app.exception_handler(DBAPIError)
+    async def _database_error(request: Request, exc: DBAPIError) -> Response:
+        if exc.connection_invalidated:
+            return await _database_down(request, exc)
+        raise exc  # anything else is a bug: the 500 handler above logs it
+
+
+STATEMENT_TIMEOUT_MESSAGE = (
+    "the query took longer than the database's statement timeout; narrow the request"
+)
+
+
+def query_cancelled(exc: Exception) -> bool:
+    """PostgreSQL cancelled the statement (``statement_timeout``; SQLSTATE 57014)."""
+    try:
+        from psycopg.errors import QueryCanceled
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return False
+    return isinstance(getattr(exc, "orig", None), QueryCanceled)

@@ -28,7 +28,7 @@ from app.planning.whatif import WhatIf
 router = APIRouter(prefix="/api/v1", tags=["planning"])
 
 Price = Annotated[float | None, Query(ge=0, le=10_000, description="USD per GPU-hour")]
-Cadence = Annotated[float | None, Query(gt=0, le=1000, description="Runs per week")]
+Cadence = Annotated[float | None, Query(ge=0.01, le=100, description="Runs per week")]
 MonthConvention = Annotated[
     Convention, Query(description="calendar = 52/12 weeks per month; four_week = 4")
 ]
@@ -64,11 +64,11 @@ def get_projection(
     variant: Annotated[str | None, Query(description="Variant(s), comma-separated")] = None,
     cadences: Annotated[str, Query(description="Runs per week, e.g. 1,2")] = "1,2",
     price: Price = None,
-    utilization_target: Annotated[float | None, Query(gt=0, le=1)] = None,
+    utilization_target: Annotated[float | None, Query(ge=0.01, le=1)] = None,
     workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
-    failure_rate: Annotated[float | None, Query(ge=0, le=1)] = None,
-    checkpoint_interval_hours: Annotated[float | None, Query(gt=0, le=1000)] = None,
-    budget: Annotated[float | None, Query(ge=0)] = None,
+    failure_rate: Annotated[float | None, Query(ge=0, le=0.1)] = None,
+    checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
+    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
     weeks_per_month: MonthConvention = "calendar",
     recent: Annotated[int, Query(ge=1, le=200)] = service.RECENT_RUNS,
 ) -> ProjectionOut:
@@ -109,9 +109,9 @@ def get_gate(
     baseline: Annotated[str, Query(max_length=64)] = "baseline",
     candidate: Annotated[str, Query(max_length=64)] = "candidate",
     cadence: Cadence = None,
-    budget: Annotated[float | None, Query(ge=0)] = None,
+    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
     min_uplift_points: Annotated[float, Query(ge=0, le=100)] = 10.0,
-    quality_margin: Annotated[float, Query(ge=0)] = 0.01,
+    quality_margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
     min_runs: Annotated[int, Query(ge=2, le=1000)] = 3,
     weeks_per_month: MonthConvention = "calendar",
@@ -170,9 +170,9 @@ def get_checkpoints(
     variant: Variant = None,
     cadence: Cadence = None,
     instances: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
-    failure_rate: Annotated[float | None, Query(gt=0, le=1)] = None,
-    checkpoint_write_hours: Annotated[float | None, Query(gt=0, le=1000)] = None,
-    checkpoint_interval_hours: Annotated[float | None, Query(gt=0, le=1000)] = None,
+    failure_rate: Annotated[float | None, Query(ge=1e-9, le=0.1)] = None,
+    checkpoint_write_hours: Annotated[float | None, Query(ge=1e-4, le=1000)] = None,
+    checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
     restart_hours: Annotated[float | None, Query(ge=0, le=1000)] = None,
     weeks_per_month: MonthConvention = "calendar",
 ) -> CheckpointsOut:

@@ -84,66 +84,73 @@ class CheckpointsOut(BaseModel):
 
 # POST /api/v1/plan -----------------------------------------------------------------
 
-Positive = Annotated[float, Field(gt=0, le=1e9)]
-NonNeg = Annotated[float, Field(ge=0, le=1e9)]
+# Ranges a real plan has; outside them the arithmetic overflows or divides by ~0
+# (property-based fuzzing found both).
+Hours = Annotated[float, Field(ge=1e-4, le=1e5, description="hours")]
+Price = Annotated[float, Field(ge=0, le=10_000, description="USD per GPU-hour")]
+Budget = Annotated[float, Field(ge=0, le=1e12, description="USD per month")]
+Duration = Annotated[float, Field(ge=0, le=1e5, description="hours")]
+Metric = Annotated[float, Field(ge=-1e12, le=1e12)]
+RunsPerWeek = Annotated[float, Field(ge=0.01, le=100)]
+FailureRate = Annotated[float, Field(ge=1e-9, le=0.1, description="per instance-hour")]
 
 
 class WhatIfIn(StrictModel):
-    price_per_gpu_hour: NonNeg | None = None
-    utilization_target: Annotated[float, Field(gt=0, le=1)] | None = None
+    price_per_gpu_hour: Price | None = None
+    utilization_target: Annotated[float, Field(ge=0.01, le=1)] | None = None
     workers: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    failure_rate: Annotated[float, Field(ge=0, le=1)] | None = None
-    checkpoint_interval_hours: Positive | None = None
+    failure_rate: Annotated[float, Field(ge=0, le=0.1)] | None = None
+    checkpoint_interval_hours: Hours | None = None
 
 
 class ProbeIn(StrictModel):
     workers: Annotated[int, Field(ge=1, le=100_000)]
-    wall_clock_hours: Positive
+    wall_clock_hours: Hours
 
 
 class ArmRunIn(StrictModel):
     workers: Annotated[int, Field(ge=1, le=100_000)] = 1
-    wall_clock_hours: Positive = 1.0
+    wall_clock_hours: Hours = 1.0
     gpu_utilization: Annotated[float, Field(ge=0, le=1)]
-    quality_value: float | None = None
-    price_per_gpu_hour: NonNeg | None = None
+    quality_value: Metric | None = None
+    price_per_gpu_hour: Price | None = None
 
 
 class GateIn(StrictModel):
     baseline: list[ArmRunIn] = Field(max_length=1000)
     candidate: list[ArmRunIn] = Field(max_length=1000)
     higher_is_better: bool = True
-    target_runs_per_week: Positive = 2.0
-    budget_usd: NonNeg
+    target_runs_per_week: RunsPerWeek = 2.0
+    budget_usd: Budget
     min_utilization_uplift_points: Annotated[float, Field(ge=0, le=100)] = 10.0
-    quality_margin: NonNeg = 0.01
+    quality_margin: Annotated[float, Field(ge=0, le=1e6)] = 0.01
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
     min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
 
 
 class CheckpointIn(StrictModel):
     instances: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    failure_rate: Annotated[float, Field(gt=0, le=1)] = 4e-4
-    checkpoint_write_hours: Positive
-    checkpoint_interval_hours: Positive
-    restart_hours: NonNeg = 0.0
+    failure_rate: FailureRate = 4e-4
+    checkpoint_write_hours: Hours
+    checkpoint_interval_hours: Hours
+    restart_hours: Duration = 0.0
 
 
 class PlanIn(StrictModel):
     """A plan from numbers you already know, for pipelines with no recorded runs."""
 
     workers: Annotated[int, Field(ge=1, le=100_000)]
-    wall_clock_hours: Positive
+    wall_clock_hours: Hours
     gpu_utilization: Annotated[float, Field(ge=0, le=1)]
-    price_per_gpu_hour: NonNeg
-    gpu_hours: Positive | None = None
-    data_stall_hours: NonNeg = 0.0
-    checkpoint_hours: NonNeg = 0.0
-    cadences: list[Annotated[float, Field(gt=0, le=1000)]] = Field(
+    price_per_gpu_hour: Price
+    gpu_hours: Annotated[float, Field(ge=1e-4, le=1e9)] | None = None
+    data_stall_hours: Duration = 0.0
+    checkpoint_hours: Duration = 0.0
+    cadences: list[RunsPerWeek] = Field(
         default_factory=lambda: [1.0, 2.0], min_length=1, max_length=20
     )
-    current_runs_per_week: Positive = 1.0
-    budget_usd: NonNeg | None = None
+    current_runs_per_week: RunsPerWeek = 1.0
+    budget_usd: Budget | None = None
     weeks_per_month: Convention = "calendar"
     what_if: WhatIfIn | None = None
     scaling_probes: list[ProbeIn] = Field(default_factory=list, max_length=100)

@@ -42,7 +42,13 @@ def welch(baseline: Sequence[float], candidate: Sequence[float]) -> WelchCompari
     vb, vc = statistics.variance(baseline), statistics.variance(candidate)
     a, b = vb / nb, vc / nc
     se = math.sqrt(a + b)
-    df = (a + b) ** 2 / (a * a / (nb - 1) + b * b / (nc - 1)) if se > 0 else None
+    df = None
+    if se > 0:
+        # Welch-Satterthwaite, (a + b)^2 / (a^2/(nb-1) + b^2/(nc-1)), written with the
+        # shares a/(a+b) and b/(a+b): the squares of tiny variances underflow to 0 otherwise
+        # (hypothesis found variances ~1e-170 dividing by zero).
+        ra, rb = a / (a + b), b / (a + b)
+        df = 1.0 / (ra * ra / (nb - 1) + rb * rb / (nc - 1))
     return WelchComparison(nb, nc, mb, mc, vb, vc, mc - mb, se, df)
 
 

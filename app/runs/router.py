@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
@@ -20,6 +20,8 @@ from app.settings import Settings
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 M = TypeVar("M", bound=BaseModel)
+# Ids are BIGINT: larger numbers are not ids (and would overflow the driver: found by fuzzing).
+RunPk = Annotated[int, Path(ge=1, le=2**63 - 1, description="The run's id")]
 
 
 def json_body(model: type[BaseModel]) -> dict[str, Any]:
@@ -173,13 +175,13 @@ def list_runs(
 
 
 @router.get("/{pk}", response_model=RunOut)
-def get_run(pk: int, db: DatabaseDep) -> RunOut:
+def get_run(pk: RunPk, db: DatabaseDep) -> RunOut:
     with db.transaction(write=False) as session:
         return service.get(session, pk)
 
 
 @router.delete("/{pk}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_run(pk: int, db: DatabaseDep, _token: Admin) -> Response:
+def delete_run(pk: RunPk, db: DatabaseDep, _token: Admin) -> Response:
     """Delete one run and its interruptions (admin)."""
     with db.transaction() as session:
         service.delete(session, pk)

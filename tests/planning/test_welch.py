@@ -58,3 +58,13 @@ def test_runs_needed_hand_worked_and_edges() -> None:
     assert runs_needed_per_arm(1.0, 1.0, 0.0, 0.05) is None  # exactly on the threshold
     assert runs_needed_per_arm(0.0, 0.0, 1.0, 0.05) == 2
     assert runs_needed_per_arm(1.0, 1.0, 1e-9, 0.05) is None  # beyond a million runs
+
+
+def test_tiny_variances_do_not_underflow_the_degrees_of_freedom() -> None:
+    from app.planning.welch import welch
+
+    # Variances ~1e-170: their squares underflow to 0.0 in the textbook formula.
+    c = welch([0.0, 1e-85, 2e-85], [1e-85, 2e-85, 3e-85])
+    assert c.se > 0
+    # Equal variances and sizes: df = (a + b)^2 / (2 a^2 / 2) = 2 (n - 1) = 4.
+    assert c.df == pytest.approx(4.0)

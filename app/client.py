@@ -1,0 +1,472 @@
+"""A small typed client for Cadence's ingestion and run API, for training pipelines.
+
+    from app.client import CadenceClient
+
+    with CadenceClient("https://cadence.internal", token=os.environ["CADENCE_TOKEN"]) as c:
+        c.post_run({"pipeline": "recsys-ranker", "run_id": "2026-11-30-weekly", ...})
+        result = c.post_runs(backfill)          # chunked into batches of 500
+        for run in c.list_runs(pipeline="recsys-ranker", variant="candidate"):
+            ...
+
+**Retries are safe.** ``(pipeline, run_id)`` identifies a run: the server stores a run
+once and answers an identical retry with 200 and the stored record (a retry whose body
+differs is a 409, never a second row). So the client retries *every* request, writes
+included, on connection errors and timeouts (``httpx.TransportError``), on 429 and on
+5xx, with exponential backoff and full jitter (a random delay between 0 and
+``min(backoff_max, backoff_base * 2 ** (attempt - 1))``), honouring the server's
+``Retry-After`` (seconds or an HTTP date; capped at ``backoff_max``). A request that
+reached the server but whose answer was lost is therefore harmless to resend. Other
+4xx answers are never retried: they raise a :class:`CadenceAPIError` subclass carrying
+the status, the error code, the message and the server's ``fields`` list. When the
+attempts run out the client raises :class:`Unavailable` with the last cause.
+
+The module depends on httpx only, so pipelines can vendor it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "AuthError",
+    "BatchResult",
+    "CadenceAPIError",
+    "CadenceClient",
+    "CadenceError",
+    "ConflictError",
+    "Unavailable",
+    "ValidationFailed",
+]
+
+log = logging.getLogger("cadence.client")
+
+USER_AGENT = "cadence-client/0.1.0"
+RUNS = "/api/v1/runs"
+
+
+class CadenceError(Exception):
+    """Base of every error this client raises.
+
+    ``status`` is the HTTP status of the server's answer (``None`` when there was no
+    answer), ``code`` the server's error code (e.g. ``validation_error``), ``message``
+    its explanation and ``fields`` its list of ``{"field": ..., "reason": ...}``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str = "error",
+        fields: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+        self.fields: list[dict[str, Any]] = [dict(f) for f in fields]
+
+    def __str__(self) -> str:
+        prefix = f"{self.status} {self.code}: " if self.status is not None else ""
+        return prefix + self.message
+
+
+class CadenceAPIError(CadenceError):
+    """The server refused the request (any error answer without a subclass of its own).
+
+    ``batch_offset`` is set by :meth:`CadenceClient.post_runs`: the position, in the list
+    you passed, of the first run of the refused batch (``fields`` then name runs by that
+    list's index, e.g. ``runs.503.gpu_utilization``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str = "error",
+        fields: Sequence[Mapping[str, Any]] = (),
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, status=status, code=code, fields=fields)
+        self.headers: dict[str, str] = dict(headers or {})
+        self.batch_offset: int | None = None
+
+
+class ValidationFailed(CadenceAPIError):
+    """422: the body breaks a rule (``fields`` names each offending field)."""
+
+
+class ConflictError(CadenceAPIError):
+    """409: this ``(pipeline, run_id)`` is stored with different values."""
+
+
+class AuthError(CadenceAPIError):
+    """401 (missing or bad token) or 403 (the token lacks the scope or the pipeline)."""
+
+
+class Unavailable(CadenceError):
+    """Every attempt failed with a retryable error; ``cause`` is the last one.
+
+    ``cause`` is the ``httpx.TransportError`` of a failed connection or timeout, or the
+    :class:`CadenceAPIError` built from the last 429/5xx answer (whose ``status``,
+    ``code``, ``message`` and ``fields`` this error repeats).
+    """
+
+    def __init__(self, message: str, *, attempts: int, cause: Exception) -> None:
+        if isinstance(cause, CadenceError):
+            super().__init__(message, status=cause.status, code=cause.code, fields=cause.fields)
+        else:
+            super().__init__(message, code="unavailable")
+        self.attempts = attempts
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What :meth:`CadenceClient.post_runs` stored.
+
+    ``ids`` are the server's ids in the order of the runs you passed; ``items`` are the
+    server's per-run entries (``index`` into your list, ``id``, ``run_id``,
+    ``pipeline``, ``status``: ``created`` or ``existing`` for an identical retry).
+    """
+
+    created: int = 0
+    existing: int = 0
+    ids: list[int] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
+    batches: int = 0
+
+    @property
+    def created_ids(self) -> list[int]:
+        return [int(i["id"]) for i in self.items if i.get("status") == "created"]
+
+    @property
+    def existing_ids(self) -> list[int]:
+        return [int(i["id"]) for i in self.items if i.get("status") == "existing"]
+
+
+class CadenceClient:
+    """A synchronous Cadence client; use it as a context manager (or call :meth:`close`).
+
+    Parameters:
+        base_url: where Cadence answers, e.g. ``http://127.0.0.1:8000``.
+        token: a bearer token (``ingest`` scope to post; ``read`` when the server
+            has ``CADENCE_READ_ACCESS=token``); ``None`` for open reads.
+        timeout: seconds for each attempt (connect, read, write and pool).
+        max_attempts: attempts per request, the first included (>= 1).
+        backoff_base, backoff_max: the backoff before retry *n* is a uniform random
+            delay in ``[0, min(backoff_max, backoff_base * 2 ** (n - 1))]``; a
+            ``Retry-After`` answer replaces it (capped at ``backoff_max``).
+        transport: an httpx transport for the client's own ``httpx.Client`` (tests use
+            ``httpx.MockTransport``).
+        client: an existing ``httpx.Client`` to send through instead (one you configured
+            with proxies, certificates or limits); its own timeout applies and
+            :meth:`close` leaves it open.
+        sleep, rng: the sleep function and random source used between attempts
+            (injectable for tests).
+
+    Every request is retried as the module docstring describes; that is safe for
+    writes because runs are idempotent by ``(pipeline, run_id)``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        timeout: float = 10.0,
+        max_attempts: int = 8,
+        backoff_base: float = 0.25,
+        backoff_max: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if backoff_base < 0 or backoff_max < 0:
+            raise ValueError("backoff_base and backoff_max must not be negative")
+        if client is not None and transport is not None:
+            raise ValueError("pass either client or transport, not both")
+        self.base_url = base_url.rstrip("/")
+        self.max_attempts = max_attempts
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._owns_client = client is None
+        self._http = client or httpx.Client(timeout=httpx.Timeout(timeout), transport=transport)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._http.close()
+
+    def __enter__(self) -> CadenceClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- API -----------------------------------------------------------------------
+
+    def post_run(self, run: Mapping[str, Any]) -> dict[str, Any]:
+        """Store one run; returns the stored run with its derived fields.
+
+        The server answers 201 when it stored the run and 200 when an identical run
+        was already stored (e.g. an earlier attempt whose answer was lost): both
+        return the stored record. Raises :class:`ConflictError` when the run_id is
+        stored with different values, :class:`ValidationFailed` for a bad run.
+        """
+        return self._json_object(self._request("POST", RUNS, body=run))
+
+    def post_runs(self, runs: Sequence[Mapping[str, Any]], batch_size: int = 500) -> BatchResult:
+        """Store many runs in batches of ``batch_size`` (each batch all or nothing).
+
+        If a batch is refused, the batches before it stay stored and the error's
+        ``batch_offset`` says where the refused batch starts; fix the run and send
+        the whole list again (stored runs come back as ``existing``).
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        created = existing = batches = 0
+        ids: list[int] = []
+        items: list[dict[str, Any]] = []
+        for offset in range(0, len(runs), batch_size):
+            chunk = [dict(r) for r in runs[offset : offset + batch_size]]
+            try:
+                response = self._request("POST", f"{RUNS}/batch", body={"runs": chunk})
+            except CadenceAPIError as exc:
+                exc.batch_offset = offset
+                exc.fields = [_shift_field(f, offset) for f in exc.fields]
+                raise
+            body = self._json_object(response)
+            created += int(body.get("created", 0))
+            existing += int(body.get("existing", 0))
+            batches += 1
+            for item in sorted(body.get("runs", []), key=lambda i: int(i.get("index", 0))):
+                item = {**item, "index": int(item.get("index", 0)) + offset}
+                items.append(item)
+                ids.append(int(item["id"]))
+        return BatchResult(
+            created=created, existing=existing, ids=ids, items=items, batches=batches
+        )
+
+    def list_runs(
+        self,
+        pipeline: str | None = None,
+        variant: str | None = None,
+        limit: int = 1000,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every matching run, newest first, fetched ``limit`` per page (at most 1000).
+
+        Pages are fetched lazily as you iterate, following ``next_cursor``.
+        ``since``/``until`` bound ``started_at`` (``since <= started_at < until``) and
+        need a UTC offset.
+        """
+        params: dict[str, str | int] = {"limit": limit}
+        if pipeline is not None:
+            params["pipeline"] = pipeline
+        if variant is not None:
+            params["variant"] = variant
+        if since is not None:
+            params["since"] = since.isoformat()
+        if until is not None:
+            params["until"] = until.isoformat()
+        while True:
+            page = self._json_object(self._request("GET", RUNS, params=params))
+            yield from page.get("runs", [])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+            params["cursor"] = str(cursor)
+
+    def health(self) -> bool:
+        """Whether the service is ready (``/readyz``: database reachable, schema at head).
+
+        One attempt, no retries; any failure is ``False``.
+        """
+        try:
+            response = self._http.get(self._url("/readyz"), headers=self._headers)
+        except httpx.TransportError:
+            return False
+        return response.status_code == 200
+
+    # -- machinery -----------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return self.base_url + path
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> httpx.Response:
+        """Send with retries; returns a 2xx answer or raises a :class:`CadenceError`."""
+        headers = dict(self._headers)
+        content: bytes | None = None
+        if body is not None:
+            content = _encode_json(body)
+            headers["Content-Type"] = "application/json"
+        cause: Exception | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = self._http.request(
+                    method,
+                    self._url(path),
+                    content=content,
+                    params=params,
+                    headers=headers,
+                )
+            except httpx.UnsupportedProtocol:
+                raise  # a wrong base_url: retrying cannot help
+            except httpx.TransportError as exc:
+                cause = exc
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.is_success:
+                    return response
+                error = _api_error(response)
+                if not _retryable(response.status_code):
+                    raise error
+                cause = error
+                reason = f"{response.status_code} {error.code}"
+                retry_after = _retry_after(response.headers.get("Retry-After"))
+            if attempt == self.max_attempts:
+                break
+            delay = self._delay(attempt, retry_after)
+            log.warning(
+                "cadence %s %s failed (%s); retry %d/%d in %.2fs",
+                method,
+                path,
+                reason,
+                attempt,
+                self.max_attempts - 1,
+                delay,
+            )
+            self._sleep(delay)
+        assert cause is not None
+        raise Unavailable(
+            f"{method} {path} failed after {self.max_attempts} attempts; last error: {cause}",
+            attempts=self.max_attempts,
+            cause=cause,
+        ) from cause
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max)
+        ceiling = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        return self._rng.uniform(0, ceiling)
+
+    @staticmethod
+    def _json_object(response: httpx.Response) -> dict[str, Any]:
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise CadenceAPIError(
+                f"expected a JSON object, got {response.text[:200]!r}",
+                status=response.status_code,
+                code="bad_response",
+            ) from exc
+        if not isinstance(body, dict):
+            raise CadenceAPIError(
+                f"expected a JSON object, got {type(body).__name__}",
+                status=response.status_code,
+                code="bad_response",
+            )
+        return body
+
+
+def _retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _api_error(response: httpx.Response) -> CadenceAPIError:
+    """The error a non-2xx answer stands for, from Cadence's ``{"error": {...}}`` body."""
+    status = response.status_code
+    code, fields = f"http_{status}", []
+    message = response.text.strip()[:500] or response.reason_phrase or "error"
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):  # not JSON, or not an object
+        error = None
+    if isinstance(error, dict):
+        code = str(error.get("code") or code)
+        message = str(error.get("message") or message)
+        raw_fields = error.get("fields")
+        if isinstance(raw_fields, list):
+            fields = [f for f in raw_fields if isinstance(f, dict)]
+    cls: type[CadenceAPIError] = CadenceAPIError
+    if status == 422:
+        cls = ValidationFailed
+    elif status == 409:
+        cls = ConflictError
+    elif status in (401, 403):
+        cls = AuthError
+    return cls(message, status=status, code=code, fields=fields, headers=response.headers)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds or an HTTP date); ``None`` if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _shift_field(item: Mapping[str, Any], offset: int) -> dict[str, Any]:
+    """``runs.3.gpu_utilization`` in a batch starting at 500 -> ``runs.503.gpu_utilization``."""
+    shifted = dict(item)
+    parts = str(item.get("field", "")).split(".")
+    if offset and len(parts) > 1 and parts[0] == "runs" and parts[1].isdigit():
+        parts[1] = str(int(parts[1]) + offset)
+        shifted["field"] = ".".join(parts)
+    return shifted
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"cannot send {type(value).__name__} as JSON")
+
+
+def _encode_json(body: Any) -> bytes:
+    """Compact JSON; datetimes as ISO 8601. NaN and Infinity are refused here (the
+    server refuses them too) rather than sent as invalid JSON."""
+    return json.dumps(
+        body, default=_json_default, allow_nan=False, separators=(",", ":"), ensure_ascii=False
+    ).encode()
