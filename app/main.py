@@ -16,6 +16,7 @@ from app.health.router import router as health_router
 from app.middleware import BodySizeLimit
 from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
+from app.security import SecuredFastAPI, install_security
 from app.settings import Settings, get_settings
 from app.web import STATIC_DIR
 
@@ -46,7 +47,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         if database is None:
             db.dispose()
 
-    app = FastAPI(
+    app = SecuredFastAPI(  # FastAPI with the security headers as its outermost layer
         title="Cadence",
         version="0.1.0",
         summary="What scheduled retraining costs, where the GPU time goes, "
@@ -60,6 +61,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         app.state.database = database
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_security(app, settings)  # /login, /logout; in token mode the read gate
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)
