@@ -72,3 +72,45 @@ def test_overlapping_batches_racing(committed_db: Database, settings: Settings) 
     assert set(statuses) <= {200, 201}, statuses
     with committed_db.session() as s:
         assert s.scalar(select(func.count()).select_from(Run)) == 60
+
+
+def test_many_clients_each_run_twice_some_raced(committed_db: Database, settings: Settings) -> None:
+    """16 clients post 2,400 runs; each run is sent twice (a retry after the answer), and
+    every tenth is also raced by a second copy at the same moment. Exactly one row per
+    run, and never a 5xx."""
+    headers = {"Authorization": f"Bearer {make_token(committed_db, 'ingest')}"}
+    app = create_app(settings, database=committed_db)
+    clients, per_client = 16, 150
+
+    async def main() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        statuses: list[int] = []
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+
+            async def worker(w: int) -> None:
+                for i in range(per_client):
+                    run = make_run(
+                        run_id=f"c{w}-r{i}",
+                        pipeline=f"pipe-{w % 4}",
+                        interruptions=[] if i % 3 else make_run()["interruptions"],
+                    )
+                    copies = 2 if i % 10 == 0 else 1
+                    first = await asyncio.gather(*[
+                        client.post("/api/v1/runs", json=run, headers=headers)
+                        for _ in range(copies)
+                    ])  # fmt: skip
+                    retry = await client.post("/api/v1/runs", json=run, headers=headers)
+                    statuses.extend([*(r.status_code for r in first), retry.status_code])
+
+            await asyncio.gather(*[worker(w) for w in range(clients)])
+        return statuses
+
+    statuses = asyncio.run(main())
+    assert not [s for s in statuses if s >= 500]
+    assert set(statuses) <= {200, 201}
+    assert statuses.count(201) == clients * per_client
+    with committed_db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Run)) == clients * per_client
+        assert s.scalar(select(func.count(func.distinct(Run.run_id))).select_from(Run)) == (
+            clients * per_client
+        )
