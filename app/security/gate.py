@@ -1,0 +1,135 @@
+"""Read access in ``CADENCE_READ_ACCESS=token`` mode: one ASGI gate in front of the routes.
+
+Installed only in token mode (open mode pays nothing). Deny by default: every request
+needs a read-capable credential except
+
+- ``/healthz``, ``/readyz``, ``/login``, ``/logout`` and ``/static/...``;
+- API writes (``POST``/``PUT``/``DELETE`` under ``/api/``, except ``POST /api/v1/plan``,
+  which only reads), which keep their own ``ingest``/``admin`` checks.
+
+A credential is ``Authorization: Bearer <token>`` with the ``read`` or ``admin`` scope
+(checked exactly like the write scopes, through the same token cache), or a valid
+session cookie (``app.security.sessions``). Without one, a browser asking for HTML is
+sent (303) to ``/login?next=<path>``; anything else gets the usual 401 JSON error.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.auth.service import TokenInfo, check_scope, hash_token, parse_bearer
+from app.deps import token_cache, verify
+from app.errors import CadenceError, Unauthorized, error_body, wants_html
+from app.security.sessions import SESSION_COOKIE, STATE_KEY, Security, SignedIn
+
+log = logging.getLogger("cadence.security")
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/login", "/logout"})
+READ_METHODS = frozenset({"GET", "HEAD"})
+READ_POSTS = frozenset({"/api/v1/plan"})
+SIGN_IN_MESSAGE = (
+    "sign-in required: send `Authorization: Bearer <token>` with a token that has the "
+    "`read` scope, or sign in at /login"
+)
+
+
+def needs_read_access(method: str, path: str) -> bool:
+    if path in OPEN_PATHS or path.startswith("/static/"):
+        return False
+    # An API write (not a read): its own scope check (ingest, admin) applies.
+    write = path.startswith("/api/") and method not in READ_METHODS and path not in READ_POSTS
+    return not write
+
+
+def login_url(scope: Scope) -> str:
+    target = scope["path"]
+    if scope.get("query_string"):
+        target += "?" + scope["query_string"].decode("latin-1")
+    return "/login?" + urlencode({"next": target})
+
+
+class ReadAccessGate:
+    def __init__(self, app: ASGIApp, security: Security) -> None:
+        self.app = app
+        self.security = security
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not needs_read_access(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        try:
+            credential = await self._authenticate(request)
+        except CadenceError as exc:
+            body = error_body(exc.code, exc.message, exc.fields, **exc.extra)
+            await JSONResponse(body, exc.status_code, exc.headers)(scope, receive, send)
+            return
+        except (OperationalError, PoolTimeout) as exc:
+            log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
+            body = error_body("database_unavailable", "the database is unavailable; retry shortly")
+            await JSONResponse(body, 503, {"Retry-After": "5"})(scope, receive, send)
+            return
+        if credential is None:
+            await self._challenge(request)(scope, receive, send)
+            return
+        token, from_session = credential
+        new_csrf = self._remember(scope, request, token) if from_session else None
+        if new_csrf is None:
+            await self.app(scope, receive, send)
+            return
+        cookie = self.security.csrf_set_cookie_header(request, new_csrf).encode("latin-1")
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", ()), (b"set-cookie", cookie)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+    async def _authenticate(self, request: Request) -> tuple[TokenInfo, bool] | None:
+        """(token, whether it came from a session cookie), or None: not signed in.
+
+        A bearer token that is bad or lacks the scope raises (401/403), as on writes.
+        """
+        authorization = request.headers.get("authorization")
+        if authorization is not None:
+            secret = parse_bearer(authorization)
+            digest = hash_token(secret)
+            cache = token_cache(request)
+            token = cache.get(digest)
+            if token is None:
+                token = await run_in_threadpool(verify, request.app.state.database, secret)
+                cache.put(digest, token)
+            return check_scope(token, "read"), False
+        token = await self.security.session_token(request, request.app.state.database)
+        return None if token is None else (token, True)
+
+    def _remember(self, scope: Scope, request: Request, token: TokenInfo) -> str | None:
+        """Put the session on request.state for templates; a CSRF cookie if it has none."""
+        cookie = self.security.csrf_cookie(request)
+        new = None
+        if cookie is None:
+            cookie = new = self.security.new_csrf()
+        state = scope.setdefault("state", {})
+        state[STATE_KEY] = SignedIn(name=token.name, csrf=self.security.csrf_field(cookie))
+        return new
+
+    def _challenge(self, request: Request) -> Response:
+        response: Response
+        if request.method in READ_METHODS and wants_html(request):
+            response = RedirectResponse(login_url(request.scope), status_code=303)
+        else:
+            exc = Unauthorized(SIGN_IN_MESSAGE)
+            response = JSONResponse(error_body(exc.code, exc.message), exc.status_code, exc.headers)
+        if SESSION_COOKIE in request.cookies:  # expired, tampered or revoked: drop it
+            self.security.clear_session(response, request)
+        return response

@@ -1,0 +1,193 @@
+"""Browser sessions and CSRF tokens for ``CADENCE_READ_ACCESS=token``.
+
+Session cookie ``cadence_session``: a signed payload (see ``signing``)
+``{"v": 1, "tid": <token id>, "fp": <first 16 hex of the token's SHA-256>, "exp": <unix time>}``.
+Nothing is stored server-side. A session is accepted while its signature holds, ``exp``
+is in the future, and the token it names is still live (not revoked, still has the
+``read`` or ``admin`` scope, and its hash still starts with ``fp``, so a rebuilt
+database that reuses the id does not inherit old sessions). Liveness is cached like
+bearer tokens (``TokenCache``, ``CADENCE_TOKEN_CACHE_SECONDS``): a revocation ends
+sessions within that time without a query per request.
+
+CSRF (double submit): a random ``cadence_csrf`` cookie (SameSite=Strict) and, in each
+state-changing form, a hidden ``csrf`` field holding HMAC(key, cookie value). A POST is
+accepted only when the field is the MAC of the cookie it arrived with.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request, Response
+from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
+
+from app.auth.service import TokenCache, TokenInfo
+from app.db.engine import Database
+from app.db.models import ApiToken
+from app.security.signing import Signer
+from app.settings import Settings
+
+SESSION_COOKIE = "cadence_session"
+CSRF_COOKIE = "cadence_csrf"
+CSRF_FIELD = "csrf"
+STATE_KEY = "cadence_session"  # request.state: the signed-in SignedIn, if any
+READ_SCOPES = frozenset({"read", "admin"})
+FINGERPRINT_CHARS = 16
+_CSRF_VALUE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
+
+# The clock sessions expire by; tests move it (it is not time.time itself, so the
+# HTTP client's own cookie jar keeps real time).
+clock = time.time
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """What templates know about the browser's session."""
+
+    name: str
+    csrf: str  # the hidden-field value for this browser's CSRF cookie
+
+
+def fingerprint(token_hash: str) -> str:
+    return token_hash[:FINGERPRINT_CHARS]
+
+
+def can_read(token: TokenInfo) -> bool:
+    return not READ_SCOPES.isdisjoint(token.scopes)
+
+
+def live_token(db: Database, token_id: int, print_: str) -> TokenInfo | None:
+    """The token a session names, if it is still live; on the primary, never a replica."""
+    with db.transaction(write=False, primary=True) as session:
+        row = session.scalar(select(ApiToken).where(ApiToken.id == token_id))
+        if row is None or row.revoked_at is not None:
+            return None
+        if not hmac.compare_digest(fingerprint(row.token_hash), print_):
+            return None
+        return TokenInfo(
+            id=row.id,
+            name=row.name,
+            scopes=tuple(row.scopes.split()),
+            pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
+            last_used_at=row.last_used_at,
+        )
+
+
+class Security:
+    """Keys, cookie rules and the session cache of one application (``app.state.security``)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sessions = Signer(settings.secret_key, "session")
+        self.csrf = Signer(settings.secret_key, "csrf")
+        self.cache = TokenCache(settings.token_cache_seconds)
+        self.max_age = max(1, int(settings.session_hours * 3600))
+
+    @property
+    def token_mode(self) -> bool:
+        return self.settings.read_access == "token"
+
+    def secure(self, request: Request) -> bool:
+        return request.url.scheme == "https" or self.settings.environment == "production"
+
+    # --- sessions -------------------------------------------------------------------
+
+    def issue(self, token: TokenInfo, token_hash: str) -> str:
+        payload = {
+            "v": 1,
+            "tid": token.id,
+            "fp": fingerprint(token_hash),
+            "exp": int(clock()) + self.max_age,
+        }
+        return self.sessions.sign(payload)
+
+    def parse(self, value: str | None) -> tuple[int, str] | None:
+        """(token id, fingerprint) of a well-signed, unexpired session cookie, else None."""
+        payload: dict[str, Any] | None = self.sessions.unsign(value or "")
+        if payload is None or payload.get("v") != 1:
+            return None
+        tid, fp, exp = payload.get("tid"), payload.get("fp"), payload.get("exp")
+        if type(tid) is not int or type(exp) is not int or not isinstance(fp, str):
+            return None
+        if len(fp) != FINGERPRINT_CHARS or exp <= clock():
+            return None
+        return tid, fp
+
+    async def session_token(self, request: Request, db: Database) -> TokenInfo | None:
+        """The live, read-capable token behind the request's session cookie, or None."""
+        parsed = self.parse(request.cookies.get(SESSION_COOKIE))
+        if parsed is None:
+            return None
+        key = f"session:{parsed[0]}:{parsed[1]}"
+        token = self.cache.get(key)
+        if token is None:  # a miss needs the database: do it in a worker thread
+            token = await run_in_threadpool(live_token, db, *parsed)
+            if token is None:
+                return None
+            self.cache.put(key, token)
+        return token if can_read(token) else None
+
+    def set_session(self, response: Response, request: Request, value: str) -> None:
+        response.set_cookie(
+            SESSION_COOKIE,
+            value,
+            max_age=self.max_age,
+            path="/",
+            secure=self.secure(request),
+            httponly=True,
+            samesite="lax",
+        )
+
+    def clear_session(self, response: Response, request: Request) -> None:
+        response.delete_cookie(
+            SESSION_COOKIE, path="/", secure=self.secure(request), httponly=True, samesite="lax"
+        )
+
+    # --- CSRF -----------------------------------------------------------------------
+
+    @staticmethod
+    def csrf_cookie(request: Request) -> str | None:
+        value = request.cookies.get(CSRF_COOKIE)
+        return value if value and _CSRF_VALUE.match(value) else None
+
+    @staticmethod
+    def new_csrf() -> str:
+        return secrets.token_urlsafe(32)
+
+    def csrf_field(self, cookie: str) -> str:
+        return self.csrf.mac(cookie)
+
+    def csrf_ok(self, request: Request, field: str | None) -> bool:
+        cookie = self.csrf_cookie(request)
+        if cookie is None or not field or len(field) > 128 or not field.isascii():
+            return False
+        return self.csrf.verify_mac(cookie, field)
+
+    def csrf_set_cookie_header(self, request: Request, value: str) -> str:
+        """The Set-Cookie header value for a CSRF cookie (also used by the ASGI gate)."""
+        response = Response()
+        self.set_csrf(response, request, value)
+        return response.headers["set-cookie"]
+
+    def set_csrf(self, response: Response, request: Request, value: str) -> None:
+        # Readable by nothing that matters: the page gets the MAC, not the cookie.
+        response.set_cookie(
+            CSRF_COOKIE,
+            value,
+            max_age=self.max_age,
+            path="/",
+            secure=self.secure(request),
+            httponly=True,
+            samesite="strict",
+        )
+
+
+def security_of(request: Request) -> Security:
+    security: Security = request.app.state.security
+    return security
