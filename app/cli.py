@@ -1,4 +1,4 @@
-"""`cadence serve | migrate | demo | token create|list|revoke`."""
+"""`cadence serve | migrate | demo | token create|list|revoke | report | export`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.errors import CadenceError
+from app.reporting.commands import add_parsers as add_reporting_parsers
 from app.server import PROTOCOL
 from app.settings import Settings, get_settings
 
@@ -153,6 +154,8 @@ def parser() -> argparse.ArgumentParser:
     revoke = tsub.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("--name", required=True)
     token.set_defaults(func=cmd_token)
+
+    add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
     return p
 
 

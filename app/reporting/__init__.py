@@ -1,0 +1,1 @@
+"""`cadence report` and `cadence export`: move run records between files and a server."""

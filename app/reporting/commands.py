@@ -1,0 +1,369 @@
+"""``cadence report`` (post runs from a file or flags) and ``cadence export`` (runs to
+CSV or JSON lines), with exit codes a CI job can act on."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+
+from app.client import (
+    AuthError,
+    CadenceAPIError,
+    CadenceClient,
+    ConflictError,
+    Unavailable,
+)
+from app.reporting.records import Record, RecordError, read_records, write_csv, write_jsonl
+
+OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+BATCH_SIZE = 500
+DEFAULT_URL = "http://127.0.0.1:8000"
+EXIT_CODES = """exit codes:
+  0  every run stored (created, or already there with identical values)
+  1  the server refused the input (422): each bad field is printed with its line/item
+  2  usage or file error (missing token, unreadable file, bad CSV or JSON)
+  3  conflict (409): a run_id is already stored with different values
+  4  authentication (401) or authorization (403) failed
+  5  the server was unavailable after retries (connection errors, 429, 5xx)"""
+EXPORT_EXIT_CODES = """exit codes: 0 exported, 1 refused by the server, 2 usage error,
+4 authentication/authorization failed, 5 server unavailable after retries"""
+
+# --flag -> RunIn field, for one run given on the command line.
+RUN_FLAGS: dict[str, tuple[str, type, str]] = {
+    "pipeline": ("pipeline", str, "pipeline slug (required)"),
+    "run_id": ("run_id", str, "your id for the run, unique per pipeline (required)"),
+    "variant": ("variant", str, "variant label (server default: baseline)"),
+    "started_at": ("started_at", str, "ISO 8601 with an offset (required)"),
+    "finished_at": ("finished_at", str, "ISO 8601 with an offset (required)"),
+    "workers": ("workers", int, "number of workers (required)"),
+    "utilization": ("gpu_utilization", float, "busy fraction 0..1, e.g. 0.38 (required)"),
+    "gpu_type": ("gpu_type", str, "e.g. A100-80GB"),
+    "gpu_hours": ("gpu_hours", float, "billed GPU-hours (default workers x wall clock)"),
+    "price": ("price_per_gpu_hour", float, "USD per GPU-hour for this run"),
+    "quality_metric": ("quality_metric", str, "e.g. ndcg@10"),
+    "quality": ("quality_value", float, "the quality metric's value"),
+    "data_stall_hours": ("data_stall_hours", float, "hours"),
+    "checkpoint_hours": ("checkpoint_hours", float, "hours"),
+    "scheduling_wait_hours": ("scheduling_wait_hours", float, "hours"),
+    "mfu": ("mfu", float, "model FLOPs utilization, 0..1"),
+}
+METAVARS = {str: "TEXT", int: "N", float: "X"}
+REQUIRED_FLAGS = ("pipeline", "run_id", "started_at", "finished_at", "workers", "utilization")
+FIELD_PATH = re.compile(r"^runs\.(\d+)(\..*)?$")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``report`` and ``export`` on the ``cadence`` subcommand parser."""
+    report = sub.add_parser(
+        "report",
+        help="post runs from a JSON, JSON lines or CSV file, or from flags",
+        description="Post training runs to a Cadence server. Give --file, or the run "
+        "flags for one run. Retries are safe: runs already stored with the same values "
+        "count as 'already there'.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _connection_args(report, "an ingest token (default: $CADENCE_TOKEN; required)")
+    report.add_argument(
+        "--file",
+        type=Path,
+        help='runs as JSON (an object, a list, or {"runs": [...]}), .jsonl, or .csv '
+        "(a header of field names; interruptions and tags as JSON; empty cell = omitted)",
+    )
+    one = report.add_argument_group("one run from flags (instead of --file)")
+    for flag, (_field, kind, text) in RUN_FLAGS.items():
+        one.add_argument(
+            f"--{flag.replace('_', '-')}",
+            dest=f"run_{flag}",
+            type=kind,
+            help=text,
+            metavar=METAVARS[kind],
+        )
+    one.add_argument(
+        "--tag", action="append", default=[], metavar="KEY=VALUE", help="a tag (repeatable)"
+    )
+    report.add_argument(
+        "--progress", action="store_true", help="show progress even when stderr is not a TTY"
+    )
+    report.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    report.set_defaults(func=lambda _settings, args: run_report(args))
+
+    export = sub.add_parser(
+        "export",
+        help="write runs as CSV or JSON lines (the columns `report` reads)",
+        description="Export runs with every API field; `cadence report --file` reads "
+        "the result back (read-only columns are ignored).",
+        epilog=EXPORT_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _connection_args(export, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
+    export.add_argument("--pipeline", help="only this pipeline (default: every pipeline)")
+    export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    export.add_argument("--output", type=Path, help="file to write (default: stdout)")
+    export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    export.set_defaults(func=lambda _settings, args: run_export(args))
+
+
+def _connection_args(parser: argparse.ArgumentParser, token_help: str) -> None:
+    parser.add_argument(
+        "--url",
+        default=None,
+        help=f"Cadence server (default: $CADENCE_URL, else {DEFAULT_URL})",
+    )
+    parser.add_argument("--token", default=None, help=token_help)
+
+
+class ReportingClient(CadenceClient):
+    """The client plus the pipeline list, which export needs."""
+
+    def __enter__(self) -> ReportingClient:
+        return self
+
+    def list_pipelines(self) -> list[str]:
+        body = self._json_object(self._request("GET", "/api/v1/pipelines"))
+        return [str(p["name"]) for p in body.get("pipelines", [])]
+
+
+def _client(
+    args: argparse.Namespace,
+    token: str | None,
+    transport: httpx.BaseTransport | None,
+    sleep: Callable[[float], None],
+) -> ReportingClient:
+    url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
+    return ReportingClient(url, token, transport=transport, sleep=sleep)
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _error(message: str) -> None:
+    print(f"cadence: {message}", file=sys.stderr)
+
+
+# report -------------------------------------------------------------------------------
+
+
+def run_report(
+    args: argparse.Namespace,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    token = args.token or os.environ.get("CADENCE_TOKEN")
+    if not token:
+        _error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
+        return USAGE
+    try:
+        records, source = _records(args)
+    except RecordError as exc:
+        _error(str(exc))
+        return USAGE
+    if not records:
+        _error(f"{source} holds no runs")
+        return USAGE
+    show = not args.quiet and (args.progress or sys.stderr.isatty()) and args.file is not None
+    progress = Progress(len(records), sys.stderr) if show else None
+    done = created = existing = 0
+    try:
+        with _client(args, token, transport, sleep) as client:
+            for offset in range(0, len(records), BATCH_SIZE):
+                chunk = records[offset : offset + BATCH_SIZE]
+                try:
+                    result = client.post_runs([r.run for r in chunk], batch_size=BATCH_SIZE)
+                except CadenceAPIError as exc:
+                    if progress:
+                        progress.close()
+                    _refused(exc, records, offset, source, args.file is None)
+                    _stored_before(done, created, existing)
+                    return _exit_code(exc)
+                created, existing = created + result.created, existing + result.existing
+                done += len(chunk)
+                if progress:
+                    progress.update(done)
+    except Unavailable as exc:
+        _error(f"server unavailable: {exc.message}")
+        _stored_before(done, created, existing)
+        return UNAVAILABLE
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        _error(f"bad --url: {exc}")
+        return USAGE
+    except ValueError as exc:  # NaN or Infinity from a flag or JSON: refused before sending
+        _error(f"{source}: {exc}")
+        return USAGE
+    finally:
+        if progress:
+            progress.close()
+    if not args.quiet:
+        print(f"{_runs(done)} stored: {created} created, {existing} already there")
+    return OK
+
+
+def _records(args: argparse.Namespace) -> tuple[list[Record], str]:
+    flags = [f for f in RUN_FLAGS if getattr(args, f"run_{f}") is not None]
+    if args.file is not None:
+        if flags or args.tag:
+            raise RecordError("give either --file or the run flags, not both")
+        return read_records(args.file), str(args.file)
+    if not flags and not args.tag:
+        raise RecordError("nothing to report: give --file PATH or the run flags (see --help)")
+    return [Record(run_from_flags(args), "the flags")], "the flags"
+
+
+def run_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunIn payload of the run flags (``--utilization`` -> ``gpu_utilization``...)."""
+    missing = [f for f in REQUIRED_FLAGS if getattr(args, f"run_{f}") is None]
+    if missing:
+        names = ", ".join("--" + f.replace("_", "-") for f in missing)
+        raise RecordError(f"missing {names} (required without --file)")
+    run: dict[str, Any] = {}
+    for flag, (field, _kind, _help) in RUN_FLAGS.items():
+        value = getattr(args, f"run_{flag}")
+        if value is not None:
+            run[field] = value
+    tags: dict[str, str] = {}
+    for item in args.tag:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise RecordError(f"--tag {item!r}: expected KEY=VALUE")
+        tags[key] = value
+    if tags:
+        run["tags"] = tags
+    return run
+
+
+def _exit_code(exc: CadenceAPIError) -> int:
+    if isinstance(exc, AuthError):
+        return AUTH
+    return CONFLICT if isinstance(exc, ConflictError) else REFUSED
+
+
+def _refused(
+    exc: CadenceAPIError, records: Sequence[Record], offset: int, source: str, from_flags: bool
+) -> None:
+    kind = {AUTH: "not allowed", CONFLICT: "conflict"}.get(_exit_code(exc), "refused")
+    _error(f"{kind} ({exc.status} {exc.code}): {exc.message}")
+    for item in exc.fields:
+        print("  " + _field_line(item, records, offset, source, from_flags), file=sys.stderr)
+
+
+def _field_line(
+    item: dict[str, Any], records: Sequence[Record], offset: int, source: str, from_flags: bool
+) -> str:
+    """``runs.3.gpu_utilization: reason`` with the run's index shifted to the whole file
+    and its line, e.g. ``data.csv line 5: runs.3.gpu_utilization: ...``."""
+    name, reason = str(item.get("field", "")), str(item.get("reason", ""))
+    match = FIELD_PATH.match(name)
+    if match is None:
+        return f"{name}: {reason}"
+    index = int(match.group(1)) + offset
+    rest = match.group(2) or ""
+    if from_flags:
+        return f"{rest.lstrip('.') or 'run'}: {reason}"
+    where = f"{source} {records[index].where}: " if index < len(records) else ""
+    return f"{where}runs.{index}{rest}: {reason}"
+
+
+def _stored_before(done: int, created: int, existing: int) -> None:
+    if done:
+        _error(
+            f"the first {done} runs were stored before this ({created} created, {existing} "
+            "already there); fix the problem and run again (they come back as already there)"
+        )
+
+
+class Progress:
+    """``[#####.....] 500/1000 runs`` on stderr: redrawn in place on a TTY, else a line
+    per batch."""
+
+    WIDTH = 30
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total, self.stream = total, stream
+        self.tty = stream.isatty()
+        self.drawn = False
+        self.update(0)
+
+    def update(self, done: int) -> None:
+        filled = self.WIDTH * done // self.total
+        bar = f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{self.total} runs"
+        self.stream.write(("\r" + bar) if self.tty else bar + "\n")
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.tty and self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.drawn = False
+
+
+# export -------------------------------------------------------------------------------
+
+
+def run_export(
+    args: argparse.Namespace,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    token = args.token or os.environ.get("CADENCE_TOKEN") or None
+    write = write_csv if args.format == "csv" else write_jsonl
+    try:
+        with _client(args, token, transport, sleep) as client:
+            pipelines = [args.pipeline] if args.pipeline else client.list_pipelines()
+
+            def runs() -> Iterator[dict[str, Any]]:
+                for name in pipelines:
+                    yield from client.list_runs(pipeline=name)
+
+            with _output(args.output) as out:
+                count = write(runs(), out)
+    except AuthError as exc:
+        _error(f"not allowed ({exc.status} {exc.code}): {exc.message}")
+        return AUTH
+    except CadenceAPIError as exc:
+        _error(f"refused ({exc.status} {exc.code}): {exc.message}")
+        return REFUSED
+    except Unavailable as exc:
+        _error(f"server unavailable: {exc.message}")
+        return UNAVAILABLE
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        _error(f"bad --url: {exc}")
+        return USAGE
+    except OSError as exc:
+        _error(f"cannot write {args.output}: {exc.strerror or exc}")
+        return USAGE
+    if not args.quiet:
+        target = args.output or "stdout"
+        summary = f"exported {_runs(count)} of {len(pipelines)} pipeline(s) to {target}"
+        print(summary, file=sys.stderr)
+    return OK
+
+
+@contextlib.contextmanager
+def _output(path: Path | None) -> Iterator[TextIO]:
+    """stdout, or a temporary file beside ``path`` renamed over it only on success (a
+    failed export never leaves a half-written file)."""
+    if path is None:
+        yield sys.stdout
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
