@@ -276,3 +276,18 @@ def test_last_used_is_recorded(client: TestClient, db: Database) -> None:
         [token] = [t for t in list_tokens(s) if t.name == "used"]
         assert token.last_used_at is not None
         assert token.token_hash != secret and secret not in token.token_hash
+
+
+def test_resending_the_shown_quality_metric_is_the_same_run(
+    client: TestClient, ingest_headers: dict[str, str]
+) -> None:
+    """A run stored without a metric is shown with the pipeline's; re-sending what the API
+    showed (an export re-imported into the same database) is an identical retry."""
+    first = client.post("/api/v1/runs", json=make_run(quality_metric=None), headers=ingest_headers)
+    assert first.json()["quality_metric"] == "quality"  # the pipeline's default metric
+    again = client.post(
+        "/api/v1/runs", json=make_run(quality_metric="quality"), headers=ingest_headers
+    )
+    assert again.status_code == 200
+    other = client.post("/api/v1/runs", json=make_run(quality_metric="auc"), headers=ingest_headers)
+    assert other.status_code == 409

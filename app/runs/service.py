@@ -181,7 +181,8 @@ def _raise_conflicts(
         row = existing.get((pipelines[run.pipeline].id, run.run_id))
         if row is None:
             continue
-        differing = _differences(_row_values(row), row, run)
+        metric = pipelines[run.pipeline].quality_metric
+        differing = _differences(_row_values(row), row, run, default_metric=metric)
         if differing:
             index = first[(run.pipeline, run.run_id)]
             fields += [
@@ -205,8 +206,21 @@ def _row_values(row: Run) -> dict[str, Any]:
     return {name: getattr(row, name) for name in COMPARED}
 
 
-def _differences(stored: dict[str, Any], stored_source: Run | RunIn, incoming: RunIn) -> list[str]:
+def _differences(
+    stored: dict[str, Any],
+    stored_source: Run | RunIn,
+    incoming: RunIn,
+    default_metric: str | None = None,
+) -> list[str]:
+    """Names of the fields whose stored and incoming values differ.
+
+    A run stored without a quality metric is shown with its pipeline's; sending that
+    shown value back (an export re-imported) is the same run, not a conflict.
+    """
     new = stored_values(incoming)
+    if default_metric is not None:
+        stored = {**stored, "quality_metric": stored["quality_metric"] or default_metric}
+        new["quality_metric"] = new["quality_metric"] or default_metric
     differing = [name for name in COMPARED if not _same(stored[name], new[name])]
     old_interruptions = [
         (i.lost_progress_hours, i.resume_hours, i.reschedule_hours, i.cause)
