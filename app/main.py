@@ -14,6 +14,7 @@ from app.db.revision import schema_state
 from app.errors import install_error_handlers
 from app.health.router import router as health_router
 from app.middleware import BodySizeLimit
+from app.observability import configure_logging, install_observability
 from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
 from app.security import SecuredFastAPI, install_security
@@ -29,6 +30,7 @@ class SchemaNotAtHead(RuntimeError):
 
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or get_settings()
+    configure_logging(settings.log_format, settings.log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,6 +64,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_security(app, settings)  # /login, /logout; in token mode the read gate
+    # Outermost of the add_middleware layers: request id, metrics, access log, /metrics.
+    install_observability(app, settings)
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)

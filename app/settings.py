@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         5.0, ge=0, le=300, description="How long a verified token is trusted without a look-up."
     )
     demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
+    log_format: Literal["json", "text"] = Field(
+        "json", description="Logs on stderr: one JSON object per line, or text for humans."
+    )
+    metrics_token_scope: Literal["", "read", "ingest", "admin"] = Field(
+        "", description="Scope a bearer token needs for /metrics (empty: /metrics is open)."
+    )
 
     @field_validator("database_url", "read_database_url")
     @classmethod

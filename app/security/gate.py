@@ -4,6 +4,7 @@ Installed only in token mode (open mode pays nothing). Deny by default: every re
 needs a read-capable credential except
 
 - ``/healthz``, ``/readyz``, ``/login``, ``/logout`` and ``/static/...``;
+- ``/metrics``, which follows ``CADENCE_METRICS_TOKEN_SCOPE`` instead;
 - API writes (``POST``/``PUT``/``DELETE`` under ``/api/``, except ``POST /api/v1/plan``,
   which only reads), which keep their own ``ingest``/``admin`` checks.
 
@@ -32,7 +33,8 @@ from app.security.sessions import SESSION_COOKIE, STATE_KEY, Security, SignedIn
 
 log = logging.getLogger("cadence.security")
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/login", "/logout"})
+# /metrics has its own rule (CADENCE_METRICS_TOKEN_SCOPE), checked by its endpoint.
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/login", "/logout", "/metrics"})
 READ_METHODS = frozenset({"GET", "HEAD"})
 READ_POSTS = frozenset({"/api/v1/plan"})
 SIGN_IN_MESSAGE = (

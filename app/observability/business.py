@@ -1,0 +1,119 @@
+"""Per-pipeline business gauges, computed from the database when Prometheus scrapes.
+
+For each pipeline (at most ``MAX_PIPELINES``, by name), in one read-only transaction:
+
+- ``cadence_pipeline_projected_monthly_cost_usd``: the projection that
+  ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
+  default variant (calendar months, recent 12 runs, no what-ifs);
+- ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
+- ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs.
+
+A scrape never fails on the database: when it is unreachable the pipeline gauges are
+left out and ``cadence_database_up`` is 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from app.analytics import repository as repo
+from app.analytics.service import projection
+from app.db.models import Pipeline
+from app.errors import CadenceError
+from app.planning.goodput import goodput_from_totals
+from app.planning.model import PlanningError
+from app.planning.whatif import WhatIf
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+log = logging.getLogger("cadence.observability")
+
+MAX_PIPELINES = 500
+
+
+def projected_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
+    try:
+        out = projection(
+            session, pipeline.name, variants=None, cadences=[pipeline.runs_per_week],
+            what_if=WhatIf(), convention="calendar", budget=None,
+        )  # fmt: skip
+    except (CadenceError, PlanningError):  # no runs yet, or nothing to project
+        return None
+    variant = out.current_variant or out.variants[0]
+    return out.projections[variant].cadences[0].monthly_cost_usd
+
+
+def latest_weekly_goodput(session: Session, pipeline: Pipeline) -> float | None:
+    span = repo.run_span(session, pipeline.id)
+    if span is None:
+        return None
+    last = span[1].astimezone(UTC)
+    monday = (last - timedelta(days=last.weekday())).date()
+    since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=1))
+    weeks = rows.get(pipeline.id, [])
+    if not weeks:
+        return None
+    return goodput_from_totals(weeks[-1].goodput).overall
+
+
+class BusinessCollector(Collector):
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # computed at scrape time only; never at registration
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "cadence_database_up", "1 when the scrape could read the database, else 0."
+        )
+        cost = GaugeMetricFamily(
+            "cadence_pipeline_projected_monthly_cost_usd",
+            "Projected monthly cost (USD) at the pipeline's current cadence, default variant.",
+            labels=("pipeline",),
+        )
+        budget = GaugeMetricFamily(
+            "cadence_pipeline_monthly_budget_usd",
+            "The pipeline's monthly budget (USD); absent when none is set.",
+            labels=("pipeline",),
+        )
+        goodput = GaugeMetricFamily(
+            "cadence_pipeline_weekly_goodput",
+            "Overall goodput (0..1) of the latest ISO week with runs.",
+            labels=("pipeline",),
+        )
+        db = getattr(self.app.state, "database", None)
+        try:
+            if db is None:
+                raise RuntimeError("no database yet")
+            with db.transaction(write=False) as session:
+                pipelines = list(
+                    session.scalars(select(Pipeline).order_by(Pipeline.name).limit(MAX_PIPELINES))
+                )
+                for p in pipelines:
+                    if p.monthly_budget_usd is not None:
+                        budget.add_metric([p.name], p.monthly_budget_usd)
+                    value = projected_monthly_cost(session, p)
+                    if value is not None:
+                        cost.add_metric([p.name], value)
+                    overall = latest_weekly_goodput(session, p)
+                    if overall is not None:
+                        goodput.add_metric([p.name], overall)
+        except (SQLAlchemyError, RuntimeError) as exc:
+            log.warning("metrics: database unavailable: %s", str(exc).splitlines()[0][:200])
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield from (up, cost, budget, goodput)
