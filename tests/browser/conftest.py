@@ -13,9 +13,6 @@ Without it the tests skip loudly, or fail when ``CADENCE_REQUIRE_BROWSER=1`` (CI
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from alembic import command
 
 from app.auth.service import create_token
@@ -39,6 +35,7 @@ from tests.browser.support import (
     XSS_PIPELINE,
     XSS_TAG,
     XSS_VARIANT,
+    serve_in_thread,
 )
 
 CHROMIUM = Path(os.environ.get("CADENCE_CHROMIUM", "/usr/bin/chromium"))
@@ -95,13 +92,6 @@ class PageProblems:
         }
         found = {k: v for k, v in problems.items() if v}
         assert not found, f"problems while the page was open: {found}"
-
-
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
 
 
 def _run(
@@ -174,35 +164,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     finally:
         db.dispose()
 
-    sock = _free_socket()
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(settings), log_level="warning", log_config=None, lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(base + "/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            pytest.fail(f"the live server did not answer /healthz on {base}")
-        time.sleep(0.05)
-
-    live = LiveServer(base, url, admin, ingest)
-    try:
+    with serve_in_thread(create_app(settings)) as base:
+        live = LiveServer(base, url, admin, ingest)
         _seed_over_http(live)
         yield live
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def _no_browser(reason: str) -> None:

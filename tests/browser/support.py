@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import httpx
+import pytest
+import uvicorn
 
 XSS_PIPELINE = "xss-pipe"
 XSS_DISPLAY_NAME = "</script><script>alert(1)</script>"
@@ -58,3 +67,33 @@ def wait_for_charts(page: Any) -> None:
 
 def chart_state(page: Any) -> list[dict[str, Any]]:
     return page.evaluate(CHART_STATE_JS)  # type: ignore[no-any-return]
+
+
+@contextmanager
+def serve_in_thread(app: Any, name: str = "live server") -> Iterator[str]:
+    """Serve ``app`` with a real uvicorn on a free loopback port; yields its base URL
+    once /healthz answers, and stops the server on exit."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if not thread.is_alive() or time.monotonic() > deadline:
+                pytest.fail(f"the {name} did not answer /healthz on {base}")
+            time.sleep(0.05)
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -3,16 +3,11 @@ violation; and sign-in through the real form when reading needs a token."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
-import uvicorn
 from alembic import command
 from playwright.sync_api import expect
 
@@ -24,7 +19,14 @@ from app.main import create_app
 from app.security.headers import CONTENT_SECURITY_POLICY
 from app.settings import Settings
 from tests.browser.conftest import watch
-from tests.browser.support import FRAUD, RANKER, XSS_PIPELINE, chart_state, wait_for_charts
+from tests.browser.support import (
+    FRAUD,
+    RANKER,
+    XSS_PIPELINE,
+    chart_state,
+    serve_in_thread,
+    wait_for_charts,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -155,31 +157,8 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenServ
             _, ingest = create_token(session, "browser-ingest-only", "ingest")
     finally:
         db.dispose()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(settings), log_level="warning", log_config=None)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(base + "/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            pytest.fail(f"the token-mode server did not answer /healthz on {base}")
-        time.sleep(0.05)
-    try:
+    with serve_in_thread(create_app(settings), "token-mode server") as base:
         yield TokenServer(base, read, ingest)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 @pytest.fixture
