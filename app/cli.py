@@ -1,4 +1,4 @@
-"""`cadence serve | migrate | demo | token create|list|revoke | report | export`."""
+"""`cadence serve | migrate | demo | token create|list|revoke | report | export | import`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.errors import CadenceError
+from app.mlflow_import.command import add_parsers as add_import_parsers
 from app.reporting.commands import add_parsers as add_reporting_parsers
 from app.server import PROTOCOL
 from app.settings import Settings, get_settings
@@ -156,6 +157,7 @@ def parser() -> argparse.ArgumentParser:
     token.set_defaults(func=cmd_token)
 
     add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
+    add_import_parsers(sub)  # import mlflow: app/mlflow_import/command.py
     return p
 
 

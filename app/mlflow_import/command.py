@@ -1,0 +1,159 @@
+"""``cadence import mlflow``: copy an MLflow experiment's finished runs into Cadence.
+
+The MLflow run id becomes Cadence's ``run_id``, so importing again is safe: runs already
+stored come back as "already there".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.client import CadenceAPIError, Unavailable
+from app.mlflow_import.mapping import Mapped, Mapping, MappingError, load_mapping, map_run
+from app.mlflow_import.mlflow_api import MlflowClient, MlflowError
+from app.reporting.commands import (
+    BATCH_SIZE,
+    DEFAULT_URL,
+    OK,
+    UNAVAILABLE,
+    USAGE,
+    ReportingClient,
+    _connection_args,
+    _exit_code,
+)
+
+EXIT_CODES = """exit codes:
+  0  done (runs skipped for missing fields still exit 0; each is printed)
+  1  Cadence refused a run (422)
+  2  usage, mapping file or MLflow error (experiment not found, server unreachable)
+  3  conflict (409): a run is already stored with different values
+  4  authentication (401) or authorization (403) failed
+  5  Cadence was unavailable after retries"""
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``import mlflow`` on the ``cadence`` subcommand parser."""
+    imp = sub.add_parser("import", help="import runs from another tracker (mlflow)")
+    isub = imp.add_subparsers(dest="import_source", required=True)
+    p = isub.add_parser(
+        "mlflow",
+        help="import an MLflow experiment's finished runs",
+        description="Read an experiment's runs from an MLflow tracking server's REST API "
+        "and post them to Cadence. The MLflow run id is the Cadence run_id, so importing "
+        "again is safe.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--tracking-uri", required=True, help="e.g. http://127.0.0.1:5000")
+    p.add_argument("--experiment", required=True, help="the MLflow experiment's name")
+    p.add_argument("--pipeline", required=True, help="the Cadence pipeline slug")
+    p.add_argument("--mapping", type=Path, help="TOML mapping file (see README)")
+    p.add_argument(
+        "--variant-tag", help="MLflow tag holding the variant (default: variant; else baseline)"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the runs as JSON lines; post nothing"
+    )
+    _connection_args(p, "an ingest token (default: $CADENCE_TOKEN; not needed with --dry-run)")
+    p.set_defaults(func=lambda _settings, args: run_import(args))
+
+
+def _error(message: str) -> None:
+    print(f"cadence: {message}", file=sys.stderr)
+
+
+def run_import(
+    args: argparse.Namespace,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    mlflow_transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    try:
+        mapping = load_mapping(args.mapping) if args.mapping else Mapping()
+    except MappingError as exc:
+        _error(f"mapping: {exc}")
+        return USAGE
+    token = args.token or os.environ.get("CADENCE_TOKEN")
+    if not token and not args.dry_run:
+        _error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
+        return USAGE
+    try:
+        with MlflowClient(args.tracking_uri, transport=mlflow_transport) as mlflow:
+            experiment_id = mlflow.experiment_id(args.experiment)
+            found = list(mlflow.search_runs(experiment_id))
+    except MlflowError as exc:
+        _error(exc.message)
+        return USAGE
+    mapped = [map_run(r, args.pipeline, mapping, args.variant_tag) for r in found]
+    for m in mapped:
+        if m.payload is None:
+            print(f"skipped {m.run_id}: {m.reason}", file=sys.stderr)
+    ready = [m for m in mapped if m.payload is not None]
+    skipped = len(mapped) - len(ready)
+    if args.dry_run:
+        for m in ready:
+            print(json.dumps(m.payload, sort_keys=True))
+        print(
+            f"dry run: found {len(found)}, would import {len(ready)}, skipped {skipped} "
+            f"(experiment {args.experiment!r} id {experiment_id}); nothing posted",
+            file=sys.stderr,
+        )
+        return OK
+    created = existing = 0
+    url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
+    try:
+        with ReportingClient(url, token, transport=transport, sleep=sleep) as client:
+            for offset in range(0, len(ready), BATCH_SIZE):
+                chunk = ready[offset : offset + BATCH_SIZE]
+                payloads: list[dict[str, Any]] = [m.payload for m in chunk if m.payload]
+                try:
+                    result = client.post_runs(payloads, batch_size=BATCH_SIZE)
+                except CadenceAPIError as exc:
+                    _refused(exc, chunk)
+                    _summary(len(found), created, existing, skipped, partial=True)
+                    return _exit_code(exc)
+                created, existing = created + result.created, existing + result.existing
+    except Unavailable as exc:
+        _error(f"server unavailable: {exc.message}")
+        _summary(len(found), created, existing, skipped, partial=True)
+        return UNAVAILABLE
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        _error(f"bad --url: {exc}")
+        return USAGE
+    _summary(len(found), created, existing, skipped)
+    return OK
+
+
+def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
+    kind = {4: "not allowed", 3: "conflict"}.get(_exit_code(exc), "refused")
+    _error(f"{kind} ({exc.status} {exc.code}): {exc.message}")
+    for item in exc.fields:
+        name, reason = str(item.get("field", "")), str(item.get("reason", ""))
+        parts = name.split(".", 2)
+        if len(parts) >= 2 and parts[0] == "runs" and parts[1].isdigit():
+            index = int(parts[1])
+            if index < len(chunk):
+                rest = parts[2] if len(parts) == 3 else "run"
+                name = f"MLflow run {chunk[index].run_id}: {rest}"
+        print(f"  {name}: {reason}", file=sys.stderr)
+
+
+def _summary(found: int, created: int, existing: int, skipped: int, partial: bool = False) -> None:
+    line = (
+        f"found {found}, imported {created + existing} ({created} created / {existing} "
+        f"already there), skipped {skipped}"
+    )
+    if partial:
+        _error(f"stopped early: {line}")
+    else:
+        print(line)
