@@ -75,6 +75,16 @@ class Settings(BaseSettings):
         "", description="Scope a bearer token needs for /metrics (empty: /metrics is open)."
     )
 
+    alert_webhook_timeout_seconds: float = Field(
+        5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."
+    )
+    alert_max_attempts: int = Field(
+        3, ge=1, le=10, description="Attempts per alert webhook (retried on errors and 5xx)."
+    )
+    alert_retry_backoff_seconds: float = Field(
+        0.5, ge=0, le=30, description="First retry delay of an alert webhook; doubles each time."
+    )
+
     @field_validator("database_url", "read_database_url")
     @classmethod
     def _normalise_url(cls, value: str | None) -> str | None:

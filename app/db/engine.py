@@ -95,6 +95,9 @@ class Database:
     ) -> None:
         self.engine = engine
         self.read_engine = read_engine
+        # Small per-process caches that belong with this database (e.g. the alert rule
+        # index): values are (expires_monotonic, data).
+        self.caches: dict[str, Any] = {}
         extra: dict[str, Any] = {"expire_on_commit": False}
         if bind is not None:
             self.read_sessions = sessionmaker(

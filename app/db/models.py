@@ -14,6 +14,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -123,3 +124,53 @@ class ApiToken(CreatedAt, Base):
     pipelines: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+ALERT_KINDS = ("cost_over_budget", "goodput_drop", "utilization_floor")
+
+
+class AlertRule(CreatedAt, Base):
+    """A budget or goodput alert on one pipeline, with its current state (app/alerts)."""
+
+    __tablename__ = "alert_rule"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pipeline_id: Mapped[int] = mapped_column(
+        ForeignKey("pipeline.id", ondelete="CASCADE"), index=True
+    )
+    # cost_over_budget: percent of budget; goodput_drop: points week over week;
+    # utilization_floor: a fraction 0..1.
+    kind: Mapped[str] = mapped_column(String(32))
+    threshold: Mapped[float] = mapped_column(Double)
+    webhook_url: Mapped[str] = mapped_column(String(2000))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # State: changed only by evaluation; a webhook is sent when `firing` flips.
+    firing: Mapped[bool] = mapped_column(Boolean, default=False)
+    since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_value: Mapped[float | None] = mapped_column(Double, nullable=True)
+    last_evaluated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(
+            "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor')",
+            name="kind_known",
+        ),
+    )
+
+
+class AlertDelivery(CreatedAt, Base):
+    """One webhook notification (all its attempts) for a rule's state change."""
+
+    __tablename__ = "alert_delivery"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    rule_id: Mapped[int] = mapped_column(ForeignKey("alert_rule.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(16))  # firing | resolved
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))  # delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer)
+    response_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # One line per failed attempt ("attempt 1: HTTP 500"), null when the first succeeded.
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (Index("ix_alert_delivery_rule_created", "rule_id", "created_at"),)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
 from sqlalchemy import func, select
 
+from app.alerts.service import page_section as alerts_section
 from app.dashboard import runs_table, views
 from app.dashboard.figures import to_json
 from app.db.models import Pipeline
@@ -107,6 +108,7 @@ def pipeline_page(
             "variants": variants, "query": dict(request.query_params),
             "whatif_keys": WHATIF_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
+            "alerts": alerts_section(session, pipeline),
         })  # fmt: skip
     return templates.TemplateResponse(request, "pipeline.html", context)
 

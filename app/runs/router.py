@@ -7,8 +7,10 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from app.alerts.service import evaluate_after_ingest, pipelines_with_rules
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep
@@ -75,7 +77,16 @@ def store_run(db: Database, raw: bytes, token: TokenInfo, settings: Settings) ->
         [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
         stored = service.created_out(result) if result.created else service.get(session, result.pk)
     code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-    return Response(stored.model_dump_json(), status_code=code, media_type="application/json")
+    response = Response(stored.model_dump_json(), status_code=code, media_type="application/json")
+    if result.created:  # alert rules of this pipeline, after the response is sent
+        response.background = alert_task(db, settings, [run.pipeline])
+    return response
+
+
+def alert_task(db: Database, settings: Settings, names: list[str]) -> BackgroundTask | None:
+    """Evaluate the alert rules of these pipelines after the response, if they have any."""
+    with_rules = pipelines_with_rules(db, names)
+    return BackgroundTask(evaluate_after_ingest, db, settings, with_rules) if with_rules else None
 
 
 @router.post(
@@ -100,9 +111,19 @@ async def post_batch(
             f"a batch holds at most {settings.max_batch_runs} runs; got {len(batch.runs)}",
             fields=[{"field": "runs", "reason": f"more than {settings.max_batch_runs} items"}],
         )
-    body = await run_in_threadpool(store_batch, db, batch, token, settings)
+    body, task = await run_in_threadpool(store_batch_and_alert, db, batch, token, settings)
     code = status.HTTP_201_CREATED if body.created else status.HTTP_200_OK
-    return Response(body.model_dump_json(), status_code=code, media_type="application/json")
+    response = Response(body.model_dump_json(), status_code=code, media_type="application/json")
+    response.background = task
+    return response
+
+
+def store_batch_and_alert(
+    db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings
+) -> tuple[BatchOut, BackgroundTask | None]:
+    body = store_batch(db, batch, token, settings)
+    names = sorted({r.pipeline for r in body.runs if r.status == "created"})
+    return body, alert_task(db, settings, names)
 
 
 def parse_body(model: type[M], raw: bytes) -> M:

@@ -1,0 +1,305 @@
+"""Alert rules: storage, evaluation and delivery.
+
+Evaluation reads a pipeline's metrics, applies the pure rules of ``app.alerts.rules``
+and updates each rule's state in one transaction (rules locked ``FOR UPDATE`` on
+PostgreSQL, SQLite's write lock otherwise, so two evaluations cannot both announce the
+same change). Webhooks are sent after that transaction commits, never while it holds a
+lock, and each notification (all its attempts) is then recorded in ``alert_delivery``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.alerts import rules
+from app.alerts.delivery import deliver
+from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
+from app.analytics import repository as repo
+from app.db.engine import Database
+from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
+from app.errors import Invalid, NotFound
+from app.observability.business import projected_monthly_cost
+from app.pipelines.service import get_by_name
+from app.planning.goodput import goodput_from_totals
+from app.planning.weekly import iso_week
+from app.settings import Settings
+
+log = logging.getLogger("cadence.alerts")
+
+MAX_RULES_PER_PIPELINE = 50
+MAX_DELIVERIES = 200
+
+
+# --- rules -------------------------------------------------------------------------------
+
+
+def validate(rule: AlertRuleIn) -> None:
+    fields = []
+    if (problem := rules.url_problem(rule.webhook_url)) is not None:
+        fields.append({"field": "webhook_url", "reason": problem})
+    if (problem := rules.threshold_problem(rule.kind, rule.threshold)) is not None:
+        fields.append({"field": "threshold", "reason": f"{rule.kind} threshold {problem}"})
+    if fields:
+        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields)
+        raise Invalid(f"invalid request: {summary}", fields=fields)
+
+
+def rule_out(rule: AlertRule, pipeline: str) -> AlertRuleOut:
+    return AlertRuleOut(
+        id=rule.id, pipeline=pipeline, kind=rule.kind, threshold=rule.threshold,
+        webhook_url=rule.webhook_url, enabled=rule.enabled, firing=rule.firing,
+        since=rule.since, last_value=rule.last_value,
+        last_evaluated_at=rule.last_evaluated_at, created_at=rule.created_at,
+    )  # fmt: skip
+
+
+def list_rules(session: Session, pipeline: Pipeline) -> list[AlertRuleOut]:
+    rows = session.scalars(
+        select(AlertRule).where(AlertRule.pipeline_id == pipeline.id).order_by(AlertRule.id)
+    )
+    return [rule_out(r, pipeline.name) for r in rows]
+
+
+def create_rule(session: Session, pipeline: Pipeline, rule: AlertRuleIn) -> AlertRuleOut:
+    validate(rule)
+    count = session.scalar(
+        select(func.count()).select_from(AlertRule).where(AlertRule.pipeline_id == pipeline.id)
+    )
+    if (count or 0) >= MAX_RULES_PER_PIPELINE:
+        raise Invalid(
+            f"a pipeline holds at most {MAX_RULES_PER_PIPELINE} alert rules; delete one first",
+            fields=[{"field": "body", "reason": "too many rules"}],
+        )
+    row = AlertRule(
+        pipeline_id=pipeline.id, kind=rule.kind, threshold=rule.threshold,
+        webhook_url=rule.webhook_url, enabled=rule.enabled, firing=False,
+    )  # fmt: skip
+    session.add(row)
+    session.flush()
+    return rule_out(row, pipeline.name)
+
+
+def delete_rule(session: Session, pipeline: Pipeline, rule_id: int) -> None:
+    gone = session.execute(
+        delete(AlertRule).where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline.id)
+    )
+    if not gone.rowcount:  # type: ignore[attr-defined]
+        raise NotFound(f"pipeline {pipeline.name!r} has no alert rule {rule_id}")
+
+
+def deliveries(
+    session: Session, pipeline: Pipeline, *, limit: int, before: int | None = None
+) -> list[DeliveryOut]:
+    stmt = (
+        select(AlertDelivery, AlertRule.kind)
+        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
+        .where(AlertRule.pipeline_id == pipeline.id)
+        .order_by(AlertDelivery.id.desc())
+        .limit(min(limit, MAX_DELIVERIES))
+    )
+    if before is not None:
+        stmt = stmt.where(AlertDelivery.id < before)
+    return [_delivery_out(d, kind) for d, kind in session.execute(stmt)]
+
+
+def _delivery_out(d: AlertDelivery, kind: str) -> DeliveryOut:
+    return DeliveryOut(
+        id=d.id, rule_id=d.rule_id, kind=kind, event=d.event, status=d.status,
+        attempts=d.attempts, response_status=d.response_status, error=d.error,
+        payload=d.payload, created_at=d.created_at,
+    )  # fmt: skip
+
+
+# --- metrics -----------------------------------------------------------------------------
+
+
+def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> rules.Metrics:
+    """Only what the pipeline's rules need: a projection, two weeks of goodput, one run."""
+    kinds = set(kinds)
+    values: dict[str, object] = {}
+    if "cost_over_budget" in kinds and pipeline.monthly_budget_usd:
+        values["projected_monthly_cost_usd"] = projected_monthly_cost(session, pipeline)
+        values["budget_usd"] = pipeline.monthly_budget_usd
+    if "goodput_drop" in kinds:
+        values.update(_two_weeks(session, pipeline))
+    if "utilization_floor" in kinds:
+        latest = session.execute(
+            select(Run.run_id, Run.gpu_utilization)
+            .where(Run.pipeline_id == pipeline.id)
+            .order_by(Run.started_at.desc(), Run.id.desc())
+            .limit(1)
+        ).first()
+        if latest is not None:
+            values["latest_run_id"], values["latest_utilization"] = latest
+    return rules.Metrics(**values)  # type: ignore[arg-type]
+
+
+def _two_weeks(session: Session, pipeline: Pipeline) -> dict[str, object]:
+    span = repo.run_span(session, pipeline.id)
+    if span is None:
+        return {}
+    last = span[1].astimezone(UTC)
+    monday = (last - timedelta(days=last.weekday())).date()
+    this_week = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    previous_week = this_week - timedelta(weeks=1)
+    weeks = {
+        w.week_start: goodput_from_totals(w.goodput).overall
+        for w in repo.weekly_totals(
+            session, pipeline.id, previous_week, this_week + timedelta(weeks=1)
+        ).get(pipeline.id, [])
+    }
+    return {
+        "goodput_latest": weeks.get(monday),
+        "goodput_previous": weeks.get(previous_week.date()),
+        "latest_week": iso_week(monday),
+        "previous_week": iso_week(previous_week.date()),
+    }
+
+
+# --- evaluation --------------------------------------------------------------------------
+
+
+def apply(
+    rows: list[AlertRule], metrics: rules.Metrics, pipeline: str, now: datetime
+) -> list[rules.Notification]:
+    """Update each rule's state from ``metrics``; the notifications for the changes."""
+    notes = []
+    for rule in rows:
+        value = metrics.value(rule.kind)
+        event = rules.transition(rule.firing, rules.is_firing(rule.kind, value, rule.threshold))
+        rule.last_evaluated_at = now
+        if value is not None:
+            rule.last_value = value
+        if event is None or value is None:
+            continue
+        rule.firing = event == "firing"
+        rule.since = now
+        body = rules.payload(
+            pipeline=pipeline, rule_id=rule.id, kind=rule.kind, event=event, value=value,
+            threshold=rule.threshold, metrics=metrics, at=now.isoformat(),
+        )  # fmt: skip
+        notes.append(rules.Notification(rule.id, rule.webhook_url, event, body))
+    return notes
+
+
+def evaluate(
+    db: Database,
+    settings: Settings,
+    name: str,
+    *,
+    now: datetime | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> list[int]:
+    """Evaluate a pipeline's enabled rules; send and record a webhook per state change.
+
+    Returns the ids of the deliveries recorded (empty when nothing changed).
+    """
+    now = now or datetime.now(UTC)
+    with db.transaction() as session:
+        pipeline = get_by_name(session, name)
+        rows = list(
+            session.scalars(
+                select(AlertRule)
+                .where(AlertRule.pipeline_id == pipeline.id, AlertRule.enabled.is_(True))
+                .order_by(AlertRule.id)
+                .with_for_update()
+            )
+        )
+        if not rows:
+            return []
+        metrics = read_metrics(session, pipeline, {r.kind for r in rows})
+        notes = apply(rows, metrics, pipeline.name, now)
+    if not notes:
+        return []
+    results = [
+        deliver(
+            n.url,
+            n.payload,
+            max_attempts=settings.alert_max_attempts,
+            timeout_seconds=settings.alert_webhook_timeout_seconds,
+            backoff_seconds=settings.alert_retry_backoff_seconds,
+            sleep=sleep,
+            transport=transport,
+        )
+        for n in notes
+    ]
+    with db.transaction() as session:
+        records = [
+            AlertDelivery(
+                rule_id=n.rule_id,
+                event=n.event,
+                payload=n.payload,
+                status=r.status,
+                attempts=r.attempts,
+                response_status=r.response_status,
+                error=r.error,
+            )
+            for n, r in zip(notes, results, strict=True)
+        ]
+        session.add_all(records)
+        session.flush()
+        ids = [d.id for d in records]
+    for n, r in zip(notes, results, strict=True):
+        level = logging.INFO if r.status == "delivered" else logging.WARNING
+        log.log(level, "alert %s for rule %s: %s after %s attempt(s)", n.event, n.rule_id,
+                r.status, r.attempts)  # fmt: skip
+    return ids
+
+
+RULE_INDEX_SECONDS = 5.0
+
+
+def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
+    """Which of ``names`` have enabled rules, from a per-process index refreshed every
+    RULE_INDEX_SECONDS (and at once when this process adds or removes a rule).
+
+    Most ingests hit pipelines without rules; the index keeps them to no extra query
+    and no background task. A rule added through another process applies within 5 s.
+    """
+    wanted = sorted(set(names))
+    if not wanted:
+        return []
+    expires, indexed = db.caches.get("alert_rules", (0.0, frozenset()))
+    if expires < time.monotonic():
+        with db.transaction(write=False, primary=True) as session:
+            indexed = frozenset(
+                session.scalars(
+                    select(Pipeline.name)
+                    .join(AlertRule, AlertRule.pipeline_id == Pipeline.id)
+                    .where(AlertRule.enabled.is_(True))
+                    .distinct()
+                )
+            )
+        db.caches["alert_rules"] = (time.monotonic() + RULE_INDEX_SECONDS, indexed)
+    return [n for n in wanted if n in indexed]
+
+
+def forget_rule_index(db: Database) -> None:
+    db.caches.pop("alert_rules", None)
+
+
+def evaluate_after_ingest(db: Database, settings: Settings, names: list[str]) -> None:
+    """Background task after a successful ingest: never raises into the server."""
+    try:
+        for name in names:
+            evaluate(db, settings, name)
+    except Exception:
+        log.exception("alert evaluation after ingest failed for %s", names)
+
+
+# --- dashboard ---------------------------------------------------------------------------
+
+
+def page_section(session: Session, pipeline: Pipeline, limit: int = 10) -> dict[str, object]:
+    return {
+        "rules": list_rules(session, pipeline),
+        "deliveries": deliveries(session, pipeline, limit=limit),
+    }
