@@ -22,10 +22,10 @@ from app.alerts import rules
 from app.alerts.delivery import deliver
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.analytics import repository as repo
+from app.analytics.service import current_monthly_cost
 from app.db.engine import Database
 from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
 from app.errors import Invalid, NotFound
-from app.observability.business import projected_monthly_cost
 from app.pipelines.service import get_by_name
 from app.planning.goodput import goodput_from_totals
 from app.planning.weekly import iso_week
@@ -125,7 +125,7 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     kinds = set(kinds)
     values: dict[str, object] = {}
     if "cost_over_budget" in kinds and pipeline.monthly_budget_usd:
-        values["projected_monthly_cost_usd"] = projected_monthly_cost(session, pipeline)
+        values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline)
         values["budget_usd"] = pipeline.monthly_budget_usd
     if "goodput_drop" in kinds:
         values.update(_two_weeks(session, pipeline))

@@ -20,7 +20,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.db.models import Pipeline
-from app.errors import Invalid
+from app.errors import CadenceError, Invalid
 from app.pipelines.service import get_by_name
 from app.planning.failures import (
     DEFAULT_FAILURE_RATE,
@@ -31,6 +31,7 @@ from app.planning.failures import (
 from app.planning.gate import GateThresholds, evaluate_gate
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
 from app.planning.levers import rank_levers
+from app.planning.model import PlanningError
 from app.planning.projection import project_costs, runs_per_month
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl, scaling_advice, scaling_table
 from app.planning.weekly import fill_weeks
@@ -169,6 +170,21 @@ def projection(
         projections=out,
         available_variants=available,
     )
+
+
+def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
+    """The projected monthly cost at the pipeline's current cadence, from its default
+    variant's recent runs (what ``GET .../projection?cadences=<runs_per_week>`` shows);
+    None when there is nothing to project. Used by the overview, /metrics and alerts."""
+    try:
+        out = projection(
+            session, pipeline.name, variants=None, cadences=[pipeline.runs_per_week],
+            what_if=WhatIf(), convention="calendar", budget=None,
+        )  # fmt: skip
+    except (CadenceError, PlanningError):  # no runs yet, or nothing to project
+        return None
+    variant = out.current_variant or out.variants[0]
+    return out.projections[variant].cadences[0].monthly_cost_usd
 
 
 def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) -> GoodputOut:

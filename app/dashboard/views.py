@@ -268,18 +268,7 @@ class Card:
 
 def card(session: Session, pipeline: Pipeline, today: date) -> Card:
     rows = repo.recent_runs(session, pipeline.id, limit=12)
-    monthly = None
-    if rows:  # the same projection as the pipeline page, at the current cadence
-        out = analytics.projection(
-            session,
-            pipeline.name,
-            variants=None,
-            cadences=[pipeline.runs_per_week],
-            what_if=WhatIf(),
-            convention="calendar",
-            budget=None,
-        )
-        monthly = out.projections[out.variants[0]].cadences[0].monthly_cost_usd
+    monthly = analytics.current_monthly_cost(session, pipeline) if rows else None
     monday = today - timedelta(days=today.weekday())
     since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC) - timedelta(weeks=1)
     totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))

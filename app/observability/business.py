@@ -26,12 +26,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
-from app.analytics.service import projection
+from app.analytics.service import current_monthly_cost
 from app.db.models import Pipeline
-from app.errors import CadenceError
 from app.planning.goodput import goodput_from_totals
-from app.planning.model import PlanningError
-from app.planning.whatif import WhatIf
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -39,18 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("cadence.observability")
 
 MAX_PIPELINES = 500
-
-
-def projected_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
-    try:
-        out = projection(
-            session, pipeline.name, variants=None, cadences=[pipeline.runs_per_week],
-            what_if=WhatIf(), convention="calendar", budget=None,
-        )  # fmt: skip
-    except (CadenceError, PlanningError):  # no runs yet, or nothing to project
-        return None
-    variant = out.current_variant or out.variants[0]
-    return out.projections[variant].cadences[0].monthly_cost_usd
 
 
 def latest_weekly_goodput(session: Session, pipeline: Pipeline) -> float | None:
@@ -104,7 +89,7 @@ class BusinessCollector(Collector):
                 for p in pipelines:
                     if p.monthly_budget_usd is not None:
                         budget.add_metric([p.name], p.monthly_budget_usd)
-                    value = projected_monthly_cost(session, p)
+                    value = current_monthly_cost(session, p)
                     if value is not None:
                         cost.add_metric([p.name], value)
                     overall = latest_weekly_goodput(session, p)
