@@ -68,7 +68,7 @@
         target.innerHTML = body.html;
         render(target);
         var keep = new URLSearchParams(window.location.search);
-        ["cadence", "utilization_target", "price", "workers", "failure_rate", "weeks_per_month"].forEach(function (k) {
+        ["cadence", "utilization_target", "price", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {
           keep.delete(k);
         });
         params.forEach(function (v, k) { keep.set(k, v); });

@@ -64,7 +64,7 @@ def effective_price() -> ColumnElement[float]:
 
 def recorded_price() -> ColumnElement[float]:
     """The price frozen on the run when it was stored (DOMAIN.md §2): recorded spend."""
-    return Run.billed_price_per_gpu_hour
+    return Run.billed_price_per_gpu_hour.expression
 
 
 @per_session
@@ -302,3 +302,18 @@ def worker_times(
         .limit(limit)
     )
     return [(int(w), float(t)) for w, t in session.execute(stmt)]
+
+
+def recorded_spend(
+    session: Session, pipeline_ids: list[int], since: datetime, until: datetime
+) -> dict[int, float]:
+    """USD recorded per pipeline for runs started in [since, until), every variant, at
+    the price frozen on each run."""
+    if not pipeline_ids:
+        return {}
+    rows = session.execute(
+        select(Run.pipeline_id, func.sum(Run.gpu_hours * recorded_price()))
+        .where(Run.pipeline_id.in_(pipeline_ids), Run.started_at >= since, Run.started_at < until)
+        .group_by(Run.pipeline_id)
+    )
+    return {pid: float(total or 0.0) for pid, total in rows}

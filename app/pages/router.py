@@ -5,46 +5,34 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
 from sqlalchemy import func, select
 
 from app.alerts.service import page_section as alerts_section
+from app.analytics.scenario import ScenarioDep
 from app.dashboard import runs_table, views
 from app.dashboard.figures import to_json
 from app.db.models import Pipeline
 from app.deps import DatabaseDep
 from app.errors import Invalid, NotFound
 from app.pipelines.service import get_by_name
+from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, week_monday
 from app.web import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
-WHATIF_KEYS = (
+SCENARIO_KEYS = (
     "cadence",
     "utilization_target",
     "price",
     "workers",
     "failure_rate",
+    "checkpoint_interval_hours",
     "weeks_per_month",
+    "budget",
 )
-
-
-def what_if_params(
-    cadence: Annotated[float | None, Query(gt=0, le=100)] = None,
-    utilization_target: Annotated[float | None, Query(gt=0, le=1)] = None,
-    price: Annotated[float | None, Query(ge=0, le=10_000)] = None,
-    workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
-    failure_rate: Annotated[float | None, Query(gt=0, le=1)] = None,
-    weeks_per_month: Annotated[str, Query(pattern="^(calendar|four_week)$")] = "calendar",
-) -> views.WhatIfParams:
-    return views.WhatIfParams(
-        cadence, utilization_target, price, workers, failure_rate, weeks_per_month
-    )
-
-
-WhatIfDep = Annotated[views.WhatIfParams, Depends(what_if_params)]
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -74,11 +62,9 @@ def pipeline_page(
     request: Request,
     name: str,
     db: DatabaseDep,
-    p: WhatIfDep,
+    p: ScenarioDep,
     baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
     candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
-    gate_cadence: Annotated[float | None, Query(gt=0, le=100)] = None,
-    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
     margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
@@ -87,13 +73,13 @@ def pipeline_page(
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     size: Annotated[int, Query(ge=1, le=100)] = 25,
 ) -> HTMLResponse:
-    g = views.GateParams(baseline, candidate, gate_cadence, budget, min_uplift, margin, alpha)
+    g = views.GateParams(baseline, candidate, min_uplift, margin, alpha)
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
         context = _whatif_context(session, pipeline, p)
         summaries = views.weekly(session, pipeline)
-        gate, gate_empty = views.gate_section(session, pipeline, g, p.weeks_per_month)
-        scaling, scaling_out = views.scaling_section(session, pipeline)
+        gate, gate_empty = views.gate_section(session, pipeline, g, p)
+        scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = runs_table.page(
             session, pipeline, sort=sort, descending=order == "desc", number=page, size=size
         )
@@ -106,20 +92,20 @@ def pipeline_page(
             "runs": runs, "total_runs": total, "sort": sort, "order": order,
             "page": page, "size": size, "pages": max(1, -(-total // size)),
             "variants": variants, "query": dict(request.query_params),
-            "whatif_keys": WHATIF_KEYS,
+            "whatif_keys": SCENARIO_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
             "alerts": alerts_section(session, pipeline),
         })  # fmt: skip
     return templates.TemplateResponse(request, "pipeline.html", context)
 
 
-def _whatif_context(session: Any, pipeline: Pipeline, p: views.WhatIfParams) -> dict[str, Any]:
+def _whatif_context(session: Any, pipeline: Pipeline, p: Scenario) -> dict[str, Any]:
     cost, projection = views.projection_section(session, pipeline, p)
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
     return {
-        "pipeline": pipeline, "p": p, "target": p.target(pipeline), "cost": cost,
-        "headline": views.headline(projection, pipeline, p), "projection": projection,
+        "pipeline": pipeline, "p": p, "target": p.target(pipeline.runs_per_week), "cost": cost,
+        "headline": views.headline(projection), "projection": projection,
         "levers": levers, "levers_empty": levers_empty, "checkpoint": checkpoint,
         "checkpoint_out": checkpoint_out, "to_json": to_json,
     }  # fmt: skip
@@ -130,7 +116,7 @@ def whatif_fragment(
     request: Request,
     name: str,
     db: DatabaseDep,
-    p: WhatIfDep,
+    p: ScenarioDep,
 ) -> JSONResponse:
     """The what-if sections, re-rendered: finished figures plus server-escaped HTML."""
     with db.transaction(write=False) as session:

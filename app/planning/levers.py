@@ -162,6 +162,6 @@ def rank_levers(
             Lever(
                 "workers", LABELS["workers"], extra_g, extra_usd, -extra_usd, -extra_usd,
                 0.0, True, REMEDIES["workers"], working,
-            )  # fmt: skip
-        )
+            )
+        )  # fmt: skip
     return levers

@@ -235,7 +235,7 @@ def scaling_advice(
     change = ""
     if efficiency_at_max is not None and efficiency_at_max > 0:
         rel = scaling_cost_change(efficiency_at_max)
-        change = f" At {efficiency_at_max:.0%} efficiency the GPU-hours per run change by {rel:+.0%}"
+        change = f" At {efficiency_at_max:.0%} efficiency GPU-hours per run change {rel:+.0%}"
         if monthly_gpu_hours is not None and price_per_gpu_hour is not None:
             extra = monthly_gpu_hours * rel
             change += f" ({extra:+,.0f} GPU-h, ${extra * price_per_gpu_hour:+,.0f} a month)"

@@ -93,7 +93,7 @@ class RunWindow:
 
     @property
     def label(self) -> str:
-        """"12 newest baseline runs, 2026-10-01 to 2026-11-28" (for pages and working)."""
+        """ "12 newest baseline runs, 2026-10-01 to 2026-11-28" (for pages and working)."""
         if not self.runs or self.first_started_at is None or self.last_started_at is None:
             return f"no {self.variant} runs"
         first = self.first_started_at.date().isoformat()

@@ -183,6 +183,7 @@ def _pg_value(column: str) -> str:
         return "COALESCE(%(price_per_gpu_hour)s::float8, p.price_per_gpu_hour)"
     return f"%({column})s::{'json' if column == 'tags' else PG_TYPES[column]}"
 
+
 _PG_INSERT_ONE = (
     "WITH p AS (SELECT id, name, price_per_gpu_hour, quality_metric FROM pipeline "
     "WHERE name = %(pipeline)s), "

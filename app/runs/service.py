@@ -129,8 +129,10 @@ def ingest(
 
 def billed_price(run: RunIn, pipeline: PipelineRef) -> float:
     """The price frozen on a run when it is stored: its own, else the pipeline's now."""
-    return run.price_per_gpu_hour if run.price_per_gpu_hour is not None else (
-        pipeline.price_per_gpu_hour
+    return (
+        run.price_per_gpu_hour
+        if run.price_per_gpu_hour is not None
+        else (pipeline.price_per_gpu_hour)
     )
 
 
