@@ -90,7 +90,13 @@ def scaling(
 
 def levers(session: Session, name: str, *, variant: str | None, scenario: Scenario) -> LeversOut:
     pipeline = get_by_name(session, name)
-    chosen = variant or (default_variants(_variant_names(session, pipeline)) or ["baseline"])[0]
+    chosen = (
+        variant
+        or (
+            default_variants(_variant_names(session, pipeline), pipeline.production_variant)
+            or ["baseline"]
+        )[0]
+    )
     rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
     target = scenario.target(pipeline.runs_per_week)
     per_month = runs_per_month(target, scenario.convention)
@@ -123,7 +129,13 @@ def checkpoints(
     Instances (failure domains) set the MTBF only; the GPU-hours a pause or a failure
     costs are hours x the GPUs the runs pay for (median G / T), DOMAIN.md §4."""
     pipeline = get_by_name(session, name)
-    chosen = variant or (default_variants(_variant_names(session, pipeline)) or ["baseline"])[0]
+    chosen = (
+        variant
+        or (
+            default_variants(_variant_names(session, pipeline), pipeline.production_variant)
+            or ["baseline"]
+        )[0]
+    )
     rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
     d = failure_defaults(session, pipeline)
     exposure = repo.failure_exposure(session, pipeline.id)

@@ -35,11 +35,11 @@ def _variant_names(session: Session, pipeline: Pipeline) -> list[str]:
     return [v.variant for v in repo.variants(session, pipeline.id)]
 
 
-def default_variants(names: list[str]) -> list[str]:
-    """baseline (or the most-run variant), then candidate when there is one."""
+def default_variants(names: list[str], production: str = "baseline") -> list[str]:
+    """The production variant (or the most-run variant), then candidate when there is one."""
     if not names:
         return []
-    first = "baseline" if "baseline" in names else names[0]
+    first = production if production in names else names[0]
     rest = ["candidate"] if "candidate" in names and first != "candidate" else []
     return [first, *rest]
 
@@ -154,7 +154,7 @@ def projection(
     from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs."""
     pipeline = get_by_name(session, name)
     available = _variant_names(session, pipeline)
-    chosen = variants or default_variants(available)
+    chosen = variants or default_variants(available, pipeline.production_variant)
     if not chosen:
         raise _bad(
             "pipeline",

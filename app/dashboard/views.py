@@ -96,7 +96,9 @@ def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
 
 def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
     """Median utilization of the recent runs of the default variant (the slider's start)."""
-    names = analytics.default_variants(variant_names(session, pipeline))
+    names = analytics.default_variants(
+        variant_names(session, pipeline), pipeline.production_variant
+    )
     if not names:
         return None
     rows = repo.recent_runs(session, pipeline.id, variant=names[0], limit=RUN_WINDOW)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
 from sqlalchemy import func, select
 
@@ -33,6 +33,19 @@ SCENARIO_KEYS = (
     "weeks_per_month",
     "budget",
 )
+
+
+def gate_params(
+    baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
+    candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
+    min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
+    margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
+    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+) -> views.GateParams:
+    return views.GateParams(baseline, candidate, min_uplift, margin, alpha)
+
+
+GateDep = Annotated[views.GateParams, Depends(gate_params)]
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -63,44 +76,39 @@ def pipeline_page(
     name: str,
     db: DatabaseDep,
     p: ScenarioDep,
-    baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
-    candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
-    min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
-    margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
-    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+    g: GateDep,
     sort: Annotated[str, Query(pattern="^(" + "|".join(runs_table.SORTS) + ")$")] = "started_at",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     size: Annotated[int, Query(ge=1, le=100)] = 25,
 ) -> HTMLResponse:
-    g = views.GateParams(baseline, candidate, min_uplift, margin, alpha)
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
-        context = _whatif_context(session, pipeline, p)
+        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
         summaries = views.weekly(session, pipeline)
-        gate, gate_empty = views.gate_section(session, pipeline, g, p)
         scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = runs_table.page(
             session, pipeline, sort=sort, descending=order == "desc", number=page, size=size
         )
-        variants = views.variant_names(session, pipeline)
         context.update({
             "trend": views.trend_sections(summaries), "weeks": summaries,
             "runs_charts": views.run_sections(session, pipeline),
-            "gate": gate, "gate_empty": gate_empty, "g": g,
             "scaling": scaling, "scaling_out": scaling_out,
             "runs": runs, "total_runs": total, "sort": sort, "order": order,
             "page": page, "size": size, "pages": max(1, -(-total // size)),
-            "variants": variants, "query": dict(request.query_params),
-            "whatif_keys": SCENARIO_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
             "alerts": alerts_section(session, pipeline),
         })  # fmt: skip
     return templates.TemplateResponse(request, "pipeline.html", context)
 
 
-def _whatif_context(session: Any, pipeline: Pipeline, p: Scenario) -> dict[str, Any]:
+def _whatif_context(
+    session: Any, pipeline: Pipeline, p: Scenario, g: views.GateParams, query: dict[str, str]
+) -> dict[str, Any]:
+    """Every figure that depends on the scenario, the gate included: one re-render
+    keeps the cost cards, levers, checkpoints and the gate on the same scenario."""
     cost, projection = views.projection_section(session, pipeline, p)
+    gate, gate_empty = views.gate_section(session, pipeline, g, p)
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
     return {
@@ -108,6 +116,8 @@ def _whatif_context(session: Any, pipeline: Pipeline, p: Scenario) -> dict[str, 
         "headline": views.headline(projection), "projection": projection,
         "levers": levers, "levers_empty": levers_empty, "checkpoint": checkpoint,
         "checkpoint_out": checkpoint_out, "to_json": to_json,
+        "gate": gate, "gate_empty": gate_empty, "g": g, "query": query,
+        "variants": views.variant_names(session, pipeline), "whatif_keys": SCENARIO_KEYS,
     }  # fmt: skip
 
 
@@ -117,11 +127,13 @@ def whatif_fragment(
     name: str,
     db: DatabaseDep,
     p: ScenarioDep,
+    g: GateDep,
 ) -> JSONResponse:
-    """The what-if sections, re-rendered: finished figures plus server-escaped HTML."""
+    """The scenario's sections (gate included), re-rendered: finished figures plus
+    server-escaped HTML."""
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
-        context = _whatif_context(session, pipeline, p)
+        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
     return JSONResponse({

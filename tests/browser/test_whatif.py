@@ -17,6 +17,8 @@ CONTROL_LABELS = [
     "Price per GPU-hour (USD)",
     "Workers",
     "Failure rate (per instance-hour)",
+    "Checkpoint interval (hours)",
+    "Monthly budget (USD)",
     "Month",
 ]
 
