@@ -197,7 +197,7 @@ def project_costs(
             ratio = monthly / current_cost
             working.append(
                 f"vs today ({current_runs_per_week:g}/week, ${current_cost:,.0f}/month): "
-                f"x{ratio:.4f} ({ratio - 1:+.1%})."
+                f"x{ratio:.3g} ({ratio - 1:+.1%})."
             )
         results.append(
             CadenceProjection(
