@@ -26,7 +26,7 @@ def runs(variant: str, utils: list[float], quality: list[float], hours: float) -
             finished_at=(MONDAY + timedelta(days=3 * i, hours=hours)).isoformat(),
             interruptions=[],
             price_per_gpu_hour=2.5,
-        )  # fmt: skip
+        )
         for i, (u, q) in enumerate(zip(utils, quality, strict=True))
     ]
 
