@@ -49,7 +49,7 @@ def set_budget(page, value: str) -> None:
     """The budget is part of the one scenario (the what-if form): the cost cards and the
     gate are re-rendered together."""
     with page.expect_response(lambda r: "/whatif?" in r.url and f"budget={value}" in r.url):
-        page.locator("#whatif-form").get_by_label("Monthly budget (USD)").fill(value)
+        page.locator("#whatif-form").get_by_label("Budget per month (USD)").fill(value)
     expect(page.locator("#whatif-status")).to_have_text("Updated")
 
 

@@ -18,8 +18,8 @@ CONTROL_LABELS = [
     "Workers",
     "Failure rate (per instance-hour)",
     "Checkpoint interval (hours)",
-    "Monthly budget (USD)",
-    "Month",
+    "Budget per month (USD)",
+    "Weeks in a month",
 ]
 
 
