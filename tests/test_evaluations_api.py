@@ -146,3 +146,20 @@ def test_cadence_needs_evaluations(
     assert r.status_code == 422
     assert r.json()["error"]["fields"][0]["field"] == "evaluations"
     assert "needs at least 3" in r.json()["error"]["message"]
+
+
+def test_pipeline_page_section_empty_then_filled(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    post_runs(client, ingest_headers)
+    html = client.get("/pipelines/ranker").text
+    assert "What retraining more often buys" in html
+    assert 'data-empty="cadence-value"' in html and "No decay yet" in html
+    client.post(f"{P}/evaluations", json={"evaluations": LINE}, headers=ingest_headers)
+    html = client.get("/pipelines/ranker").text
+    assert 'id="chart-decay"' in html and "No value set" in html
+    client.put(P, json={"quality_value_usd_per_unit_month": 200_000}, headers=admin_headers)
+    html = client.get("/pipelines/ranker").text
+    assert "Retraining every 12 days minimises cost: $220/month less than weekly." in html
+    assert 'id="chart-cadence-value"' in html
+    assert "$2,000/month per 0.01" in html  # 200,000 per unit = 2,000 per 0.01
