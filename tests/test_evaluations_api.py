@@ -163,3 +163,29 @@ def test_pipeline_page_section_empty_then_filled(
     assert "Retraining every 12 days minimises cost: $220/month less than weekly." in html
     assert 'id="chart-cadence-value"' in html
     assert "$2,000/month per 0.01" in html  # 200,000 per unit = 2,000 per 0.01
+
+
+PLAN = {"workers": 8, "wall_clock_hours": 14, "gpu_utilization": 0.38, "price_per_gpu_hour": 2.5}
+
+
+def test_plan_takes_a_decay_rate_or_points_and_a_value(client: TestClient) -> None:
+    # One described run: 8 x 14 h x $2.50 = $280; with V = 200,000 and b = 0.004 the
+    # optimum is the DOMAIN.md §8 check, 0.574170 runs/week.
+    value = {"quality_value_usd_per_unit_month": 200_000, "rate_per_week": 0.004}
+    out = client.post("/api/v1/plan", json={**PLAN, "value": value}).json()
+    assert out["cadence"]["optimum"]["runs_per_week"] == pytest.approx(0.574170, abs=1e-6)
+    assert out["decay"] is None
+    points = [{"age_weeks": a, "value": 0.8 - 0.004 * a} for a in (0, 1, 2, 3)]
+    value = {"quality_value_usd_per_unit_month": 200_000, "points": points}
+    out = client.post("/api/v1/plan", json={**PLAN, "value": value}).json()
+    assert out["decay"]["decay"]["rate_per_week"] == pytest.approx(0.004)
+    assert out["cadence"]["optimum"]["runs_per_week"] == pytest.approx(0.574170, abs=1e-6)
+    # A utilization target of 76% halves the GPU-hours (38/76): c = $140, k* x sqrt(2).
+    out = client.post(
+        "/api/v1/plan",
+        json={**PLAN, "value": value, "what_if": {"utilization_target": 0.76}},
+    ).json()
+    assert out["cadence"]["optimum"]["runs_per_week"] == pytest.approx(0.811998, abs=2e-6)
+    both = {**value, "rate_per_week": 0.004}
+    r = client.post("/api/v1/plan", json={**PLAN, "value": both})
+    assert r.status_code == 422 and "not both" in r.text

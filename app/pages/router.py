@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 
 from app.alerts.service import page_section as alerts_section
 from app.dashboard import runs_table, views
-from app.dashboard.value_view import value_section
 from app.dashboard.figures import to_json
+from app.dashboard.value_view import value_section
 from app.db.models import Pipeline
 from app.deps import DatabaseDep
 from app.errors import Invalid, NotFound
