@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import make_run
+from app import cli
+from app.db.engine import Database
+from app.reporting import evaluations
+from tests.conftest import make_run, make_token
+from tests.test_client import through
 
 P = "/api/v1/pipelines/ranker"
 FINISHED = datetime.fromisoformat("2026-11-02T22:00:00+00:00")
@@ -189,3 +194,28 @@ def test_plan_takes_a_decay_rate_or_points_and_a_value(client: TestClient) -> No
     both = {**value, "rate_per_week": 0.004}
     r = client.post("/api/v1/plan", json={**PLAN, "value": both})
     assert r.status_code == 422 and "not both" in r.text
+
+
+def test_report_evaluations_command_posts_a_csv(
+    client: TestClient,
+    db: Database,
+    ingest_headers: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    post_runs(client, ingest_headers, 2)
+    path = tmp_path / "evaluations.csv"
+    rows = ["run_id,evaluated_at,value"] + [
+        f"{e['run_id']},{e['evaluated_at']},{e['value']}" for e in LINE
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    token = make_token(db, "ingest", name="cli-evaluations")
+    argv = ["report-evaluations", "--pipeline", "ranker", "--file", str(path), "--token", token]
+    args = cli.parser().parse_args([*argv, "--url", "http://testserver"])
+    assert evaluations.run(args, transport=through(client, [])) == 0
+    assert "6 evaluations stored: 6 created, 0 already there" in capsys.readouterr().out
+    assert evaluations.run(args, transport=through(client, [])) == 0
+    assert "0 created, 6 already there" in capsys.readouterr().out
+    path.write_text(rows[0] + "\nrun-9,2026-11-03T00:00:00+00:00,0.8\n", encoding="utf-8")
+    assert evaluations.run(args, transport=through(client, [])) == 1
+    assert "evaluations.0.run_id" in capsys.readouterr().err
