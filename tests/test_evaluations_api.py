@@ -159,14 +159,14 @@ def test_pipeline_page_section_empty_then_filled(
     post_runs(client, ingest_headers)
     html = client.get("/pipelines/ranker").text
     assert "What retraining more often buys" in html
-    assert 'data-empty="cadence-value"' in html and "No decay yet" in html
+    assert 'data-empty="cadence_value"' in html and "No decay yet" in html
     client.post(f"{P}/evaluations", json={"evaluations": LINE}, headers=ingest_headers)
     html = client.get("/pipelines/ranker").text
     assert 'id="chart-decay"' in html and "No value set" in html
     client.put(P, json={"quality_value_usd_per_unit_month": 200_000}, headers=admin_headers)
     html = client.get("/pipelines/ranker").text
     assert "Retraining every 12 days minimises cost: $220/month less than weekly." in html
-    assert 'id="chart-cadence-value"' in html
+    assert 'id="chart-cadence_value"' in html
     assert "$2,000/month per 0.01" in html  # 200,000 per unit = 2,000 per 0.01
 
 
