@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -45,8 +46,12 @@ def to_out(row: Pipeline, stats: tuple[int, datetime | None] = (0, None)) -> Pip
     return out
 
 
-def list_all(session: Session) -> list[PipelineOut]:
-    rows = list(session.scalars(select(Pipeline).order_by(Pipeline.name)))
+def list_all(session: Session, only: Sequence[str] | None = None) -> list[PipelineOut]:
+    """Every pipeline, or those named in ``only`` (a token's pipeline limit)."""
+    stmt = select(Pipeline).order_by(Pipeline.name)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    rows = list(session.scalars(stmt))
     stats = _stats(session, [r.id for r in rows])
     return [to_out(r, stats.get(r.id, (0, None))) for r in rows]
 

@@ -279,20 +279,27 @@ def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
     return rows[0] if rows else None
 
 
+def pipeline_name(session: Session, pipeline_id: int) -> str:
+    return session.execute(select(Pipeline.name).where(Pipeline.id == pipeline_id)).scalar_one()
+
+
 def list_runs(
     session: Session,
     *,
     pipeline_id: int | None,
+    only: Sequence[str] | None = None,
     variant: str | None,
     since: datetime | None,
     until: datetime | None,
     after: tuple[datetime, int] | None,
     limit: int,
 ) -> list[tuple[Any, list[Any]]]:
-    """Newest first, keyset-paginated on (started_at, id)."""
+    """Newest first, keyset-paginated on (started_at, id); ``only``: these pipelines."""
     stmt = _runs_query()
     if pipeline_id is not None:
         stmt = stmt.where(Run.pipeline_id == pipeline_id)
+    if only is not None:  # a token's pipeline limit
+        stmt = stmt.where(Pipeline.name.in_(only))
     if variant is not None:
         stmt = stmt.where(Run.variant == variant)
     if since is not None:

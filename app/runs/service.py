@@ -297,16 +297,20 @@ def to_out(row: Any, interruptions: list[Any]) -> RunOut:
     return RunOut.model_construct(**data)
 
 
-def get(session: Session, pk: int) -> RunOut:
+def get(session: Session, pk: int, token: TokenInfo | None = None) -> RunOut:
+    """The run, or 404; also 404 when it is outside the token's pipeline limit (a 403
+    would tell the caller that the id exists)."""
     found = repository.get_run(session, pk)
-    if found is None:
+    if found is None or (token is not None and not token.allows(found[0].pipeline)):
         raise NotFound(f"no run with id {pk}")
     return to_out(*found)
 
 
-def delete(session: Session, pk: int) -> None:
+def delete(session: Session, pk: int, token: TokenInfo | None = None) -> None:
     row = session.get(Run, pk)
     if row is None:
+        raise NotFound(f"no run with id {pk}")
+    if token is not None and not token.allows(repository.pipeline_name(session, row.pipeline_id)):
         raise NotFound(f"no run with id {pk}")
     session.delete(row)
     session.flush()
