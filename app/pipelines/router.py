@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import AdminPipeline, DatabaseDep, ReadablePipeline, SettingsDep, Viewer
+from app.deps import Admin, AdminPipeline, DatabaseDep, ReadablePipeline, SettingsDep, Viewer
 from app.pipelines import service
 from app.pipelines.schemas import PipelineList, PipelineOut, PipelineUpdate
 from app.schemas_common import slug_or_422
@@ -26,10 +26,14 @@ def get_pipeline(db: DatabaseDep, name: ReadablePipeline) -> PipelineOut:
 
 @router.put("/{name}", response_model=PipelineOut)
 def put_pipeline(
-    update: PipelineUpdate, db: DatabaseDep, settings: SettingsDep, name: AdminPipeline
+    update: PipelineUpdate,
+    db: DatabaseDep,
+    settings: SettingsDep,
+    token: Admin,  # the same (cached) dependency AdminPipeline checked
+    name: AdminPipeline,
 ) -> PipelineOut:
     """Create or change a pipeline's price, budget, cadence and quality settings (admin)."""
     slug_or_422(name, "name")
     with db.transaction() as session:
-        row = service.upsert(session, name, update, settings)
+        row = service.upsert(session, name, update, settings, token)
         return service.describe(session, row.name)

@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -17,6 +18,7 @@ from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.base import utcnow
 from app.db.models import Run
 from app.errors import Conflict, Invalid, NotFound
+from app.pipelines.service import check_creation
 from app.runs import repository
 from app.runs.repository import PipelineRef
 from app.runs.schemas import InterruptionOut, RunIn, RunOut
@@ -85,7 +87,8 @@ def ingest(
     pipelines = repository.ensure_pipelines(
         session,
         (r.pipeline for r in runs),
-        {r.pipeline: _pipeline_defaults(r, settings) for r in runs},
+        {r.pipeline: _pipeline_defaults(r, settings, token) for r in runs},
+        lambda missing: _may_create(session, missing, runs, token, settings, prefix),
     )
     # Insert in key order, so two batches that overlap lock rows in the same order.
     unique = sorted(
@@ -244,7 +247,33 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _pipeline_defaults(run: RunIn, settings: Settings) -> dict[str, Any]:
+def _may_create(
+    session: Session,
+    missing: list[str],
+    runs: list[RunIn],
+    token: TokenInfo | None,
+    settings: Settings,
+    prefix: Callable[[int], str],
+) -> None:
+    """Ingest creates unknown pipelines only when allowed, and within the token's rate."""
+    first: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        first.setdefault(run.pipeline, i)
+    if not settings.auto_create_pipelines:
+        shown = ", ".join(repr(n) for n in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise Invalid(
+            f"no pipeline named {shown}, and ingest does not create pipelines "
+            "(CADENCE_AUTO_CREATE_PIPELINES=false): an admin creates one with "
+            "PUT /api/v1/pipelines/{name}",
+            fields=[
+                {"field": f"{prefix(first[n])}pipeline", "reason": "no such pipeline"}
+                for n in missing
+            ],
+        )
+    check_creation(session, missing, token, settings, field=f"{prefix(first[missing[0]])}pipeline")
+
+
+def _pipeline_defaults(run: RunIn, settings: Settings, token: TokenInfo | None) -> dict[str, Any]:
     return {
         "name": run.pipeline,
         "display_name": run.pipeline,
@@ -254,6 +283,7 @@ def _pipeline_defaults(run: RunIn, settings: Settings) -> dict[str, Any]:
         "runs_per_week": 1.0,
         "quality_metric": run.quality_metric or "quality",
         "higher_is_better": True,
+        "created_by_token_id": token.id if token is not None else None,
     }
 
 
