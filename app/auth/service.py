@@ -107,6 +107,10 @@ class TokenCache:
             return None
         return item[1]
 
+    def forget(self, digest: str) -> None:
+        with self._lock:
+            self._items.pop(digest, None)
+
     def put(self, digest: str, info: TokenInfo) -> None:
         if self.ttl <= 0:
             return

@@ -131,6 +131,19 @@ class ApiToken(CreatedAt, Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
+class SignedOutSession(Base):
+    """A browser session signed out before it expired: its cookie, even a copy, is dead.
+
+    Rows are needed only until the cookie would have expired; sign-outs delete the
+    expired ones.
+    """
+
+    __tablename__ = "signed_out_session"
+
+    sid: Mapped[str] = mapped_column(String(32), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 ALERT_KINDS = ("cost_over_budget", "goodput_drop", "utilization_floor")
 
 

@@ -1,4 +1,4 @@
-"""pipeline.created_by_token_id, for the per-token limit on creating pipelines.
+"""pipeline.created_by_token_id (per-token creation limit); signed_out_session (sign-out).
 
 Revision ID: 0008
 Revises: 0002
@@ -17,6 +17,14 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.create_table('signed_out_session',
+    sa.Column('sid', sa.String(length=32), nullable=False),
+    sa.Column('expires_at', sa.DateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('sid', name=op.f('pk_signed_out_session'))
+    )
+    with op.batch_alter_table('signed_out_session', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_signed_out_session_expires_at'), ['expires_at'], unique=False)
+
     with op.batch_alter_table('pipeline', schema=None) as batch_op:
         batch_op.add_column(sa.Column('created_by_token_id', sa.Integer(), nullable=True))
         batch_op.create_index(
@@ -29,3 +37,7 @@ def downgrade() -> None:
     # old pipeline table would cascade to its runs. SQLite >= 3.35 drops a column itself.
     op.drop_index('ix_pipeline_creator_created', table_name='pipeline')
     op.drop_column('pipeline', 'created_by_token_id')
+    with op.batch_alter_table('signed_out_session', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_signed_out_session_expires_at'))
+
+    op.drop_table('signed_out_session')
