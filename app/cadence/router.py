@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 from app.analytics.router import MonthConvention, Price, Variant
 from app.cadence import service
 from app.cadence.schemas import CadenceOut
-from app.deps import DatabaseDep
+from app.deps import DatabaseDep, ReadablePipeline
 from app.planning.whatif import WhatIf
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/api/v1", tags=["planning"])
 
 @router.get("/pipelines/{name}/cadence", response_model=CadenceOut)
 def get_cadence(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     variant: Variant = None,
     price: Price = None,

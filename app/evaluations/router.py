@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo
 from app.db.engine import Database
-from app.deps import DatabaseDep, Ingestor, SettingsDep
+from app.deps import DatabaseDep, Ingestor, ReadablePipeline, SettingsDep
 from app.errors import Invalid
 from app.evaluations import service
 from app.evaluations.schemas import EvaluationBatchIn, EvaluationBatchOut, EvaluationPage
@@ -60,7 +60,7 @@ def _store(
 
 @router.get("/{name}/evaluations", response_model=EvaluationPage)
 def list_evaluations(
-    name: NamePath,
+    name: ReadablePipeline,
     db: DatabaseDep,
     run_id: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=service.MAX_LIST_LIMIT)] = 100,

@@ -1,7 +1,7 @@
 """Evaluations (quality of the serving model by age) and pipeline.quality_value_usd_per_unit_month.
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0008
 Create Date: 2026-11-30 16:59:22.353065
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0005'
-down_revision: str | None = '0002'
+down_revision: str | None = '0008'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
