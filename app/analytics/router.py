@@ -20,7 +20,7 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScalingOut,
 )
-from app.deps import DatabaseDep
+from app.deps import DatabaseDep, ReadablePipeline
 from app.errors import Invalid
 from app.pipelines.service import get_by_name
 
@@ -53,7 +53,7 @@ def parse_variants(text: str | None) -> list[str] | None:
 
 @router.get("/pipelines/{name}/projection", response_model=ProjectionOut)
 def get_projection(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     scenario: ScenarioDep,
     variant: Annotated[str | None, Query(description="Variant(s), comma-separated")] = None,
@@ -72,7 +72,7 @@ def get_projection(
 
 @router.get("/pipelines/{name}/goodput", response_model=GoodputOut)
 def get_goodput(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     group: Annotated[str, Query(pattern="^week$", description="Only `week` for now")] = "week",
     weeks: Annotated[int, Query(ge=1, le=260)] = 12,
@@ -87,7 +87,7 @@ def get_goodput(
 
 @router.get("/pipelines/{name}/gate", response_model=GateOut)
 def get_gate(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     scenario: ScenarioDep,
     baseline: Annotated[str, Query(max_length=64)] = "baseline",
@@ -114,7 +114,7 @@ def get_gate(
 
 @router.get("/pipelines/{name}/scaling", response_model=ScalingOut)
 def get_scaling(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     scenario: ScenarioDep,
     variant: Variant = None,
@@ -127,7 +127,7 @@ def get_scaling(
 
 @router.get("/pipelines/{name}/levers", response_model=LeversOut)
 def get_levers(
-    name: str, db: DatabaseDep, scenario: ScenarioDep, variant: Variant = None
+    name: ReadablePipeline, db: DatabaseDep, scenario: ScenarioDep, variant: Variant = None
 ) -> LeversOut:
     """Badput causes ranked by monthly cost at the scenario's cadence and price."""
     with db.transaction(write=False) as session:
@@ -136,7 +136,7 @@ def get_levers(
 
 @router.get("/pipelines/{name}/checkpoints", response_model=CheckpointsOut)
 def get_checkpoints(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     scenario: ScenarioDep,
     variant: Variant = None,

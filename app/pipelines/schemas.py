@@ -29,6 +29,9 @@ class PipelineUpdate(StrictModel):
     gate_power: float | None = Field(
         None, ge=0.5, le=0.99, description="Power 'runs still needed' is computed for"
     )
+    quality_value_usd_per_unit_month: float | None = Field(
+        None, ge=0, le=1e12, description="USD per month one unit of the quality metric is worth"
+    )
 
 
 class PipelineOut(OutModel):
@@ -43,6 +46,7 @@ class PipelineOut(OutModel):
     production_variant: str = "baseline"
     gate_cost_basis: str = "p90"
     gate_power: float = 0.8
+    quality_value_usd_per_unit_month: float | None = None
     created_at: datetime
     run_count: int = 0
     last_run_at: datetime | None = None
