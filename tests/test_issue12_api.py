@@ -64,12 +64,13 @@ def test_bug1_plan_arms_inherit_the_plans_run(client: TestClient) -> None:
     assert cost["value"] == pytest.approx(2426.6667, rel=1e-6) == at2["monthly_cost_usd"]
     assert cost["unit"] == "usd_per_month" and body["gate"]["verdict"] == "FAIL"
     # A candidate that says its runs take 7.6 h is priced at 8 x 7.6 x 2.5 = $152:
-    # 8.667 x 152 = $1,317.33 <= $1,400 -> PASS.
+    # 8.667 x 152 = $1,317.33 <= $1,400: the cost criterion passes (the verdict waits on
+    # the sequential quality test, which three runs per arm cannot settle).
     for r in plan["gate"]["candidate"]:  # type: ignore[index]
         r["wall_clock_hours"] = 7.6
     body = client.post("/api/v1/plan", json=plan).json()
     assert body["gate"]["criteria"][2]["value"] == pytest.approx(1317.3333, rel=1e-6)
-    assert body["gate"]["verdict"] == "PASS"
+    assert body["gate"]["criteria"][2]["status"] == "pass"
 
 
 def test_endpoints_echo_the_scenario_and_the_run_window(ranker: TestClient) -> None:
