@@ -88,6 +88,27 @@ def test_payload_text_is_slack_compatible() -> None:
     assert resolved["text"].startswith("[Cadence] p: resolved: latest run (r9) GPU utilization")
 
 
+def test_payload_text_escapes_chat_markup() -> None:
+    run_id = "<!channel> & <https://evil.test|your invoice>"
+    body = rules.payload(
+        pipeline="a<b>&c", rule_id=1, kind="utilization_floor", event="firing", value=0.1,
+        threshold=0.4, metrics=rules.Metrics(latest_run_id=run_id), at="t",
+    )  # fmt: skip
+    assert body["text"] == (
+        "[Cadence] a&lt;b&gt;&amp;c: latest run (&lt;!channel&gt; &amp; "
+        "&lt;https://evil.test|your invoice&gt;) GPU utilization 10.0% (floor 40.0%)"
+    )
+    assert "<" not in body["text"] and ">" not in body["text"]
+    assert body["pipeline"] == "a<b>&c"  # structured fields are data, not markup
+    weeks = rules.Metrics(goodput_latest=0.5, goodput_previous=0.7, latest_week="<w2>",
+                          previous_week="<w1>")  # fmt: skip
+    text = rules.payload(
+        pipeline="p", rule_id=1, kind="goodput_drop", event="firing", value=20.0,
+        threshold=10.0, metrics=weeks, at="t",
+    )["text"]  # fmt: skip
+    assert "&lt;w1&gt; 70.0% -> &lt;w2&gt; 50.0%" in text
+
+
 @pytest.mark.parametrize(
     ("kind", "threshold", "ok"),
     [
