@@ -87,6 +87,16 @@ class Claimed:
     error: str | None
 
 
+def any_due(session: Session, *, now: datetime) -> bool:
+    """Whether anything is due: a read, so an idle sender never takes a write lock."""
+    found = session.scalar(
+        select(AlertDelivery.id)
+        .where(AlertDelivery.next_attempt_at <= now, _unclaimed(now))
+        .limit(1)
+    )
+    return found is not None
+
+
 def claim_due(
     session: Session, *, now: datetime, limit: int, lease: timedelta, token: str
 ) -> list[Claimed]:

@@ -149,7 +149,6 @@ def describe(kind: str, value: float, threshold: float, metrics: Metrics) -> str
 @dataclass(frozen=True)
 class Notification:
     rule_id: int
-    url: str
     event: Event
     payload: dict[str, Any] = field(default_factory=dict)
 

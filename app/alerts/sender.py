@@ -43,6 +43,10 @@ def lease(settings: Settings) -> timedelta:
 def claim(
     db: Database, settings: Settings, now: datetime, limit: int, token: str
 ) -> list[repository.Claimed]:
+    """Claim up to ``limit`` due notifications for this sender (committed on return)."""
+    with db.transaction(write=False, primary=True) as session:
+        if not repository.any_due(session, now=now):  # the usual case: no write lock
+            return []
     with db.transaction() as session:
         return repository.claim_due(
             session, now=now, limit=limit, lease=lease(settings), token=token

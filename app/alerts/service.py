@@ -204,7 +204,7 @@ def apply(
             pipeline=pipeline, rule_id=rule.id, kind=rule.kind, event=event, value=value,
             threshold=rule.threshold, metrics=metrics, at=now.isoformat(),
         )  # fmt: skip
-        notes.append(rules.Notification(rule.id, rule.webhook_url, event, body))
+        notes.append(rules.Notification(rule.id, event, body))
     return notes
 
 
