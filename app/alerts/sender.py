@@ -129,15 +129,16 @@ class Sender:
             free = self.settings.alert_max_in_flight - len(running)
             try:
                 claimed = claim(self.db, self.settings, utcnow(), free, token) if free else []
-            except Exception:  # the database is away: try again at the next poll
-                log.exception("alert sender could not claim deliveries")
+            except Exception as exc:  # the database is away: try again at the next poll
+                first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+                log.warning("alert sender could not claim deliveries: %s", first_line)
                 claimed = []
             for c in claimed:
                 future = self.pool.submit(self._send, c, token)
                 future.add_done_callback(lambda _: WAKE.set())
                 running.add(future)
             WAKE.wait(POLL_SECONDS)
-        wait(running, timeout=self.settings.alert_webhook_timeout_seconds * 4)
+        wait(running, timeout=self.settings.alert_webhook_timeout_seconds + 1)
 
     def _send(self, claimed: repository.Claimed, token: str) -> str:
         try:

@@ -214,7 +214,7 @@ def evaluate(
     """Evaluate a pipeline's enabled rules; queue a webhook per state change, in the
     transaction that changes the state (so neither happens without the other).
 
-    Returns the ids of the notifications queued or replaced (empty: nothing changed).
+    Returns the ids of the notifications queued or cancelled (empty: nothing changed).
     """
     now = now or datetime.now(UTC)
     with db.transaction() as session:
