@@ -146,10 +146,12 @@ def test_send_connects_to_the_checked_address() -> None:
     assert request.headers["X-Cadence-Delivery"] == "7"
 
 
-def test_every_refused_range_is_not_global() -> None:
-    for text in ("169.254.169.254", "fd00:ec2::254", "100.64.0.1", "172.16.0.1", "fe80::1"):
+def test_refused_ranges_including_ipv4_inside_ipv6() -> None:
+    for text in ("169.254.169.254", "fd00:ec2::254", "100.64.0.1", "172.16.0.1", "fe80::1",
+                 "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "::127.0.0.1"):  # fmt: skip
         assert targets.address_problem(ipaddress.ip_address(text)) is not None
     assert targets.address_problem(ipaddress.ip_address("2606:4700::1111")) is None
+    assert targets.address_problem(ipaddress.ip_address("64:ff9b::808:808")) is None  # 8.8.8.8
 
 
 # --- what readers see -------------------------------------------------------------------

@@ -36,10 +36,26 @@ def is_allowed(host: str, port: int, allowed: Iterable[str]) -> bool:
     return any(item in (host, shown, f"{shown}:{port}") for item in allowed)
 
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries on to (mapped, 6to4, NAT64, compatible):
+    ``64:ff9b::a9fe:a9fe`` reaches 169.254.169.254 through a NAT64 gateway."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64 or (address in IPV4_COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def address_problem(address: IPAddress) -> str | None:
     """Why a webhook must not go to ``address`` (None: a public address)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    if isinstance(address, ipaddress.IPv6Address):
+        address = embedded_ipv4(address) or address  # ::ffff:127.0.0.1 is 127.0.0.1
     if address.is_loopback:
         return "a loopback address"
     if address.is_link_local:
