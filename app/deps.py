@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import (
     TokenCache,
     TokenInfo,
+    check_pipeline_allowed,
     check_scope,
     hash_token,
     lookup,
@@ -71,7 +72,9 @@ def require_scope(scope: str) -> Callable[..., Awaitable[TokenInfo]]:
     async def check(
         request: Request, authorization: Annotated[str | None, Header()] = None
     ) -> TokenInfo:
-        return check_scope(await authenticate(request, authorization), scope)
+        return remember_token(
+            request, check_scope(await authenticate(request, authorization), scope)
+        )
 
     return check
 
@@ -97,5 +100,44 @@ async def bearer_if_sent(
 
 
 MaybeToken = Annotated[TokenInfo | None, Depends(bearer_if_sent)]
-Ingestor = Annotated[TokenInfo, Depends(require_scope("ingest"))]
-Admin = Annotated[TokenInfo, Depends(require_scope("admin"))]
+require_ingest = require_scope("ingest")
+require_admin = require_scope("admin")
+Ingestor = Annotated[TokenInfo, Depends(require_ingest)]
+Admin = Annotated[TokenInfo, Depends(require_admin)]
+
+# --- pipeline limits (``cadence token create --pipeline``) ----------------------------
+# A token's limit binds every scope. Reads know their token from the read gate (token
+# mode: bearer or session); in open mode a read has no token and sees every pipeline.
+TOKEN_STATE = "cadence_token"
+PipelinePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
+
+
+def remember_token(request: Request, token: TokenInfo) -> TokenInfo:
+    """Keep the request's verified token on its state, where limits are read from."""
+    request.scope.setdefault("state", {})[TOKEN_STATE] = token
+    return token
+
+
+async def request_token(request: Request) -> TokenInfo | None:
+    """The token the request was authenticated with, or None (open read mode)."""
+    token: TokenInfo | None = request.scope.get("state", {}).get(TOKEN_STATE)
+    return token
+
+
+async def readable_pipeline(
+    name: PipelinePath, token: Annotated[TokenInfo | None, Depends(request_token)]
+) -> str:
+    """The ``{name}`` path parameter, when the request's token may see that pipeline."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
+async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
+    """The ``{name}`` path parameter, when an admin token may change that pipeline."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
+Viewer = Annotated[TokenInfo | None, Depends(request_token)]
+ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
+AdminPipeline = Annotated[str, Depends(admin_pipeline)]

@@ -1,7 +1,7 @@
 """Alert outbox: alert_delivery rows are queued, claimed, retried and scheduled.
 
 Revision ID: 0003
-Revises: 0002
+Revises: 0005
 Create Date: 2026-11-30 17:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0003'
-down_revision: str | None = '0002'
+down_revision: str | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
