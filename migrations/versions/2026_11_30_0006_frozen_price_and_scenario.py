@@ -1,7 +1,7 @@
 """Freeze the billed price on each run; pipeline production variant and gate settings.
 
 Revision ID: 0006
-Revises: 0005
+Revises: 0003
 Create Date: 2026-11-30 17:00:00.000000
 
 Existing runs are backfilled with the price in force now (their own, else their
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0006'
-down_revision: str | None = '0005'
+down_revision: str | None = '0003'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
