@@ -17,6 +17,7 @@ from app.deps import DatabaseDep
 from app.errors import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week, week_monday
+from app.schemas_common import EARLIEST, LATEST, RANGE_REASON
 from app.web import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
@@ -169,6 +170,11 @@ def weekly_review(
         raise Invalid(
             str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
         ) from exc
+    # The page also links the weeks either side and queries the week's runs.
+    if not EARLIEST.year <= monday.isocalendar().year <= LATEST.year:
+        raise Invalid(
+            f"week: {label} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
+        )
     with db.transaction(write=False) as session:
         pipelines = list(session.scalars(select(Pipeline).order_by(Pipeline.name).limit(500)))
         rows = views.review(session, pipelines, monday)

@@ -274,6 +274,13 @@ def load_runs(session: Session, ids: Sequence[int]) -> list[tuple[Any, list[Any]
     return [found[i] for i in ids if i in found]
 
 
+def delete_run(session: Session, pk: int) -> bool:
+    """Delete a run (its interruptions follow by ON DELETE CASCADE) without reading it:
+    a row stored before timestamps were range-checked may not load (year 10000)."""
+    result = session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
+    return bool(cast(Any, result).rowcount)
+
+
 def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
     rows = _read(session, _runs_query().where(Run.id == pk))
     return rows[0] if rows else None

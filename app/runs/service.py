@@ -305,11 +305,8 @@ def get(session: Session, pk: int) -> RunOut:
 
 
 def delete(session: Session, pk: int) -> None:
-    row = session.get(Run, pk)
-    if row is None:
+    if not repository.delete_run(session, pk):
         raise NotFound(f"no run with id {pk}")
-    session.delete(row)
-    session.flush()
 
 
 def encode_cursor(run: Any) -> str:
