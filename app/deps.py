@@ -6,12 +6,13 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import (
     TokenCache,
     TokenInfo,
+    check_pipeline_allowed,
     check_scope,
     hash_token,
     lookup,
@@ -81,13 +82,52 @@ def require_scope(scope: str) -> Callable[..., Awaitable[TokenInfo]]:
         if token is None:  # a miss needs the database: do it in a worker thread
             token = await run_in_threadpool(verify, request.app.state.database, secret)
             cache.put(digest, token)
-        return check_scope(token, scope)
+        return remember_token(request, check_scope(token, scope))
 
     return check
 
 
-Ingestor = Annotated[TokenInfo, Depends(require_scope("ingest"))]
-Admin = Annotated[TokenInfo, Depends(require_scope("admin"))]
+require_ingest = require_scope("ingest")
+require_admin = require_scope("admin")
+Ingestor = Annotated[TokenInfo, Depends(require_ingest)]
+Admin = Annotated[TokenInfo, Depends(require_admin)]
+
+# --- pipeline limits (``cadence token create --pipeline``) ----------------------------
+# A token's limit binds every scope. Reads know their token from the read gate (token
+# mode: bearer or session); in open mode a read has no token and sees every pipeline.
+TOKEN_STATE = "cadence_token"
+PipelinePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
+
+
+def remember_token(request: Request, token: TokenInfo) -> TokenInfo:
+    """Keep the request's verified token on its state, where limits are read from."""
+    request.scope.setdefault("state", {})[TOKEN_STATE] = token
+    return token
+
+
+async def request_token(request: Request) -> TokenInfo | None:
+    """The token the request was authenticated with, or None (open read mode)."""
+    token: TokenInfo | None = request.scope.get("state", {}).get(TOKEN_STATE)
+    return token
+
+
+async def readable_pipeline(
+    name: PipelinePath, token: Annotated[TokenInfo | None, Depends(request_token)]
+) -> str:
+    """The ``{name}`` path parameter, when the request's token may see that pipeline."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
+async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
+    """The ``{name}`` path parameter, when an admin token may change that pipeline."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
+Viewer = Annotated[TokenInfo | None, Depends(request_token)]
+ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
+AdminPipeline = Annotated[str, Depends(admin_pipeline)]
 
 
 # NUL and other control characters in a path or query value: PostgreSQL refuses NUL in

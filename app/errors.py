@@ -76,6 +76,14 @@ class TooLarge(CadenceError):
     code = "payload_too_large"
 
 
+class RateLimited(CadenceError):
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+
+
 class Unavailable(CadenceError):
     status_code = 503
     code = "unavailable"

@@ -154,16 +154,23 @@ def api_routes(routes: list[Any]) -> list[APIRoute]:
     return found
 
 
+def dependants(dependant: Any) -> list[Any]:
+    """A route's dependant and those of its dependencies (which read parameters too)."""
+    return [dependant] + [d for sub in dependant.dependencies for d in dependants(sub)]
+
+
 def route_cases() -> list[tuple[str, str, str, str]]:
     """(method, url template, where, parameter) for every parameter of every route."""
     app = create_app(Settings(database_url="sqlite://"))
     cases = []
     for route in api_routes(app.routes):
+        path_params = sorted({p.name for d in dependants(route.dependant) for p in d.path_params})
+        query_params = sorted(
+            {p.alias for d in dependants(route.dependant) for p in d.query_params}
+        )
         for method in sorted(route.methods - {"HEAD"}):
-            for param in route.dependant.path_params:
-                cases.append((method, route.path, "path", param.name))
-            for param in route.dependant.query_params:
-                cases.append((method, route.path, "query", param.alias))
+            cases += [(method, route.path, "path", name) for name in path_params]
+            cases += [(method, route.path, "query", name) for name in query_params]
     return cases
 
 

@@ -33,7 +33,7 @@ REJECTION_REASONS = frozenset(
     {
         "validation_error", "conflict", "unauthorized", "forbidden", "payload_too_large",
         "bad_request", "not_found", "method_not_allowed", "database_unavailable",
-        "statement_timeout", "internal_error",
+        "statement_timeout", "internal_error", "rate_limited",
     }
 )  # fmt: skip
 QUIET_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # access lines at DEBUG

@@ -7,13 +7,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select, true
 
 from app.alerts.service import page_section as alerts_section
+from app.auth.service import TokenInfo
 from app.dashboard import runs_table, views
 from app.dashboard.figures import to_json
 from app.db.models import Pipeline
-from app.deps import DatabaseDep
+from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.errors import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week, week_monday
@@ -48,16 +49,28 @@ def what_if_params(
 WhatIfDep = Annotated[views.WhatIfParams, Depends(what_if_params)]
 
 
+def visible(viewer: TokenInfo | None) -> ColumnElement[bool]:
+    """The pipelines a signed-in token may see (its ``--pipeline`` limit), as a filter."""
+    if viewer is None or viewer.pipelines is None:
+        return true()
+    return Pipeline.name.in_(viewer.pipelines)
+
+
 @router.get("/", response_class=HTMLResponse)
 def overview(
-    request: Request, db: DatabaseDep, page: Annotated[int, Query(ge=1, le=10_000)] = 1
+    request: Request,
+    db: DatabaseDep,
+    viewer: Viewer,
+    page: Annotated[int, Query(ge=1, le=10_000)] = 1,
 ) -> HTMLResponse:
     today = datetime.now(UTC).date()
+    shown = visible(viewer)
     with db.transaction(write=False) as session:
-        total = session.scalar(select(func.count()).select_from(Pipeline)) or 0
+        total = session.scalar(select(func.count()).select_from(Pipeline).where(shown)) or 0
         pipelines = list(
             session.scalars(
                 select(Pipeline)
+                .where(shown)
                 .order_by(Pipeline.name)
                 .offset((page - 1) * OVERVIEW_PAGE)
                 .limit(OVERVIEW_PAGE)
@@ -73,7 +86,7 @@ def overview(
 @router.get("/pipelines/{name}", response_class=HTMLResponse)
 def pipeline_page(
     request: Request,
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     p: WhatIfDep,
     baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
@@ -129,7 +142,7 @@ def _whatif_context(session: Any, pipeline: Pipeline, p: views.WhatIfParams) -> 
 @router.get("/pipelines/{name}/whatif")
 def whatif_fragment(
     request: Request,
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     p: WhatIfDep,
 ) -> JSONResponse:
@@ -147,7 +160,7 @@ def whatif_fragment(
 
 
 @router.get("/pipelines/{name}/runs.csv")
-def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
+def runs_csv(name: ReadablePipeline, db: DatabaseDep) -> StreamingResponse:
     with db.transaction(write=False) as session:
         pipeline_id = get_by_name(session, name).id
     filename = f"cadence-{name}-runs.csv"
@@ -160,7 +173,10 @@ def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
 
 @router.get("/review", response_class=HTMLResponse)
 def weekly_review(
-    request: Request, db: DatabaseDep, week: Annotated[str | None, Query(max_length=10)] = None
+    request: Request,
+    db: DatabaseDep,
+    viewer: Viewer,
+    week: Annotated[str | None, Query(max_length=10)] = None,
 ) -> HTMLResponse:
     today = datetime.now(UTC).date()
     label = week or iso_week(today)
@@ -176,7 +192,11 @@ def weekly_review(
             f"week: {label} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
         )
     with db.transaction(write=False) as session:
-        pipelines = list(session.scalars(select(Pipeline).order_by(Pipeline.name).limit(500)))
+        pipelines = list(
+            session.scalars(
+                select(Pipeline).where(visible(viewer)).order_by(Pipeline.name).limit(500)
+            )
+        )
         rows = views.review(session, pipelines, monday)
     return templates.TemplateResponse(request, "review.html", {
         "rows": rows, "week": label, "monday": monday,

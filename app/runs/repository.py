@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -54,9 +54,15 @@ _PIPELINE_REF = select(
 
 
 def ensure_pipelines(
-    session: Session, names: Iterable[str], defaults: dict[str, dict[str, Any]]
+    session: Session,
+    names: Iterable[str],
+    defaults: dict[str, dict[str, Any]],
+    before_create: Callable[[list[str]], None] | None = None,
 ) -> dict[str, PipelineRef]:
-    """Pipelines by name, creating missing ones; safe when two requests race."""
+    """Pipelines by name, creating missing ones; safe when two requests race.
+
+    ``before_create`` sees the missing names first and may refuse them (raise).
+    """
     wanted = sorted(set(names))
     found = {
         r.name: PipelineRef(*r)
@@ -64,6 +70,8 @@ def ensure_pipelines(
     }
     missing = [n for n in wanted if n not in found]
     if missing:
+        if before_create is not None:
+            before_create(missing)
         stmt = _insert(session, Pipeline.__table__).on_conflict_do_nothing(index_elements=["name"])
         session.execute(stmt, [defaults[n] for n in missing])
         rows = session.execute(_PIPELINE_REF.where(Pipeline.name.in_(missing)))
@@ -274,11 +282,14 @@ def load_runs(session: Session, ids: Sequence[int]) -> list[tuple[Any, list[Any]
     return [found[i] for i in ids if i in found]
 
 
-def delete_run(session: Session, pk: int) -> bool:
+def run_pipeline_id(session: Session, pk: int) -> int | None:
+    return session.scalar(select(RUN_TABLE.c.pipeline_id).where(RUN_TABLE.c.id == pk))
+
+
+def delete_run(session: Session, pk: int) -> None:
     """Delete a run (its interruptions follow by ON DELETE CASCADE) without reading it:
     a row stored before timestamps were range-checked may not load (year 10000)."""
-    result = session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
-    return bool(cast(Any, result).rowcount)
+    session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
 
 
 def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
@@ -286,20 +297,27 @@ def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
     return rows[0] if rows else None
 
 
+def pipeline_name(session: Session, pipeline_id: int) -> str:
+    return session.execute(select(Pipeline.name).where(Pipeline.id == pipeline_id)).scalar_one()
+
+
 def list_runs(
     session: Session,
     *,
     pipeline_id: int | None,
+    only: Sequence[str] | None = None,
     variant: str | None,
     since: datetime | None,
     until: datetime | None,
     after: tuple[datetime, int] | None,
     limit: int,
 ) -> list[tuple[Any, list[Any]]]:
-    """Newest first, keyset-paginated on (started_at, id)."""
+    """Newest first, keyset-paginated on (started_at, id); ``only``: these pipelines."""
     stmt = _runs_query()
     if pipeline_id is not None:
         stmt = stmt.where(Run.pipeline_id == pipeline_id)
+    if only is not None:  # a token's pipeline limit
+        stmt = stmt.where(Pipeline.name.in_(only))
     if variant is not None:
         stmt = stmt.where(Run.variant == variant)
     if since is not None:

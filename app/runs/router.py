@@ -10,9 +10,9 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from app.alerts.service import evaluate_after_ingest, pipelines_with_rules
-from app.auth.service import TokenInfo
+from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
-from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep
+from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep, Viewer
 from app.errors import Invalid
 from app.pipelines.service import get_by_name
 from app.runs import repository, service
@@ -158,6 +158,7 @@ def store_batch(db: Database, batch: RunBatchIn, token: TokenInfo, settings: Set
 @router.get("", response_model=RunPage)
 def list_runs(
     db: DatabaseDep,
+    viewer: Viewer,
     pipeline: str | None = None,
     variant: str | None = None,
     since: Annotated[Timestamp | None, Query(description="started_at >= since")] = None,
@@ -167,11 +168,14 @@ def list_runs(
 ) -> Response:
     """Runs, newest first. Follow `next_cursor` for the next page."""
     after = service.decode_cursor(cursor) if cursor else None
+    if pipeline:
+        check_pipeline_allowed(viewer, pipeline)
     with db.transaction(write=False) as session:
         pipeline_id = get_by_name(session, pipeline).id if pipeline else None
         rows = repository.list_runs(
             session,
             pipeline_id=pipeline_id,
+            only=viewer.pipelines if viewer is not None and not pipeline else None,
             variant=variant,
             since=since,
             until=until,
@@ -190,14 +194,14 @@ def list_runs(
 
 
 @router.get("/{pk}", response_model=RunOut)
-def get_run(pk: RunPk, db: DatabaseDep) -> RunOut:
+def get_run(pk: RunPk, db: DatabaseDep, viewer: Viewer) -> RunOut:
     with db.transaction(write=False) as session:
-        return service.get(session, pk)
+        return service.get(session, pk, viewer)
 
 
 @router.delete("/{pk}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_run(pk: RunPk, db: DatabaseDep, _token: Admin) -> Response:
+def delete_run(pk: RunPk, db: DatabaseDep, token: Admin) -> Response:
     """Delete one run and its interruptions (admin)."""
     with db.transaction() as session:
-        service.delete(session, pk)
+        service.delete(session, pk, token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth.service import TokenInfo, check_scope, hash_token, parse_bearer
-from app.deps import token_cache, verify
+from app.deps import TOKEN_STATE, token_cache, verify
 from app.errors import CadenceError, Unauthorized, error_body, wants_html
 from app.security.sessions import SESSION_COOKIE, STATE_KEY, Security, SignedIn
 
@@ -83,6 +83,7 @@ class ReadAccessGate:
             await self._challenge(request)(scope, receive, send)
             return
         token, from_session = credential
+        scope.setdefault("state", {})[TOKEN_STATE] = token  # its pipeline limit binds reads
         new_csrf = self._remember(scope, request, token) if from_session else None
         if new_csrf is None:
             await self.app(scope, receive, send)

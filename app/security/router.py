@@ -139,11 +139,12 @@ async def login(request: Request, db: DatabaseDep) -> Response:
 
 
 @router.post("/logout")
-async def logout(request: Request) -> Response:
+async def logout(request: Request, db: DatabaseDep) -> Response:
     security = security_of(request)
     form = await read_form(request)
     if not security.csrf_ok(request, form.get(CSRF_FIELD)):
         return render_error_page(request, 403, CSRF_FAILED)
+    await security.sign_out(request, db)
     response = redirect("/login" if security.token_mode else "/")
     security.clear_session(response, request)
     return response

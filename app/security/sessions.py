@@ -1,13 +1,15 @@
 """Browser sessions and CSRF tokens for ``CADENCE_READ_ACCESS=token``.
 
 Session cookie ``cadence_session``: a signed payload (see ``signing``)
-``{"v": 1, "tid": <token id>, "fp": <first 16 hex of the token's SHA-256>, "exp": <unix time>}``.
-Nothing is stored server-side. A session is accepted while its signature holds, ``exp``
-is in the future, and the token it names is still live (not revoked, still has the
-``read`` or ``admin`` scope, and its hash still starts with ``fp``, so a rebuilt
-database that reuses the id does not inherit old sessions). Liveness is cached like
-bearer tokens (``TokenCache``, ``CADENCE_TOKEN_CACHE_SECONDS``): a revocation ends
-sessions within that time without a query per request.
+``{"v": 1, "tid": <token id>, "fp": <first 16 hex of the token's SHA-256>,
+"sid": <32 random hex>, "exp": <unix time>}``. A session is accepted while its signature
+holds, ``exp`` is in the future, it was not signed out, and the token it names is still
+live (not revoked, still has the ``read`` or ``admin`` scope, and its hash still starts
+with ``fp``, so a rebuilt database that reuses the id does not inherit old sessions).
+Signing out records ``sid`` in ``signed_out_session`` (until ``exp``), so a copied
+cookie dies with the original. Liveness is cached like bearer tokens (``TokenCache``,
+``CADENCE_TOKEN_CACHE_SECONDS``): a revocation, or a sign-out seen by another worker,
+ends sessions within that time without a query per request.
 
 CSRF (double submit): a random ``cadence_csrf`` cookie (SameSite=Strict) and, in each
 state-changing form, a hidden ``csrf`` field holding HMAC(key, cookie value). A POST is
@@ -21,15 +23,17 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request, Response
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenCache, TokenInfo
+from app.db.base import utcnow
 from app.db.engine import Database
-from app.db.models import ApiToken
+from app.db.models import ApiToken, SignedOutSession
 from app.security.signing import Signer
 from app.settings import Settings
 
@@ -39,6 +43,7 @@ CSRF_FIELD = "csrf"
 STATE_KEY = "cadence_session"  # request.state: the signed-in SignedIn, if any
 READ_SCOPES = frozenset({"read", "admin"})
 FINGERPRINT_CHARS = 16
+SID_CHARS = 32
 _CSRF_VALUE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
 
 # The clock sessions expire by; tests move it (it is not time.time itself, so the
@@ -62,9 +67,26 @@ def can_read(token: TokenInfo) -> bool:
     return not READ_SCOPES.isdisjoint(token.scopes)
 
 
-def live_token(db: Database, token_id: int, print_: str) -> TokenInfo | None:
-    """The token a session names, if it is still live; on the primary, never a replica."""
+@dataclass(frozen=True)
+class Claim:
+    """What a well-signed, unexpired session cookie says."""
+
+    token_id: int
+    fingerprint: str
+    sid: str
+    expires: int
+
+    @property
+    def cache_key(self) -> str:
+        return f"session:{self.token_id}:{self.fingerprint}:{self.sid}"
+
+
+def live_token(db: Database, claim: Claim) -> TokenInfo | None:
+    """The token a session names, if it and the session are still live; on the primary."""
     with db.transaction(write=False, primary=True) as session:
+        if session.get(SignedOutSession, claim.sid) is not None:
+            return None
+        token_id, print_ = claim.token_id, claim.fingerprint
         row = session.scalar(select(ApiToken).where(ApiToken.id == token_id))
         if row is None or row.revoked_at is not None:
             return None
@@ -77,6 +99,15 @@ def live_token(db: Database, token_id: int, print_: str) -> TokenInfo | None:
             pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
             last_used_at=row.last_used_at,
         )
+
+
+def record_sign_out(db: Database, claim: Claim) -> None:
+    """Remember a signed-out session until it would have expired; forget expired ones."""
+    with db.transaction() as session:
+        now = utcnow()
+        session.execute(delete(SignedOutSession).where(SignedOutSession.expires_at < now))
+        expires = datetime.fromtimestamp(claim.expires, UTC)
+        session.merge(SignedOutSession(sid=claim.sid, expires_at=expires))
 
 
 class Security:
@@ -103,35 +134,47 @@ class Security:
             "v": 1,
             "tid": token.id,
             "fp": fingerprint(token_hash),
+            "sid": secrets.token_hex(SID_CHARS // 2),
             "exp": int(clock()) + self.max_age,
         }
         return self.sessions.sign(payload)
 
-    def parse(self, value: str | None) -> tuple[int, str] | None:
-        """(token id, fingerprint) of a well-signed, unexpired session cookie, else None."""
+    def parse(self, value: str | None) -> Claim | None:
+        """The claim of a well-signed, unexpired session cookie, else None."""
         payload: dict[str, Any] | None = self.sessions.unsign(value or "")
         if payload is None or payload.get("v") != 1:
             return None
         tid, fp, exp = payload.get("tid"), payload.get("fp"), payload.get("exp")
+        sid = payload.get("sid")
         if type(tid) is not int or type(exp) is not int or not isinstance(fp, str):
             return None
+        if not isinstance(sid, str) or len(sid) != SID_CHARS:
+            return None  # also a cookie issued before sign-out was recorded: sign in again
         if len(fp) != FINGERPRINT_CHARS or exp <= clock():
             return None
-        return tid, fp
+        return Claim(tid, fp, sid, exp)
 
     async def session_token(self, request: Request, db: Database) -> TokenInfo | None:
         """The live, read-capable token behind the request's session cookie, or None."""
-        parsed = self.parse(request.cookies.get(SESSION_COOKIE))
-        if parsed is None:
+        claim = self.parse(request.cookies.get(SESSION_COOKIE))
+        if claim is None:
             return None
-        key = f"session:{parsed[0]}:{parsed[1]}"
-        token = self.cache.get(key)
+        token = self.cache.get(claim.cache_key)
         if token is None:  # a miss needs the database: do it in a worker thread
-            token = await run_in_threadpool(live_token, db, *parsed)
+            token = await run_in_threadpool(live_token, db, claim)
             if token is None:
                 return None
-            self.cache.put(key, token)
+            self.cache.put(claim.cache_key, token)
         return token if can_read(token) else None
+
+    async def sign_out(self, request: Request, db: Database) -> None:
+        """End the request's session on the server too: copies of the cookie stop working
+        at once in this worker, and in others within ``CADENCE_TOKEN_CACHE_SECONDS``."""
+        claim = self.parse(request.cookies.get(SESSION_COOKIE))
+        if claim is None:
+            return
+        await run_in_threadpool(record_sign_out, db, claim)
+        self.cache.forget(claim.cache_key)
 
     def set_session(self, response: Response, request: Request, value: str) -> None:
         response.set_cookie(
