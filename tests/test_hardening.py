@@ -383,3 +383,31 @@ def test_a_run_stored_before_the_range_check_can_be_deleted(
     assert client.delete(f"/api/v1/runs/{pk}", headers=admin_headers).status_code == 204
     assert client.get("/api/v1/runs").json()["runs"] == []
     assert client.get(f"/api/v1/runs/{pk}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"evaluated_at": "9999-12-31T23:00:00-01:00"}, "evaluated_at"),
+        ({"evaluated_at": 1793606400}, "evaluated_at"),
+        ({"value": "0.79"}, "value"),
+        ({"value": True}, "value"),
+        ({"run_id": "first\u200b"}, "run_id"),
+        ({"metric": "ndcg\n"}, "metric"),
+    ],
+)
+def test_evaluations_take_the_same_checks(
+    client: TestClient, ingest_headers: dict[str, str], bad: dict[str, Any], field: str
+) -> None:
+    client.post("/api/v1/runs", json=make_run(run_id="first"), headers=ingest_headers)
+    good = {"run_id": "first", "evaluated_at": "2026-11-03T08:00:00+00:00", "value": 0.79}
+    response = client.post(
+        "/api/v1/pipelines/ranker/evaluations",
+        json={"evaluations": [{**good, **bad}]},
+        headers=ingest_headers,
+    )
+    assert_refused(response, f"evaluations.0.{field}")
+    ok = client.post(
+        "/api/v1/pipelines/ranker/evaluations", json={"evaluations": [good]}, headers=ingest_headers
+    )
+    assert ok.status_code == 201, ok.text
