@@ -31,6 +31,9 @@ class GoodputOut(BaseModel):
     group: Literal["week"] = "week"
     weeks: list[WeekSummary]
     total: Goodput
+    warnings: list[str] = Field(
+        default_factory=list, description="E.g. weeks whose runs mix utilization sources."
+    )
 
 
 class GateOut(BaseModel):
@@ -42,6 +45,9 @@ class GateOut(BaseModel):
     quality_metric: str
     higher_is_better: bool
     result: GateResult
+    warnings: list[str] = Field(
+        default_factory=list, description="E.g. arms whose runs mix utilization sources."
+    )
 
 
 class Prediction(BaseModel):

@@ -34,6 +34,7 @@ from app.planning.levers import rank_levers
 from app.planning.model import PlanningError
 from app.planning.projection import project_costs, runs_per_month
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl, scaling_advice, scaling_table
+from app.planning.sources import gate_source_warnings, trend_source_warnings
 from app.planning.weekly import fill_weeks
 from app.planning.whatif import WhatIf
 
@@ -199,7 +200,9 @@ def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) 
     total = EMPTY_TOTALS
     for r in rows.get(pipeline.id, []):
         total = total + r.goodput
-    return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total))
+    sources = repo.utilization_sources(session, pipeline.id, since, since + timedelta(weeks=weeks))
+    return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total),
+                      warnings=trend_source_warnings(sources))  # fmt: skip
 
 
 def gate(
@@ -229,16 +232,14 @@ def gate(
         higher_is_better=pipeline.higher_is_better, target_runs_per_week=target,
         budget_usd=budget, convention=convention, thresholds=thresholds,
     )  # fmt: skip
-    return GateOut(
-        pipeline=name,
-        baseline=baseline,
-        candidate=candidate,
-        target_runs_per_week=target,
-        budget_usd=budget,
-        quality_metric=pipeline.quality_metric,
-        higher_is_better=pipeline.higher_is_better,
-        result=result,
+    warnings = gate_source_warnings(
+        (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)
     )
+    return GateOut(
+        pipeline=name, baseline=baseline, candidate=candidate, target_runs_per_week=target,
+        budget_usd=budget, quality_metric=pipeline.quality_metric,
+        higher_is_better=pipeline.higher_is_better, result=result, warnings=warnings,
+    )  # fmt: skip
 
 
 def scaling(session: Session, name: str, *, variant: str | None, workers: int | None) -> ScalingOut:

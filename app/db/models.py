@@ -54,6 +54,8 @@ class Run(CreatedAt, Base):
     gpu_type: Mapped[str] = mapped_column(String(64), default="")
     gpu_hours: Mapped[float] = mapped_column(Double)
     gpu_utilization: Mapped[float] = mapped_column(Double)
+    # One of app.runs.schemas.UTILIZATION_SOURCES (checked by the API), or unknown.
+    utilization_source: Mapped[str | None] = mapped_column(String(32), nullable=True)
     price_per_gpu_hour: Mapped[float | None] = mapped_column(Double, nullable=True)
     quality_metric: Mapped[str | None] = mapped_column(String(100), nullable=True)
     quality_value: Mapped[float | None] = mapped_column(Double, nullable=True)

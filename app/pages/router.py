@@ -91,7 +91,7 @@ def pipeline_page(
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
         context = _whatif_context(session, pipeline, p)
-        summaries = views.weekly(session, pipeline)
+        summaries, trend_warnings = views.weekly(session, pipeline)
         gate, gate_empty = views.gate_section(session, pipeline, g, p.weeks_per_month)
         scaling, scaling_out = views.scaling_section(session, pipeline)
         runs, total = runs_table.page(
@@ -100,6 +100,7 @@ def pipeline_page(
         variants = views.variant_names(session, pipeline)
         context.update({
             "trend": views.trend_sections(summaries), "weeks": summaries,
+            "trend_warnings": trend_warnings,
             "runs_charts": views.run_sections(session, pipeline),
             "gate": gate, "gate_empty": gate_empty, "g": g,
             "scaling": scaling, "scaling_out": scaling_out,
