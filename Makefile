@@ -14,10 +14,13 @@ export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.runtime: pyproject.toml
+$(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cadence needs Python 3.11+"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	# The CLI's report/export/import/check use the client package; it comes from this
+	# tree, never the package index (PyPI's "cadence-client" is an unrelated project).
+	$(PIP) install --quiet -e ./clients/python
 	$(PIP) install --quiet -e .
 	@touch $@
 
@@ -39,14 +42,15 @@ migrate: $(VENV)/.runtime ## Apply migrations to CADENCE_DATABASE_URL
 demo: $(VENV)/.runtime ## Load the demo pipelines (idempotent)
 	$(CADENCE) demo
 
-lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/
-	$(VENV)/bin/ruff check app tests bench migrations
-	$(VENV)/bin/ruff format --check app tests bench migrations
+lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/ and the client
+	$(VENV)/bin/ruff check app tests bench migrations clients/python
+	$(VENV)/bin/ruff format --check app tests bench migrations clients/python
 	$(VENV)/bin/mypy app
+	$(VENV)/bin/mypy --python-version 3.10 clients/python/cadence_client
 
 fmt: $(VENV)/.dev ## Format and autofix
-	$(VENV)/bin/ruff format app tests bench migrations
-	$(VENV)/bin/ruff check --fix app tests bench migrations
+	$(VENV)/bin/ruff format app tests bench migrations clients/python
+	$(VENV)/bin/ruff check --fix app tests bench migrations clients/python
 
 test: lint test-sqlite test-postgres ## Lint, then the whole suite on SQLite and on PostgreSQL
 
