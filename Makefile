@@ -5,6 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CADENCE := $(VENV)/bin/cadence
+FOCUS_VENV ?= .venv-focus
 PYTEST_ARGS ?=
 export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
@@ -24,8 +25,16 @@ $(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	$(PIP) install --quiet -e .
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime
+$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok
 	$(PIP) install --quiet -e '.[dev]'
+	@touch $@
+
+# The FinOps FOCUS validator, for tests/test_focus.py, in a venv of its own: its release
+# for Python < 3.12 (1.0.0) pins pandas/pandera/numpy versions the app must not share, and
+# pandera 0.17 does not import with multimethod 2.
+$(FOCUS_VENV)/.ok:
+	test -x $(FOCUS_VENV)/bin/python || $(PYTHON) -m venv $(FOCUS_VENV)
+	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
 	@touch $@
 
 run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000
@@ -72,4 +81,4 @@ bench-quick: $(VENV)/.dev ## A smaller benchmark run (~1 min) to check the harne
 	$(PY) -m bench --quick
 
 clean: ## Remove the venv, the SQLite database and caches
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts
+	rm -rf $(VENV) $(FOCUS_VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts

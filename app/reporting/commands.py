@@ -10,7 +10,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +23,7 @@ from cadence_client import (
     ServiceUnavailable,
 )
 
+from app.reporting.focus import write_focus
 from app.reporting.records import Record, RecordError, read_records, write_csv, write_jsonl
 
 OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
@@ -113,7 +114,17 @@ def add_parsers(sub: Any) -> None:
     )
     _connection_args(export, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
     export.add_argument("--pipeline", help="only this pipeline (default: every pipeline)")
-    export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    export.add_argument(
+        "--format",
+        choices=("csv", "jsonl", "focus"),
+        default="csv",
+        help="csv or jsonl (every API field), or focus: FinOps FOCUS 1.0 cost rows",
+    )
+    export.add_argument(
+        "--provider",
+        default="Unknown",
+        help="--format focus: Provider, Publisher and InvoiceIssuer (e.g. your cloud)",
+    )
     export.add_argument("--output", type=Path, help="file to write (default: stdout)")
     export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     export.set_defaults(func=lambda _settings, args: run_export(args))
@@ -314,7 +325,11 @@ def run_export(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    write = write_csv if args.format == "csv" else write_jsonl
+    write: Callable[[Iterable[dict[str, Any]], TextIO], int] = {
+        "csv": write_csv,
+        "jsonl": write_jsonl,
+        "focus": lambda runs, out: write_focus(runs, out, provider=args.provider),
+    }[args.format]
     try:
         with client_for(args, token, transport, sleep) as client:
             pipelines = (
