@@ -4,10 +4,10 @@ a fresh virtualenv holding only ``pip install ./clients/python`` against a live 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import httpx
@@ -84,32 +84,29 @@ def test_against_the_real_app(client: TestClient, db: Database) -> None:
     assert statuses.count(422) == 1 and statuses.count(409) == 1  # neither was retried
 
 
-JOB = textwrap.dedent(
-    """
-    import sys
-    from cadence_client import CadenceClient
+ISOLATION = """
+try:
+    import fastapi  # noqa: F401
+except ImportError:
+    print("no fastapi")
+"""
 
-    url, token = sys.argv[1], sys.argv[2]
-    with CadenceClient(url, token=token) as cadence:
-        with cadence.track_run(pipeline="venv-test", run_id="venv-1", workers=8,
-                               gpu_type="A100") as run:
-            run.set(gpu_utilization=0.71, utilization_source="dcgm_sm_active",
-                    quality_value=0.43, tags={"from": "fresh-venv"})
-    print(run.result["id"])
-    try:
-        import fastapi  # noqa: F401
-    except ImportError:
-        print("no fastapi")
-    """
-)
+
+def readme_example() -> str:
+    """The README's Python example, as a reader would paste it."""
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### From Python: the `cadence-client` package") :]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "no Python example in the README's client section"
+    return match.group(1)
 
 
 def test_a_fresh_virtualenv_with_only_the_client_records_a_run(
     committed_db: Database, settings: Settings, tmp_path: Path
 ) -> None:
     """Done-when of issue 15: ``pip install ./clients/python`` in a new virtualenv, then
-    one ``with`` block records a run on a live server. pip may reuse its cache; the
-    package index is needed only for httpx and its dependencies."""
+    the README's example (one ``with`` block) records a run on a live server. pip may
+    reuse its cache; the package index is needed only for httpx and its dependencies."""
     source = tmp_path / "src"
     shutil.copytree(CLIENT_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     venv = tmp_path / "venv"
@@ -127,18 +124,24 @@ def test_a_fresh_virtualenv_with_only_the_client_records_a_run(
     token = make_token(committed_db, "ingest", name="venv-ingest")
     with serve_in_thread(create_app(settings, database=committed_db), "client server") as base:
         job = subprocess.run(
-            [str(python), "-I", "-c", JOB, base, token],
+            [str(python), "-I", "-c", readme_example()],
             capture_output=True,
             text=True,
-            env=env,
+            env={**env, "CADENCE_URL": base, "CADENCE_TOKEN": token},
             cwd=tmp_path,
             timeout=120,
         )
         assert job.returncode == 0, job.stderr[-2000:]
-        pk, isolation = job.stdout.split()[0], job.stdout.strip().splitlines()[-1]
-        stored = httpx.get(f"{base}/api/v1/runs/{pk}", timeout=10).json()
-    assert isolation == "no fastapi"  # the server's dependencies did not come along
-    assert stored["run_id"] == "venv-1" and stored["pipeline"] == "venv-test"
-    assert stored["gpu_utilization"] == 0.71 and stored["workers"] == 8
-    assert stored["tags"] == {"from": "fresh-venv"}
+        found = re.fullmatch(r"recorded run (\d+) of my-training-job\n", job.stdout)
+        assert found, job.stdout
+        stored = httpx.get(f"{base}/api/v1/runs/{found.group(1)}", timeout=10).json()
+    isolation = subprocess.run(
+        [str(python), "-I", "-c", ISOLATION], capture_output=True, text=True, env=env
+    )
+    assert isolation.stdout == "no fastapi\n"  # the server's dependencies did not come along
+    assert stored["pipeline"] == "my-training-job" and stored["run_id"].startswith("run-")
+    assert stored["gpu_utilization"] == 0.38 and stored["workers"] == 8
+    assert stored["utilization_source"] == "dcgm_sm_active"
+    assert stored["tags"] == {"git_sha": "4f1c2e9"}
+    assert 0.41 <= stored["quality_value"] <= 0.42
     assert stored["finished_at"] > stored["started_at"]
