@@ -6,7 +6,11 @@ For each pipeline (at most ``MAX_PIPELINES``, by name), in one read-only transac
   ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
   default variant (calendar months, recent 12 runs, no what-ifs);
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
-- ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs.
+- ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs;
+- ``cadence_pipeline_weekly_badput_gpu_hours{cause}``: that week's idle GPU-hours by cause;
+- ``cadence_alert_deliveries_total{status}``: webhook notifications stored, delivered or
+  failed, counted from the database (so every replica reports the same total; deleting
+  a rule deletes its deliveries, which Prometheus reads as a counter reset).
 
 A scrape never fails on the database: when it is unreachable the pipeline gauges are
 left out and ``cadence_database_up`` is 0.
@@ -19,16 +23,16 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
 from app.analytics.service import current_monthly_cost
-from app.db.models import Pipeline
-from app.planning.goodput import goodput_from_totals
+from app.db.models import AlertDelivery, Pipeline
+from app.planning.weekly import BADPUT_CAUSES, WeekSummary, fill_weeks
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -38,7 +42,8 @@ log = logging.getLogger("cadence.observability")
 MAX_PIPELINES = 500
 
 
-def latest_weekly_goodput(session: Session, pipeline: Pipeline) -> float | None:
+def latest_week(session: Session, pipeline: Pipeline) -> WeekSummary | None:
+    """The summary of the latest ISO week with runs (goodput, badput by cause)."""
     span = repo.run_span(session, pipeline.id)
     if span is None:
         return None
@@ -47,9 +52,14 @@ def latest_weekly_goodput(session: Session, pipeline: Pipeline) -> float | None:
     since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
     rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=1))
     weeks = rows.get(pipeline.id, [])
-    if not weeks:
-        return None
-    return goodput_from_totals(weeks[-1].goodput).overall
+    return fill_weeks(weeks, monday, monday)[0] if weeks else None
+
+
+def delivery_counts(session: Session) -> dict[str, int]:
+    rows = session.execute(
+        select(AlertDelivery.status, func.count()).group_by(AlertDelivery.status)
+    )
+    return {str(status): int(n) for status, n in rows}
 
 
 class BusinessCollector(Collector):
@@ -78,6 +88,16 @@ class BusinessCollector(Collector):
             "Overall goodput (0..1) of the latest ISO week with runs.",
             labels=("pipeline",),
         )
+        badput = GaugeMetricFamily(
+            "cadence_pipeline_weekly_badput_gpu_hours",
+            "Idle GPU-hours of the latest ISO week with runs, by cause.",
+            labels=("pipeline", "cause"),
+        )
+        deliveries = CounterMetricFamily(
+            "cadence_alert_deliveries",
+            "Alert webhook notifications stored, by status (delivered or failed).",
+            labels=("status",),
+        )
         db = getattr(self.app.state, "database", None)
         try:
             if db is None:
@@ -92,13 +112,20 @@ class BusinessCollector(Collector):
                     value = current_monthly_cost(session, p)
                     if value is not None:
                         cost.add_metric([p.name], value)
-                    overall = latest_weekly_goodput(session, p)
-                    if overall is not None:
-                        goodput.add_metric([p.name], overall)
+                    week = latest_week(session, p)
+                    if week is not None and week.goodput.overall is not None:
+                        goodput.add_metric([p.name], week.goodput.overall)
+                    if week is not None:
+                        for cause in BADPUT_CAUSES:
+                            value = week.gpu_hours_by_cause.get(cause, 0.0)
+                            badput.add_metric([p.name, cause], value)
+                counts = delivery_counts(session)
+                for status in ("delivered", "failed"):
+                    deliveries.add_metric([status], counts.get(status, 0))
         except (SQLAlchemyError, RuntimeError) as exc:
             log.warning("metrics: database unavailable: %s", str(exc).splitlines()[0][:200])
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, cost, budget, goodput)
+        yield from (up, cost, budget, goodput, badput, deliveries)
