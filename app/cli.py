@@ -11,7 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
-from app.errors import CadenceError
+from app.exceptions import CadenceError
 from app.mlflow_import.command import add_parsers as add_import_parsers
 from app.reporting.commands import add_parsers as add_reporting_parsers
 from app.server import PROTOCOL
@@ -65,7 +65,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
 
     db = _database(settings)
     try:
-        with db.session(write=True) as session, session.begin():
+        with db.write_session() as session, session.begin():
             loaded = load_demo(session, only_if_empty=args.if_empty)
     finally:
         db.dispose()
@@ -78,7 +78,7 @@ def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
 
     db = _database(settings)
     try:
-        with db.session(write=True) as session, session.begin():
+        with db.write_session() as session, session.begin():
             if args.token_command == "create":
                 pipelines = [p for p in (args.pipeline or []) if p]
                 row, secret = service.create_token(session, args.name, args.scope, pipelines)

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
-from starlette.concurrency import run_in_threadpool
+from fastapi import Depends, Request
 
-from app.auth.service import (
-    TokenCache,
-    TokenInfo,
-    check_scope,
-    hash_token,
-    lookup,
-    needs_touch,
-    parse_bearer,
-    touch,
-)
+from app.auth.service import TokenInfo
 from app.db.engine import Database
+from app.security.authenticator import require_scope
 from app.settings import Settings
 
 
@@ -42,46 +32,6 @@ DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
-def verify(db: Database, secret: str) -> TokenInfo:
-    """Look the token up on the primary and record its use (to the minute)."""
-    with db.transaction(write=False, primary=True) as session:  # never a replica
-        token = lookup(session, secret)
-    if needs_touch(token):
-        with db.transaction(write=True) as session:
-            token = touch(session, token)
-    return token
-
-
-def token_cache(request: Request) -> TokenCache:
-    cache: TokenCache | None = getattr(request.app.state, "token_cache", None)
-    if cache is None:
-        cache = TokenCache(request.app.state.settings.token_cache_seconds)
-        request.app.state.token_cache = cache
-    return cache
-
-
-def require_scope(scope: str) -> Callable[..., Awaitable[TokenInfo]]:
-    """A dependency that authenticates the bearer token and checks one scope.
-
-    Verified tokens are cached for ``token_cache_seconds``; a look-up and the throttled
-    last-used update run in their own short transactions, finished before the
-    endpoint starts its own unit of work.
-    """
-
-    async def check(
-        request: Request, authorization: Annotated[str | None, Header()] = None
-    ) -> TokenInfo:
-        secret = parse_bearer(authorization)
-        digest = hash_token(secret)
-        cache = token_cache(request)
-        token = cache.get(digest)
-        if token is None:  # a miss needs the database: do it in a worker thread
-            token = await run_in_threadpool(verify, request.app.state.database, secret)
-            cache.put(digest, token)
-        return check_scope(token, scope)
-
-    return check
-
-
+# Each edge names the scope it needs; credentials are resolved by the authenticator.
 Ingestor = Annotated[TokenInfo, Depends(require_scope("ingest"))]
 Admin = Annotated[TokenInfo, Depends(require_scope("admin"))]

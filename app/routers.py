@@ -8,6 +8,6 @@ from fastapi import APIRouter
 def all_routers() -> list[APIRouter]:
     from app.alerts.router import router as alerts_router
     from app.analytics.router import router as analytics_router
-    from app.pages.router import router as pages_router
+    from app.web.router import router as pages_router
 
     return [analytics_router, alerts_router, pages_router]

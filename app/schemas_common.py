@@ -7,6 +7,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from app.exceptions import Invalid
+
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$")
 
 
@@ -18,8 +20,6 @@ def _slug(value: str) -> str:
 
 def slug_or_422(value: str, field: str) -> str:
     """Check a slug that arrived outside a request body (a path or a CLI flag)."""
-    from app.errors import Invalid
-
     try:
         return _slug(value)
     except ValueError as exc:

@@ -99,7 +99,7 @@ def committed_db(engine: Engine) -> Iterator[Database]:
 
 @pytest.fixture
 def session(db: Database) -> Iterator[Any]:
-    with db.session(write=True) as s:
+    with db.write_session() as s:
         yield s
 
 
@@ -112,7 +112,7 @@ def client(db: Database, settings: Settings) -> Iterator[TestClient]:
 def make_token(
     db: Database, scopes: str, name: str | None = None, pipelines: list[str] | None = None
 ) -> str:
-    with db.session(write=True) as s:
+    with db.write_session() as s:
         _, secret = create_token(s, name or f"test-{scopes.replace(' ', '-')}", scopes, pipelines)
         s.commit()
     return secret

@@ -39,7 +39,7 @@ def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     url = f"sqlite:///{Path(tmp_path_factory.mktemp('fuzz')) / 'fuzz.db'}"
     command.upgrade(alembic_config(url), "head")
     db = Database(make_engine(Settings(database_url=url)))
-    with db.session(write=True) as s:
+    with db.write_session() as s:
         load_demo(s)
         s.commit()
     TOKENS["admin"] = make_token(db, "admin")

@@ -498,7 +498,7 @@ def test_a_request_over_the_statement_timeout_answers_503(
 
     @app.get("/api/v1/slow")
     def slow(request: Request) -> dict[str, str]:
-        with request.app.state.database.transaction(write=False) as session:
+        with request.app.state.database.read() as session:
             session.execute(text("SELECT pg_sleep(1)"))
         return {"status": "finished"}
 

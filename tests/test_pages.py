@@ -20,7 +20,7 @@ XSS = "</script><script>alert(1)</script>"
 
 @pytest.fixture
 def demo(client: TestClient, db: Database) -> TestClient:
-    with db.session(write=True) as s:
+    with db.write_session() as s:
         load_demo(s, now=datetime(2026, 11, 25, tzinfo=UTC))
         s.commit()
     return client

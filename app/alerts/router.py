@@ -25,7 +25,7 @@ RuleId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The rule's id")]
 @router.get("", response_model=AlertRuleList)
 def list_alerts(name: NamePath, db: DatabaseDep) -> AlertRuleList:
     """The pipeline's alert rules with their state (firing, since, last value)."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         return AlertRuleList(pipeline=pipeline.name, rules=service.list_rules(session, pipeline))
 
@@ -34,7 +34,7 @@ def list_alerts(name: NamePath, db: DatabaseDep) -> AlertRuleList:
 def create_alert(rule: AlertRuleIn, name: NamePath, db: DatabaseDep, _token: Admin) -> AlertRuleOut:
     """Add one rule (admin). It is evaluated after the pipeline's next ingest or by
     `POST .../alerts/evaluate`; a webhook is sent only when its state changes."""
-    with db.transaction() as session:
+    with db.write() as session:
         created = service.create_rule(session, get_by_name(session, name), rule)
     service.forget_rule_index(db)  # after the commit: ingests here see the rule at once
     return created
@@ -43,7 +43,7 @@ def create_alert(rule: AlertRuleIn, name: NamePath, db: DatabaseDep, _token: Adm
 @router.delete("/{rule_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_alert(rule_id: RuleId, name: NamePath, db: DatabaseDep, _token: Admin) -> Response:
     """Delete one rule and its delivery history (admin)."""
-    with db.transaction() as session:
+    with db.write() as session:
         service.delete_rule(session, get_by_name(session, name), rule_id)
     service.forget_rule_index(db)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -57,7 +57,7 @@ def list_deliveries(
     before: Annotated[int | None, Query(ge=1, le=2**63 - 1, description="ids below")] = None,
 ) -> DeliveryList:
     """Webhook deliveries, newest first; page with `before=<smallest id seen>`."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         found = service.deliveries(session, pipeline, limit=limit, before=before)
         return DeliveryList(pipeline=pipeline.name, deliveries=found)
@@ -70,7 +70,7 @@ def evaluate_alerts(
     """Evaluate the rules now (admin), e.g. after changing the budget with PUT; sends
     and records a webhook for each rule whose state changed."""
     ids = set(service.evaluate(db, settings, name))
-    with db.transaction(write=False, primary=True) as session:
+    with db.read_latest() as session:
         pipeline = get_by_name(session, name)
         recent = service.deliveries(session, pipeline, limit=max(len(ids), 1))
         return EvaluationOut(

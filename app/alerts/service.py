@@ -21,13 +21,12 @@ from sqlalchemy.orm import Session
 from app.alerts import rules
 from app.alerts.delivery import deliver
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
-from app.analytics import repository as repo
 from app.analytics.service import current_monthly_cost
-from app.db.engine import Database
+from app.analytics.weekly import latest_weeks_goodput
+from app.db.engine import Database, WriteSession
 from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
-from app.errors import Invalid, NotFound
+from app.exceptions import Invalid, NotFound
 from app.pipelines.service import get_by_name
-from app.planning.goodput import goodput_from_totals
 from app.planning.weekly import iso_week
 from app.settings import Settings
 
@@ -67,7 +66,7 @@ def list_rules(session: Session, pipeline: Pipeline) -> list[AlertRuleOut]:
     return [rule_out(r, pipeline.name) for r in rows]
 
 
-def create_rule(session: Session, pipeline: Pipeline, rule: AlertRuleIn) -> AlertRuleOut:
+def create_rule(session: WriteSession, pipeline: Pipeline, rule: AlertRuleIn) -> AlertRuleOut:
     validate(rule)
     count = session.scalar(
         select(func.count()).select_from(AlertRule).where(AlertRule.pipeline_id == pipeline.id)
@@ -86,7 +85,7 @@ def create_rule(session: Session, pipeline: Pipeline, rule: AlertRuleIn) -> Aler
     return rule_out(row, pipeline.name)
 
 
-def delete_rule(session: Session, pipeline: Pipeline, rule_id: int) -> None:
+def delete_rule(session: WriteSession, pipeline: Pipeline, rule_id: int) -> None:
     gone = session.execute(
         delete(AlertRule).where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline.id)
     )
@@ -142,24 +141,16 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
 
 
 def _two_weeks(session: Session, pipeline: Pipeline) -> dict[str, object]:
-    span = repo.run_span(session, pipeline.id)
-    if span is None:
+    found = latest_weeks_goodput(session, pipeline)
+    if found is None:
         return {}
-    last = span[1].astimezone(UTC)
-    monday = (last - timedelta(days=last.weekday())).date()
-    this_week = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
-    previous_week = this_week - timedelta(weeks=1)
-    weeks = {
-        w.week_start: goodput_from_totals(w.goodput).overall
-        for w in repo.weekly_totals(
-            session, pipeline.id, previous_week, this_week + timedelta(weeks=1)
-        ).get(pipeline.id, [])
-    }
+    monday, weeks = found
+    previous = monday - timedelta(weeks=1)
     return {
         "goodput_latest": weeks.get(monday),
-        "goodput_previous": weeks.get(previous_week.date()),
+        "goodput_previous": weeks.get(previous),
         "latest_week": iso_week(monday),
-        "previous_week": iso_week(previous_week.date()),
+        "previous_week": iso_week(previous),
     }
 
 
@@ -203,7 +194,7 @@ def evaluate(
     Returns the ids of the deliveries recorded (empty when nothing changed).
     """
     now = now or datetime.now(UTC)
-    with db.transaction() as session:
+    with db.write() as session:
         pipeline = get_by_name(session, name)
         rows = list(
             session.scalars(
@@ -231,7 +222,7 @@ def evaluate(
         )
         for n in notes
     ]
-    with db.transaction() as session:
+    with db.write() as session:
         records = [
             AlertDelivery(
                 rule_id=n.rule_id,
@@ -269,7 +260,7 @@ def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
         return []
     expires, indexed = db.caches.get("alert_rules", (0.0, frozenset()))
     if expires < time.monotonic():
-        with db.transaction(write=False, primary=True) as session:
+        with db.read_latest() as session:
             indexed = frozenset(
                 session.scalars(
                     select(Pipeline.name)

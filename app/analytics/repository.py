@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run
+from app.db.sql import dialect, effective_price
 from app.planning.goodput import GoodputTotals
 from app.planning.model import Interruption, RunFacts
 from app.planning.weekly import WeekTotals
@@ -52,14 +53,6 @@ def _greatest(a: ColumnElement[float], b: ColumnElement[float] | float) -> Colum
     return case((a > b, a), else_=b)
 
 
-def _dialect(session: Session) -> str:
-    return session.get_bind().dialect.name
-
-
-def effective_price() -> ColumnElement[float]:
-    return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
-
-
 @per_session
 def recent_runs(
     session: Session,
@@ -70,7 +63,7 @@ def recent_runs(
     chronological: bool = True,
 ) -> list[RunRow]:
     """The newest ``limit`` runs (of a variant), as planning inputs."""
-    hours = wall_clock(_dialect(session)).label("hours")
+    hours = wall_clock(dialect(session)).label("hours")
     stmt = (
         select(
             Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours, Run.gpu_hours,
@@ -136,8 +129,8 @@ def weekly_totals(
     :func:`app.planning.economics.badput` (named causes scaled down to the idle time when
     they over-explain it, other idle never negative).
     """
-    dialect = _dialect(session)
-    t = wall_clock(dialect)
+    backend = dialect(session)
+    t = wall_clock(backend)
     weff = Run.gpu_hours / t
     price = effective_price()
     idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
@@ -152,7 +145,7 @@ def weekly_totals(
         "failure": failure_hours * weff * scale,
         "other_idle": _greatest(idle - named, 0.0),
     }
-    week = week_start(dialect).label("week")
+    week = week_start(backend).label("week")
     columns = [
         Run.pipeline_id,
         week,
@@ -279,7 +272,7 @@ def worker_times(
     session: Session, pipeline_id: int, variant: str, limit: int = 500
 ) -> list[tuple[int, float]]:
     """(workers, wall clock hours) of a variant's newest runs, for the scaling fit."""
-    hours = wall_clock(_dialect(session))
+    hours = wall_clock(dialect(session))
     stmt = (
         select(Run.workers, hours)
         .where(Run.pipeline_id == pipeline_id, Run.variant == variant)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.analytics import plan as plan_service
-from app.analytics import service
+from app.analytics import service, weekly
 from app.analytics.schemas import (
     CheckpointsOut,
     Convention,
@@ -21,7 +21,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.deps import DatabaseDep
-from app.errors import Invalid
+from app.exceptions import Invalid
 from app.planning.gate import GateThresholds
 from app.planning.whatif import WhatIf
 
@@ -80,7 +80,7 @@ def get_projection(
         failure_rate_per_instance_hour=failure_rate,
         checkpoint_interval_hours=checkpoint_interval_hours,
     )
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.projection(
             session, name, variants=parse_variants(variant), cadences=parse_cadences(cadences),
             what_if=what_if, convention=weeks_per_month, budget=budget, recent=recent,
@@ -98,8 +98,8 @@ def get_goodput(
     ] = None,
 ) -> GoodputOut:
     """Scheduling x runtime x program goodput per ISO week, with badput by cause."""
-    with db.transaction(write=False) as session:
-        return service.goodput(session, name, weeks=weeks, until=until)
+    with db.read() as session:
+        return weekly.goodput(session, name, weeks=weeks, until=until)
 
 
 @router.get("/pipelines/{name}/gate", response_model=GateOut)
@@ -123,7 +123,7 @@ def get_gate(
         alpha=alpha,
         min_runs=min_runs,
     )
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.gate(
             session,
             name,
@@ -144,7 +144,7 @@ def get_scaling(
     workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
 ) -> ScalingOut:
     """Speedup and efficiency by worker count, the USL fit, and a prediction."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.scaling(session, name, variant=variant, workers=workers)
 
 
@@ -157,7 +157,7 @@ def get_levers(
     weeks_per_month: MonthConvention = "calendar",
 ) -> LeversOut:
     """Badput causes ranked by monthly cost at the cadence, with remedies and savings."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.levers(
             session, name, variant=variant, cadence=cadence, convention=weeks_per_month
         )
@@ -177,7 +177,7 @@ def get_checkpoints(
     weeks_per_month: MonthConvention = "calendar",
 ) -> CheckpointsOut:
     """Current vs Young/Daly optimal checkpoint interval, ETTR, and the monthly saving."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.checkpoints(
             session, name, variant=variant, cadence=cadence, convention=weeks_per_month,
             instances=instances, failure_rate=failure_rate,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -12,7 +11,6 @@ from app.analytics import repository as repo
 from app.analytics.schemas import (
     CheckpointsOut,
     GateOut,
-    GoodputOut,
     InputSource,
     LeversOut,
     Prediction,
@@ -20,7 +18,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.db.models import Pipeline
-from app.errors import CadenceError, Invalid
+from app.exceptions import CadenceError, Invalid
 from app.pipelines.service import get_by_name
 from app.planning.failures import (
     DEFAULT_FAILURE_RATE,
@@ -29,12 +27,10 @@ from app.planning.failures import (
     write_hours_per_checkpoint,
 )
 from app.planning.gate import GateThresholds, evaluate_gate
-from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
 from app.planning.levers import rank_levers
 from app.planning.model import PlanningError
 from app.planning.projection import project_costs, runs_per_month
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl, scaling_advice, scaling_table
-from app.planning.weekly import fill_weeks
 from app.planning.whatif import WhatIf
 
 RECENT_RUNS = 12
@@ -185,21 +181,6 @@ def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
         return None
     variant = out.current_variant or out.variants[0]
     return out.projections[variant].cadences[0].monthly_cost_usd
-
-
-def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) -> GoodputOut:
-    pipeline = get_by_name(session, name)
-    span = repo.run_span(session, pipeline.id)
-    end = until or (span[1] if span else datetime.now(UTC))
-    end_monday = (end - timedelta(days=end.weekday())).date()
-    start_monday = end_monday - timedelta(weeks=weeks - 1)
-    since = datetime(start_monday.year, start_monday.month, start_monday.day, tzinfo=UTC)
-    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=weeks))
-    summaries = fill_weeks(rows.get(pipeline.id, []), start_monday, end_monday)
-    total = EMPTY_TOTALS
-    for r in rows.get(pipeline.id, []):
-        total = total + r.goodput
-    return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total))
 
 
 def gate(

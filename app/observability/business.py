@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.analytics import repository as repo
 from app.analytics.service import current_monthly_cost
+from app.analytics.weekly import latest_weeks_goodput
 from app.db.models import Pipeline
-from app.planning.goodput import goodput_from_totals
+from app.pipelines.service import page
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -39,17 +37,8 @@ MAX_PIPELINES = 500
 
 
 def latest_weekly_goodput(session: Session, pipeline: Pipeline) -> float | None:
-    span = repo.run_span(session, pipeline.id)
-    if span is None:
-        return None
-    last = span[1].astimezone(UTC)
-    monday = (last - timedelta(days=last.weekday())).date()
-    since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
-    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=1))
-    weeks = rows.get(pipeline.id, [])
-    if not weeks:
-        return None
-    return goodput_from_totals(weeks[-1].goodput).overall
+    found = latest_weeks_goodput(session, pipeline)
+    return None if found is None else found[1].get(found[0])
 
 
 class BusinessCollector(Collector):
@@ -82,10 +71,8 @@ class BusinessCollector(Collector):
         try:
             if db is None:
                 raise RuntimeError("no database yet")
-            with db.transaction(write=False) as session:
-                pipelines = list(
-                    session.scalars(select(Pipeline).order_by(Pipeline.name).limit(MAX_PIPELINES))
-                )
+            with db.read() as session:
+                pipelines = page(session, limit=MAX_PIPELINES)
                 for p in pipelines:
                     if p.monthly_budget_usd is not None:
                         budget.add_metric([p.name], p.monthly_budget_usd)

@@ -8,8 +8,7 @@ from fastapi import APIRouter, Header, Request, Response
 from prometheus_client import generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from app.auth.service import check_scope, hash_token, parse_bearer
-from app.deps import token_cache, verify
+from app.security.authenticator import bearer
 
 router = APIRouter(tags=["operations"])
 # The classic text format every Prometheus (2.x and 3.x) accepts; generate_latest writes it.
@@ -23,14 +22,7 @@ async def metrics(
     """Prometheus metrics. ``CADENCE_METRICS_TOKEN_SCOPE`` set: a bearer token with it."""
     scope = request.app.state.settings.metrics_token_scope
     if scope:
-        secret = parse_bearer(authorization)
-        digest = hash_token(secret)
-        cache = token_cache(request)
-        token = cache.get(digest)
-        if token is None:
-            token = await run_in_threadpool(verify, request.app.state.database, secret)
-            cache.put(digest, token)
-        check_scope(token, scope)
+        await bearer(request, authorization, scope)
     # Business gauges read the database: off the event loop.
     body = await run_in_threadpool(generate_latest, request.app.state.telemetry.registry)
     return Response(body, media_type=CONTENT_TYPE)

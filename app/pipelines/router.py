@@ -13,13 +13,13 @@ NamePath = Path(description="Pipeline slug", max_length=63)
 
 @router.get("", response_model=PipelineList)
 def list_pipelines(db: DatabaseDep) -> PipelineList:
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return PipelineList(pipelines=service.list_all(session))
 
 
 @router.get("/{name}", response_model=PipelineOut)
 def get_pipeline(db: DatabaseDep, name: str = NamePath) -> PipelineOut:
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.describe(session, name)
 
 
@@ -33,6 +33,6 @@ def put_pipeline(
 ) -> PipelineOut:
     """Create or change a pipeline's price, budget, cadence and quality settings (admin)."""
     slug_or_422(name, "name")
-    with db.transaction() as session:
+    with db.write() as session:
         row = service.upsert(session, name, update, settings)
         return service.describe(session, row.name)

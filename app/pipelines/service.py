@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.db.engine import WriteSession
 from app.db.memo import per_session
-from app.db.models import Pipeline, Run
-from app.errors import NotFound
+from app.db.models import Pipeline
+from app.exceptions import NotFound
+from app.pipelines import repository
 from app.pipelines.schemas import PipelineOut, PipelineUpdate
 from app.settings import Settings
 
 
 @per_session
 def get_by_name(session: Session, name: str) -> Pipeline:
-    row = session.scalar(select(Pipeline).where(Pipeline.name == name))
+    row = repository.by_name(session, name)
     if row is None:
         raise NotFound(
             f"no pipeline named {name!r}; pipelines are created by their first run "
@@ -25,39 +26,30 @@ def get_by_name(session: Session, name: str) -> Pipeline:
     return row
 
 
-def _stats(session: Session, ids: list[int]) -> dict[int, tuple[int, datetime | None]]:
-    rows = session.execute(
-        select(Run.pipeline_id, func.count(), func.max(Run.started_at))
-        .where(Run.pipeline_id.in_(ids))
-        .group_by(Run.pipeline_id)
-    )
-    return {pid: (count, last) for pid, count, last in rows}
-
-
 def to_out(row: Pipeline, stats: tuple[int, datetime | None] = (0, None)) -> PipelineOut:
     out = PipelineOut.model_validate(row)
     out.run_count, last = stats
     if last is not None and last.tzinfo is None:  # SQLite aggregates lose the column type
-        from datetime import UTC
-
         last = datetime.fromisoformat(str(last)).replace(tzinfo=UTC)
     out.last_run_at = last
     return out
 
 
 def list_all(session: Session) -> list[PipelineOut]:
-    rows = list(session.scalars(select(Pipeline).order_by(Pipeline.name)))
-    stats = _stats(session, [r.id for r in rows])
+    rows = repository.by_names(session)
+    stats = repository.run_stats(session, [r.id for r in rows])
     return [to_out(r, stats.get(r.id, (0, None))) for r in rows]
 
 
 def describe(session: Session, name: str) -> PipelineOut:
     row = get_by_name(session, name)
-    return to_out(row, _stats(session, [row.id]).get(row.id, (0, None)))
+    return to_out(row, repository.run_stats(session, [row.id]).get(row.id, (0, None)))
 
 
-def upsert(session: Session, name: str, update: PipelineUpdate, settings: Settings) -> Pipeline:
-    row = session.scalar(select(Pipeline).where(Pipeline.name == name))
+def upsert(
+    session: WriteSession, name: str, update: PipelineUpdate, settings: Settings
+) -> Pipeline:
+    row = repository.by_name(session, name)
     if row is None:
         row = Pipeline(
             name=name,
@@ -75,3 +67,12 @@ def upsert(session: Session, name: str, update: PipelineUpdate, settings: Settin
         setattr(row, field, value)
     session.flush()
     return row
+
+
+def count(session: Session) -> int:
+    return repository.count(session)
+
+
+def page(session: Session, *, offset: int = 0, limit: int | None = None) -> list[Pipeline]:
+    """Pipelines in name order (the overview and the weekly review list them)."""
+    return repository.by_names(session, offset=offset, limit=limit)

@@ -16,6 +16,7 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    func,
     insert,
     or_,
     select,
@@ -25,11 +26,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.base import utcnow
+from app.db.engine import WriteSession
 from app.db.models import Interruption, Pipeline, Run
-
-
-def dialect(session: Session) -> str:
-    return session.get_bind().dialect.name
+from app.db.sql import dialect, effective_price
 
 
 def _insert(session: Session, table: Any) -> Any:
@@ -54,7 +53,7 @@ _PIPELINE_REF = select(
 
 
 def ensure_pipelines(
-    session: Session, names: Iterable[str], defaults: dict[str, dict[str, Any]]
+    session: WriteSession, names: Iterable[str], defaults: dict[str, dict[str, Any]]
 ) -> dict[str, PipelineRef]:
     """Pipelines by name, creating missing ones; safe when two requests race."""
     wanted = sorted(set(names))
@@ -128,7 +127,9 @@ def _copy(cursor: Any, table: str, types: dict[str, str], rows: Iterable[tuple[A
             copy.write_row(row)
 
 
-def _pg_insert_runs(session: Session, values: list[dict[str, Any]], now: datetime) -> list[Any]:
+def _pg_insert_runs(
+    session: WriteSession, values: list[dict[str, Any]], now: datetime
+) -> list[Any]:
     with _driver_cursor(session) as cursor:
         cursor.execute(_PG_STAGE)
         _copy(cursor, "incoming_run", PG_TYPES, _rows(values, PG_TYPES))
@@ -153,7 +154,7 @@ def _rows(values: list[dict[str, Any]], types: dict[str, str]) -> Iterable[tuple
 
 
 def insert_runs(
-    session: Session, values: list[dict[str, Any]]
+    session: WriteSession, values: list[dict[str, Any]]
 ) -> dict[tuple[int, str], tuple[int, datetime]]:
     """Insert runs, skipping any whose (pipeline, run_id) exists: {key: (id, created_at)}."""
     if not values:
@@ -190,7 +191,10 @@ _PG_INSERT_ONE = (
 
 
 def insert_one_pg(
-    session: Session, pipeline: str, values: dict[str, Any], interruptions: list[dict[str, Any]]
+    session: WriteSession,
+    pipeline: str,
+    values: dict[str, Any],
+    interruptions: list[dict[str, Any]],
 ) -> tuple[PipelineRef, int | None, datetime] | None:
     """One run and its interruptions in one round trip (PostgreSQL).
 
@@ -218,7 +222,7 @@ def insert_one_pg(
     return PipelineRef(row[0], row[1], row[2], row[3]), row[4], now
 
 
-def insert_interruptions(session: Session, values: list[dict[str, Any]]) -> None:
+def insert_interruptions(session: WriteSession, values: list[dict[str, Any]]) -> None:
     if not values:
         return
     if dialect(session) == "postgresql" and len(values) >= BULK_THRESHOLD:
@@ -306,3 +310,36 @@ def list_runs(
         )
     stmt = stmt.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)
     return _read(session, stmt)
+
+
+# The runs table of the pipeline page: sortable columns (cost is computed, like the API's).
+SORTS: dict[str, Any] = {
+    "started_at": Run.started_at,
+    "variant": Run.variant,
+    "workers": Run.workers,
+    "gpu_hours": Run.gpu_hours,
+    "gpu_utilization": Run.gpu_utilization,
+    "quality_value": Run.quality_value,
+    "cost_usd": Run.gpu_hours * effective_price(),
+}
+
+
+def count_runs(session: Session, pipeline_id: int) -> int:
+    return int(session.scalar(select(func.count()).where(Run.pipeline_id == pipeline_id)) or 0)
+
+
+def sorted_run_ids(
+    session: Session, pipeline_id: int, *, sort: str, descending: bool, offset: int, limit: int
+) -> list[int]:
+    """One page of a pipeline's run ids in the order of ``SORTS[sort]`` (ties by id)."""
+    key = SORTS[sort]
+    order = [key.desc() if descending else key.asc(), Run.id.desc() if descending else Run.id]
+    stmt = (
+        select(Run.id)
+        .join(Pipeline, Pipeline.id == Run.pipeline_id)
+        .where(Run.pipeline_id == pipeline_id)
+        .order_by(*order)
+        .offset(offset)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))

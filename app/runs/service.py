@@ -15,8 +15,11 @@ from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.base import utcnow
+from app.db.engine import WriteSession
 from app.db.models import Run
-from app.errors import Conflict, Invalid, NotFound
+from app.db.sql import dialect
+from app.exceptions import Conflict, Invalid, NotFound
+from app.pipelines.service import get_by_name
 from app.runs import repository
 from app.runs.repository import PipelineRef
 from app.runs.schemas import InterruptionOut, RunIn, RunOut
@@ -42,7 +45,7 @@ class Ingested:
 
 
 def ingest(
-    session: Session,
+    session: WriteSession,
     runs: list[RunIn],
     *,
     token: TokenInfo | None,
@@ -61,7 +64,7 @@ def ingest(
         for name in sorted({r.pipeline for r in runs}):
             check_pipeline_allowed(token, name)
 
-    if len(runs) == 1 and repository.dialect(session) == "postgresql":
+    if len(runs) == 1 and dialect(session) == "postgresql":
         done = _insert_one(session, runs[0])
         if done is not None:
             return [done]
@@ -123,7 +126,7 @@ def ingest(
     return out
 
 
-def _insert_one(session: Session, run: RunIn) -> Ingested | None:
+def _insert_one(session: WriteSession, run: RunIn) -> Ingested | None:
     """The common case on PostgreSQL, a new run of a known pipeline, in one statement.
 
     None sends the run down the general path: a new pipeline, or a run_id that exists
@@ -304,12 +307,46 @@ def get(session: Session, pk: int) -> RunOut:
     return to_out(*found)
 
 
-def delete(session: Session, pk: int) -> None:
+def run_count(session: Session, pipeline_id: int) -> int:
+    return repository.count_runs(session, pipeline_id)
+
+
+def delete(session: WriteSession, pk: int) -> None:
     row = session.get(Run, pk)
     if row is None:
         raise NotFound(f"no run with id {pk}")
     session.delete(row)
     session.flush()
+
+
+def list_page(
+    session: Session,
+    *,
+    pipeline: str | None,
+    variant: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    cursor: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    """One page of runs, newest first, as the API's JSON (``runs``, ``next_cursor``)."""
+    after = decode_cursor(cursor) if cursor else None
+    pipeline_id = get_by_name(session, pipeline).id if pipeline else None
+    rows = repository.list_runs(
+        session,
+        pipeline_id=pipeline_id,
+        variant=variant,
+        since=since,
+        until=until,
+        after=after,
+        limit=limit + 1,
+    )
+    page = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "runs": [out_dict(*r) for r in page],
+        "next_cursor": encode_cursor(page[-1][0]) if more and page else None,
+    }
 
 
 def encode_cursor(run: Any) -> str:

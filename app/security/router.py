@@ -14,10 +14,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo, hash_token
-from app.deps import DatabaseDep, verify
-from app.errors import Unauthorized
+from app.deps import DatabaseDep
+from app.exceptions import Unauthorized
+from app.security.authenticator import session_token, verify
 from app.security.sessions import CSRF_FIELD, Security, can_read, security_of
-from app.web import render_error_page, templates
+from app.web.templating import render_error_page, templates
 
 router = APIRouter(include_in_schema=False)
 MAX_FORM_BYTES = 8192
@@ -102,7 +103,7 @@ async def login_form(
 ) -> Response:
     security = security_of(request)
     target = safe_next(next_)
-    if not security.token_mode or await security.session_token(request, db) is not None:
+    if not security.token_mode or await session_token(request) is not None:
         return redirect(target)  # nothing to sign in to, or already signed in
     return login_page(request, security, target)
 

@@ -5,9 +5,10 @@ Session cookie ``cadence_session``: a signed payload (see ``signing``)
 Nothing is stored server-side. A session is accepted while its signature holds, ``exp``
 is in the future, and the token it names is still live (not revoked, still has the
 ``read`` or ``admin`` scope, and its hash still starts with ``fp``, so a rebuilt
-database that reuses the id does not inherit old sessions). Liveness is cached like
-bearer tokens (``TokenCache``, ``CADENCE_TOKEN_CACHE_SECONDS``): a revocation ends
-sessions within that time without a query per request.
+database that reuses the id does not inherit old sessions). The look-up and its cache
+are the authenticator's (``app.security.authenticator``), shared with bearer tokens: a
+revocation ends sessions within ``CADENCE_TOKEN_CACHE_SECONDS`` without a query per
+request.
 
 CSRF (double submit): a random ``cadence_csrf`` cookie (SameSite=Strict) and, in each
 state-changing form, a hidden ``csrf`` field holding HMAC(key, cookie value). A POST is
@@ -16,7 +17,6 @@ accepted only when the field is the MAC of the cookie it arrived with.
 
 from __future__ import annotations
 
-import hmac
 import re
 import secrets
 import time
@@ -24,12 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request, Response
-from sqlalchemy import select
-from starlette.concurrency import run_in_threadpool
 
-from app.auth.service import TokenCache, TokenInfo
-from app.db.engine import Database
-from app.db.models import ApiToken
+from app.auth.service import TokenInfo
 from app.security.signing import Signer
 from app.settings import Settings
 
@@ -62,23 +58,6 @@ def can_read(token: TokenInfo) -> bool:
     return not READ_SCOPES.isdisjoint(token.scopes)
 
 
-def live_token(db: Database, token_id: int, print_: str) -> TokenInfo | None:
-    """The token a session names, if it is still live; on the primary, never a replica."""
-    with db.transaction(write=False, primary=True) as session:
-        row = session.scalar(select(ApiToken).where(ApiToken.id == token_id))
-        if row is None or row.revoked_at is not None:
-            return None
-        if not hmac.compare_digest(fingerprint(row.token_hash), print_):
-            return None
-        return TokenInfo(
-            id=row.id,
-            name=row.name,
-            scopes=tuple(row.scopes.split()),
-            pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
-            last_used_at=row.last_used_at,
-        )
-
-
 class Security:
     """Keys, cookie rules and the session cache of one application (``app.state.security``)."""
 
@@ -86,7 +65,6 @@ class Security:
         self.settings = settings
         self.sessions = Signer(settings.secret_key, "session")
         self.csrf = Signer(settings.secret_key, "csrf")
-        self.cache = TokenCache(settings.token_cache_seconds)
         self.max_age = max(1, int(settings.session_hours * 3600))
 
     @property
@@ -118,20 +96,6 @@ class Security:
         if len(fp) != FINGERPRINT_CHARS or exp <= clock():
             return None
         return tid, fp
-
-    async def session_token(self, request: Request, db: Database) -> TokenInfo | None:
-        """The live, read-capable token behind the request's session cookie, or None."""
-        parsed = self.parse(request.cookies.get(SESSION_COOKIE))
-        if parsed is None:
-            return None
-        key = f"session:{parsed[0]}:{parsed[1]}"
-        token = self.cache.get(key)
-        if token is None:  # a miss needs the database: do it in a worker thread
-            token = await run_in_threadpool(live_token, db, *parsed)
-            if token is None:
-                return None
-            self.cache.put(key, token)
-        return token if can_read(token) else None
 
     def set_session(self, response: Response, request: Request, value: str) -> None:
         response.set_cookie(

@@ -12,7 +12,14 @@ from typing import Any
 import plotly.graph_objects as go
 import pytest
 
-from app.dashboard.figures import (
+from app.planning.economics import badput
+from app.planning.failures import CheckpointAdvice, checkpoint_advice, young_interval
+from app.planning.goodput import goodput_from_totals, totals_from_runs
+from app.planning.model import RunFacts
+from app.planning.projection import Projection, project_costs
+from app.planning.scaling import ScalingPoint, fit_usl, scaling_table
+from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks
+from app.web.figures import (
     PALETTE,
     RunBadputRow,
     RunPoint,
@@ -27,13 +34,6 @@ from app.dashboard.figures import (
     to_json,
     utilization_quality_figure,
 )
-from app.planning.economics import badput
-from app.planning.failures import CheckpointAdvice, checkpoint_advice, young_interval
-from app.planning.goodput import goodput_from_totals, totals_from_runs
-from app.planning.model import RunFacts
-from app.planning.projection import Projection, project_costs
-from app.planning.scaling import ScalingPoint, fit_usl, scaling_table
-from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks
 
 PRICE = 2.5
 XSS = "</script><script>alert(1)</script>"

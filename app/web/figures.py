@@ -10,7 +10,7 @@ User strings (variant, run, metric names) are passed to Plotly as-is, never as H
 
 from __future__ import annotations
 
-from app.dashboard.figures_base import (
+from app.web.figures_base import (
     CAUSES,
     PALETTE,
     SERIES_COLOURS,
@@ -18,7 +18,7 @@ from app.dashboard.figures_base import (
     has_data,
     to_json,
 )
-from app.dashboard.figures_cost import (
+from app.web.figures_cost import (
     RunBadputRow,
     badput_by_run_figure,
     badput_by_week_figure,
@@ -26,8 +26,8 @@ from app.dashboard.figures_cost import (
     cost_projection_figure,
     sparkline_figure,
 )
-from app.dashboard.figures_scaling import checkpoint_figure, scaling_figure
-from app.dashboard.figures_trend import RunPoint, goodput_trend_figure, utilization_quality_figure
+from app.web.figures_scaling import checkpoint_figure, scaling_figure
+from app.web.figures_trend import RunPoint, goodput_trend_figure, utilization_quality_figure
 
 __all__ = [
     "CAUSES",

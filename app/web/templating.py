@@ -13,8 +13,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from app.dashboard.figures_base import to_json
 from app.settings import PROJECT_ROOT
+from app.web.figures_base import to_json
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
 STATIC_DIR = PROJECT_ROOT / "static"

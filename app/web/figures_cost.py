@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.dashboard.figures_base import (
+from app.planning.economics import Badput, Unit
+from app.planning.projection import Projection
+from app.planning.weekly import WeekSummary
+from app.web.figures_base import (
     CAUSES,
     PALETTE,
     REFERENCE,
@@ -21,9 +24,6 @@ from app.dashboard.figures_base import (
     unique_labels,
     unit_label,
 )
-from app.planning.economics import Badput, Unit
-from app.planning.projection import Projection
-from app.planning.weekly import WeekSummary
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""The runs table (sortable, paginated) and its CSV export, which matches the API's JSON."""
+"""The runs table (sortable, paginated) and the CSV export, which matches the API's JSON.
+
+The same columns serve the dashboard's download and ``cadence export``."""
 
 from __future__ import annotations
 
@@ -9,41 +11,30 @@ from collections.abc import Iterator
 from typing import Any
 
 from pydantic_core import to_jsonable_python
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.analytics.repository import effective_price
 from app.db.engine import Database
-from app.db.models import Pipeline, Run
 from app.runs import repository, service
 from app.runs.schemas import RunOut
 
-SORTS: dict[str, Any] = {
-    "started_at": Run.started_at,
-    "variant": Run.variant,
-    "workers": Run.workers,
-    "gpu_hours": Run.gpu_hours,
-    "gpu_utilization": Run.gpu_utilization,
-    "quality_value": Run.quality_value,
-    "cost_usd": Run.gpu_hours * effective_price(),
-}
-PAGE_SIZES = (25, 50, 100)
 CSV_COLUMNS = list(RunOut.model_fields)
+SORTS = tuple(repository.SORTS)
 
 
-def page(
-    session: Session, pipeline: Pipeline, *, sort: str, descending: bool, number: int, size: int
+def table_page(
+    session: Session, pipeline_id: int, *, sort: str, descending: bool, number: int, size: int
 ) -> tuple[list[RunOut], int]:
-    """One page of runs (1-based ``number``) and the total count."""
-    key = SORTS[sort]
-    order = [key.desc() if descending else key.asc(), Run.id.desc() if descending else Run.id]
-    total = session.scalar(select(func.count()).where(Run.pipeline_id == pipeline.id)) or 0
-    ids = list(session.scalars(
-        select(Run.id).join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline.id).order_by(*order)
-        .offset((number - 1) * size).limit(size)
-    ))  # fmt: skip
-    return [service.to_out(*r) for r in repository.load_runs(session, ids)], int(total)
+    """One page of the runs table (1-based ``number``) and the total count."""
+    total = repository.count_runs(session, pipeline_id)
+    ids = repository.sorted_run_ids(
+        session,
+        pipeline_id,
+        sort=sort,
+        descending=descending,
+        offset=(number - 1) * size,
+        limit=size,
+    )
+    return [service.to_out(*r) for r in repository.load_runs(session, ids)], total
 
 
 def csv_value(value: Any) -> str:
@@ -63,7 +54,7 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
     writer.writerow(CSV_COLUMNS)
     after = None
     while True:
-        with db.transaction(write=False) as session:
+        with db.read() as session:
             rows = repository.list_runs(
                 session,
                 pipeline_id=pipeline_id,

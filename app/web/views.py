@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
 from app.analytics import service as analytics
+from app.analytics import weekly as analytics_weekly
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
-from app.dashboard import figures
 from app.db.models import Pipeline
-from app.errors import Invalid
+from app.exceptions import Invalid
 from app.planning.economics import badput
 from app.planning.gate import GateThresholds
-from app.planning.weekly import WeekSummary, fill_weeks
+from app.planning.weekly import WeekSummary, fill_weeks, monday_of, utc_midnight
 from app.planning.whatif import WhatIf
+from app.web import figures
 
 CHART_RUNS = 52
 TREND_WEEKS = 12
@@ -134,7 +135,7 @@ def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
 
 
 def weekly(session: Session, pipeline: Pipeline, weeks: int = TREND_WEEKS) -> list[WeekSummary]:
-    return analytics.goodput(session, pipeline.name, weeks=weeks, until=None).weeks
+    return analytics_weekly.goodput(session, pipeline.name, weeks=weeks, until=None).weeks
 
 
 def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
@@ -269,8 +270,8 @@ class Card:
 def card(session: Session, pipeline: Pipeline, today: date) -> Card:
     rows = repo.recent_runs(session, pipeline.id, limit=12)
     monthly = analytics.current_monthly_cost(session, pipeline) if rows else None
-    monday = today - timedelta(days=today.weekday())
-    since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC) - timedelta(weeks=1)
+    monday = monday_of(today)
+    since = utc_midnight(monday) - timedelta(weeks=1)
     totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
     weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
     verdict, note = None, "no candidate runs yet"
@@ -312,7 +313,7 @@ class ReviewRow:
 def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
     """The week's goodput against the week before, for every pipeline, in one query."""
     prev = monday - timedelta(weeks=1)
-    since = datetime(prev.year, prev.month, prev.day, tzinfo=UTC)
+    since = utc_midnight(prev)
     totals = repo.weekly_totals(session, None, since, since + timedelta(weeks=2))
     out = []
     for p in pipelines:

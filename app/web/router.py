@@ -7,20 +7,22 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
-from sqlalchemy import func, select
 
 from app.alerts.service import page_section as alerts_section
-from app.dashboard import runs_table, views
-from app.dashboard.figures import to_json
 from app.db.models import Pipeline
 from app.deps import DatabaseDep
-from app.errors import Invalid, NotFound
+from app.exceptions import Invalid, NotFound
+from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week, week_monday
-from app.web import VENDOR_FILES, templates
+from app.runs import export
+from app.web import views
+from app.web.figures import to_json
+from app.web.templating import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
+REVIEW_PIPELINES = 500
 WHATIF_KEYS = (
     "cadence",
     "utilization_target",
@@ -52,17 +54,10 @@ def overview(
     request: Request, db: DatabaseDep, page: Annotated[int, Query(ge=1, le=10_000)] = 1
 ) -> HTMLResponse:
     today = datetime.now(UTC).date()
-    with db.transaction(write=False) as session:
-        total = session.scalar(select(func.count()).select_from(Pipeline)) or 0
-        pipelines = list(
-            session.scalars(
-                select(Pipeline)
-                .order_by(Pipeline.name)
-                .offset((page - 1) * OVERVIEW_PAGE)
-                .limit(OVERVIEW_PAGE)
-            )
-        )
-        cards = [views.card(session, p, today) for p in pipelines]
+    with db.read() as session:
+        total = pipelines.count(session)
+        shown = pipelines.page(session, offset=(page - 1) * OVERVIEW_PAGE, limit=OVERVIEW_PAGE)
+        cards = [views.card(session, p, today) for p in shown]
     return templates.TemplateResponse(request, "overview.html", {
         "cards": cards, "page": page, "pages": max(1, -(-total // OVERVIEW_PAGE)),
         "week": iso_week(today), "to_json": to_json,
@@ -82,20 +77,20 @@ def pipeline_page(
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
     margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
-    sort: Annotated[str, Query(pattern="^(" + "|".join(runs_table.SORTS) + ")$")] = "started_at",
+    sort: Annotated[str, Query(pattern="^(" + "|".join(export.SORTS) + ")$")] = "started_at",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     size: Annotated[int, Query(ge=1, le=100)] = 25,
 ) -> HTMLResponse:
     g = views.GateParams(baseline, candidate, gate_cadence, budget, min_uplift, margin, alpha)
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         context = _whatif_context(session, pipeline, p)
         summaries = views.weekly(session, pipeline)
         gate, gate_empty = views.gate_section(session, pipeline, g, p.weeks_per_month)
         scaling, scaling_out = views.scaling_section(session, pipeline)
-        runs, total = runs_table.page(
-            session, pipeline, sort=sort, descending=order == "desc", number=page, size=size
+        runs, total = export.table_page(
+            session, pipeline.id, sort=sort, descending=order == "desc", number=page, size=size
         )
         variants = views.variant_names(session, pipeline)
         context.update({
@@ -133,7 +128,7 @@ def whatif_fragment(
     p: WhatIfDep,
 ) -> JSONResponse:
     """The what-if sections, re-rendered: finished figures plus server-escaped HTML."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         context = _whatif_context(session, pipeline, p)
     env = templates.env
@@ -147,11 +142,11 @@ def whatif_fragment(
 
 @router.get("/pipelines/{name}/runs.csv")
 def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline_id = get_by_name(session, name).id
     filename = f"cadence-{name}-runs.csv"
     return StreamingResponse(
-        runs_table.csv_rows(db, pipeline_id),
+        export.csv_rows(db, pipeline_id),
         media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
@@ -169,9 +164,8 @@ def weekly_review(
         raise Invalid(
             str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
         ) from exc
-    with db.transaction(write=False) as session:
-        pipelines = list(session.scalars(select(Pipeline).order_by(Pipeline.name).limit(500)))
-        rows = views.review(session, pipelines, monday)
+    with db.read() as session:
+        rows = views.review(session, pipelines.page(session, limit=REVIEW_PIPELINES), monday)
     return templates.TemplateResponse(request, "review.html", {
         "rows": rows, "week": label, "monday": monday,
         "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),

@@ -1,4 +1,8 @@
-"""One error hierarchy and one handler: a stable JSON body for clients, a page for browsers.
+"""The one handler for every error: a stable JSON body for clients, a page for browsers.
+
+The classes live in ``app.exceptions`` (which imports nothing from the app); this module
+turns them, and framework and database errors, into responses. ``error_body`` is the
+only place an error body is built.
 
 Error body::
 
@@ -18,70 +22,12 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.exceptions import CadenceError
 from app.planning.model import PlanningError
 from app.schemas_common import PATTERN_REASONS
+from app.web.templating import render_error_page
 
 log = logging.getLogger("cadence.errors")
-
-
-class CadenceError(Exception):
-    status_code = 400
-    code = "bad_request"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        fields: list[dict[str, Any]] | None = None,
-        headers: dict[str, str] | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fields = fields or []
-        self.headers = headers
-        self.extra = extra or {}
-
-
-class NotFound(CadenceError):
-    status_code = 404
-    code = "not_found"
-
-
-class Conflict(CadenceError):
-    status_code = 409
-    code = "conflict"
-
-
-class Invalid(CadenceError):
-    status_code = 422
-    code = "validation_error"
-
-
-class Unauthorized(CadenceError):
-    status_code = 401
-    code = "unauthorized"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
-
-
-class Forbidden(CadenceError):
-    status_code = 403
-    code = "forbidden"
-
-
-class TooLarge(CadenceError):
-    status_code = 413
-    code = "payload_too_large"
-
-
-class Unavailable(CadenceError):
-    status_code = 503
-    code = "unavailable"
-
-    def __init__(self, message: str, retry_after: int = 5) -> None:
-        super().__init__(message, headers={"Retry-After": str(retry_after)})
 
 
 def error_body(
@@ -92,6 +38,10 @@ def error_body(
         body["fields"] = fields
     body.update(extra)
     return {"error": body}
+
+
+def cadence_error_body(exc: CadenceError) -> dict[str, Any]:
+    return error_body(exc.code, exc.message, exc.fields, **exc.extra)
 
 
 def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -125,8 +75,6 @@ def _respond(
     request: Request, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> Response:
     if wants_html(request):
-        from app.web import render_error_page
-
         return render_error_page(request, status, body["error"]["message"], headers)
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -134,7 +82,7 @@ def _respond(
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CadenceError)
     async def _cadence(request: Request, exc: CadenceError) -> Response:
-        body = error_body(exc.code, exc.message, exc.fields, **exc.extra)
+        body = cadence_error_body(exc)
         return _respond(request, exc.status_code, body, exc.headers)
 
     @app.exception_handler(RequestValidationError)

@@ -6,9 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from app.dashboard.figures_base import PALETTE, REFERENCE, Figure, axis, layout
 from app.planning.failures import CheckpointAdvice, checkpoint_overhead_hours
 from app.planning.scaling import ScalingModel, ScalingRow
+from app.web.figures_base import PALETTE, REFERENCE, Figure, axis, layout
 
 FIT_SAMPLES = 60
 NICE_MINUTES = (

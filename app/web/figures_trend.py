@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.dashboard.figures_base import (
+from app.planning.weekly import WeekSummary
+from app.web.figures_base import (
     PALETTE,
     Figure,
     axis,
@@ -16,7 +17,6 @@ from app.dashboard.figures_base import (
     plot_time,
     series_colour,
 )
-from app.planning.weekly import WeekSummary
 
 PERCENT_AXIS = {"tickformat": ".0%", "range": [0, 1.05]}
 
