@@ -15,16 +15,15 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from app.alerts import rules
+from app.alerts import repository, rules
 from app.alerts.delivery import deliver
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.analytics.service import current_monthly_cost
 from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession
-from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
+from app.db.models import AlertDelivery, AlertRule, Pipeline
 from app.exceptions import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week
@@ -60,18 +59,12 @@ def rule_out(rule: AlertRule, pipeline: str) -> AlertRuleOut:
 
 
 def list_rules(session: Session, pipeline: Pipeline) -> list[AlertRuleOut]:
-    rows = session.scalars(
-        select(AlertRule).where(AlertRule.pipeline_id == pipeline.id).order_by(AlertRule.id)
-    )
-    return [rule_out(r, pipeline.name) for r in rows]
+    return [rule_out(r, pipeline.name) for r in repository.rules_of(session, pipeline.id)]
 
 
 def create_rule(session: WriteSession, pipeline: Pipeline, rule: AlertRuleIn) -> AlertRuleOut:
     validate(rule)
-    count = session.scalar(
-        select(func.count()).select_from(AlertRule).where(AlertRule.pipeline_id == pipeline.id)
-    )
-    if (count or 0) >= MAX_RULES_PER_PIPELINE:
+    if repository.count_rules(session, pipeline.id) >= MAX_RULES_PER_PIPELINE:
         raise Invalid(
             f"a pipeline holds at most {MAX_RULES_PER_PIPELINE} alert rules; delete one first",
             fields=[{"field": "body", "reason": "too many rules"}],
@@ -86,26 +79,17 @@ def create_rule(session: WriteSession, pipeline: Pipeline, rule: AlertRuleIn) ->
 
 
 def delete_rule(session: WriteSession, pipeline: Pipeline, rule_id: int) -> None:
-    gone = session.execute(
-        delete(AlertRule).where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline.id)
-    )
-    if not gone.rowcount:  # type: ignore[attr-defined]
+    if not repository.delete_rule(session, pipeline.id, rule_id):
         raise NotFound(f"pipeline {pipeline.name!r} has no alert rule {rule_id}")
 
 
 def deliveries(
     session: Session, pipeline: Pipeline, *, limit: int, before: int | None = None
 ) -> list[DeliveryOut]:
-    stmt = (
-        select(AlertDelivery, AlertRule.kind)
-        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
-        .where(AlertRule.pipeline_id == pipeline.id)
-        .order_by(AlertDelivery.id.desc())
-        .limit(min(limit, MAX_DELIVERIES))
+    found = repository.deliveries(
+        session, pipeline.id, limit=min(limit, MAX_DELIVERIES), before=before
     )
-    if before is not None:
-        stmt = stmt.where(AlertDelivery.id < before)
-    return [_delivery_out(d, kind) for d, kind in session.execute(stmt)]
+    return [_delivery_out(d, kind) for d, kind in found]
 
 
 def _delivery_out(d: AlertDelivery, kind: str) -> DeliveryOut:
@@ -129,12 +113,7 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     if "goodput_drop" in kinds:
         values.update(_two_weeks(session, pipeline))
     if "utilization_floor" in kinds:
-        latest = session.execute(
-            select(Run.run_id, Run.gpu_utilization)
-            .where(Run.pipeline_id == pipeline.id)
-            .order_by(Run.started_at.desc(), Run.id.desc())
-            .limit(1)
-        ).first()
+        latest = repository.latest_run_utilization(session, pipeline.id)
         if latest is not None:
             values["latest_run_id"], values["latest_utilization"] = latest
     return rules.Metrics(**values)  # type: ignore[arg-type]
@@ -196,14 +175,7 @@ def evaluate(
     now = now or datetime.now(UTC)
     with db.write() as session:
         pipeline = get_by_name(session, name)
-        rows = list(
-            session.scalars(
-                select(AlertRule)
-                .where(AlertRule.pipeline_id == pipeline.id, AlertRule.enabled.is_(True))
-                .order_by(AlertRule.id)
-                .with_for_update()
-            )
-        )
+        rows = repository.lock_enabled_rules(session, pipeline.id)
         if not rows:
             return []
         metrics = read_metrics(session, pipeline, {r.kind for r in rows})
@@ -261,14 +233,7 @@ def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
     expires, indexed = db.caches.get("alert_rules", (0.0, frozenset()))
     if expires < time.monotonic():
         with db.read_latest() as session:
-            indexed = frozenset(
-                session.scalars(
-                    select(Pipeline.name)
-                    .join(AlertRule, AlertRule.pipeline_id == Pipeline.id)
-                    .where(AlertRule.enabled.is_(True))
-                    .distinct()
-                )
-            )
+            indexed = repository.pipelines_with_enabled_rules(session)
         db.caches["alert_rules"] = (time.monotonic() + RULE_INDEX_SECONDS, indexed)
     return [n for n in wanted if n in indexed]
 

@@ -55,15 +55,7 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
     after = None
     while True:
         with db.read() as session:
-            rows = repository.list_runs(
-                session,
-                pipeline_id=pipeline_id,
-                variant=None,
-                since=None,
-                until=None,
-                after=after,
-                limit=chunk,
-            )
+            rows = repository.list_runs(session, pipeline_id=pipeline_id, after=after, limit=chunk)
             outs = [to_jsonable_python(service.out_dict(*r)) for r in rows]
         for data in outs:  # the JSON values of GET /api/v1/runs, column by column
             writer.writerow([csv_value(data[c]) for c in CSV_COLUMNS])

@@ -286,12 +286,12 @@ def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
 def list_runs(
     session: Session,
     *,
-    pipeline_id: int | None,
-    variant: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    after: tuple[datetime, int] | None,
     limit: int,
+    pipeline_id: int | None = None,
+    variant: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    after: tuple[datetime, int] | None = None,
 ) -> list[tuple[Any, list[Any]]]:
     """Newest first, keyset-paginated on (started_at, id)."""
     stmt = _runs_query()
