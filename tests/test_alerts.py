@@ -58,9 +58,12 @@ def test_transition_fires_on_change_only(was: bool, now: bool | None, event: str
 
 def test_metric_values() -> None:
     m = rules.Metrics(
-        projected_monthly_cost_usd=2456.0, budget_usd=1400.0, goodput_latest=0.60,
-        goodput_previous=0.75, latest_utilization=0.3,
-    )  # fmt: skip
+        projected_monthly_cost_usd=2456.0,
+        budget_usd=1400.0,
+        goodput_latest=0.60,
+        goodput_previous=0.75,
+        latest_utilization=0.3,
+    )
     assert m.value("cost_over_budget") == pytest.approx(175.43, abs=0.01)
     assert m.value("goodput_drop") == pytest.approx(15.0)
     assert m.value("utilization_floor") == 0.3
@@ -71,9 +74,15 @@ def test_metric_values() -> None:
 def test_payload_text_is_slack_compatible() -> None:
     m = rules.Metrics(projected_monthly_cost_usd=2456.0, budget_usd=1400.0)
     body = rules.payload(
-        pipeline="recsys-ranker", rule_id=7, kind="cost_over_budget", event="firing",
-        value=m.value("cost_over_budget") or 0, threshold=100.0, metrics=m, at="t",
-    )  # fmt: skip
+        pipeline="recsys-ranker",
+        rule_id=7,
+        kind="cost_over_budget",
+        event="firing",
+        value=m.value("cost_over_budget") or 0,
+        threshold=100.0,
+        metrics=m,
+        at="t",
+    )
     assert body["text"] == (
         "[Cadence] recsys-ranker: projected monthly cost $2,456 is 175% of the "
         "$1,400 budget (threshold 100%)"
@@ -82,9 +91,15 @@ def test_payload_text_is_slack_compatible() -> None:
     assert body["kind"] == "cost_over_budget" and body["threshold"] == 100.0
     assert body["url"] == "/pipelines/recsys-ranker#alerts"
     resolved = rules.payload(
-        pipeline="p", rule_id=1, kind="utilization_floor", event="resolved", value=0.5,
-        threshold=0.4, metrics=rules.Metrics(latest_run_id="r9"), at="t",
-    )  # fmt: skip
+        pipeline="p",
+        rule_id=1,
+        kind="utilization_floor",
+        event="resolved",
+        value=0.5,
+        threshold=0.4,
+        metrics=rules.Metrics(latest_run_id="r9"),
+        at="t",
+    )
     assert resolved["text"].startswith("[Cadence] p: resolved: latest run (r9) GPU utilization")
 
 
@@ -276,10 +291,16 @@ def test_cost_over_budget_fires_once_and_resolves(
     assert hook["url"] == "/pipelines/ranker#alerts" and hook["rule_id"] == rule["id"]
 
     # Still over budget: state unchanged, no new webhook.
-    post_run(c, ingest_headers, run_id="r2", started_at="2026-11-09T08:00:00+00:00",
-             finished_at="2026-11-09T22:00:00+00:00")  # fmt: skip
-    retry = make_run(run_id="r2", started_at="2026-11-09T08:00:00+00:00",
-                     finished_at="2026-11-09T22:00:00+00:00")  # fmt: skip
+    post_run(
+        c,
+        ingest_headers,
+        run_id="r2",
+        started_at="2026-11-09T08:00:00+00:00",
+        finished_at="2026-11-09T22:00:00+00:00",
+    )
+    retry = make_run(
+        run_id="r2", started_at="2026-11-09T08:00:00+00:00", finished_at="2026-11-09T22:00:00+00:00"
+    )
     assert c.post("/api/v1/runs", json=retry, headers=ingest_headers).status_code == 200
     assert len(receiver.requests) == 1
     state = c.get("/api/v1/pipelines/ranker/alerts").json()["rules"][0]
@@ -337,9 +358,13 @@ def test_client_error_is_not_retried(receiver: Receiver) -> None:
 def test_backoff_doubles() -> None:
     waits: list[float] = []
     result = deliver(
-        closed_port_url(), {}, max_attempts=3, timeout_seconds=1, backoff_seconds=0.5,
+        closed_port_url(),
+        {},
+        max_attempts=3,
+        timeout_seconds=1,
+        backoff_seconds=0.5,
         sleep=waits.append,
-    )  # fmt: skip
+    )
     assert waits == [0.5, 1.0]
     assert result.status == "failed" and result.attempts == 3 and result.response_status is None
 
@@ -358,8 +383,13 @@ def test_unreachable_webhook_records_failure_and_ingest_succeeds(
     assert (d["status"], d["attempts"], d["response_status"]) == ("failed", 3, None)
     assert d["error"].count("attempt") == 3 and "ConnectError" in d["error"]
     # The rule still counts as firing: it is not re-sent on every run.
-    post_run(c, ingest_headers, run_id="r2", started_at="2026-11-09T08:00:00+00:00",
-             finished_at="2026-11-09T22:00:00+00:00")  # fmt: skip
+    post_run(
+        c,
+        ingest_headers,
+        run_id="r2",
+        started_at="2026-11-09T08:00:00+00:00",
+        finished_at="2026-11-09T22:00:00+00:00",
+    )
     assert len(c.get("/api/v1/pipelines/ranker/alerts/deliveries").json()["deliveries"]) == 1
 
 
@@ -384,8 +414,12 @@ def test_utilization_floor_through_batches(
         c.post("/api/v1/runs/batch", json={"runs": [low]}, headers=ingest_headers).status_code
         == 200
     )
-    high = make_run(run_id="high", gpu_utilization=0.5, started_at="2026-11-09T08:00:00+00:00",
-                    finished_at="2026-11-09T22:00:00+00:00")  # fmt: skip
+    high = make_run(
+        run_id="high",
+        gpu_utilization=0.5,
+        started_at="2026-11-09T08:00:00+00:00",
+        finished_at="2026-11-09T22:00:00+00:00",
+    )
     c.post("/api/v1/runs/batch", json={"runs": [high]}, headers=ingest_headers)
     assert [h["event"] for h in receiver.requests] == ["firing", "resolved"]
 
@@ -399,8 +433,14 @@ def test_goodput_drop_week_over_week(
     c = app_client
     setup_pipeline(c, admin_headers, budget=None)
     add_rule(c, admin_headers, kind="goodput_drop", threshold=10, webhook_url=receiver.url)
-    good = make_run(run_id="w45", gpu_utilization=0.9, data_stall_hours=0, checkpoint_hours=0,
-                    scheduling_wait_hours=0, interruptions=[])  # fmt: skip
+    good = make_run(
+        run_id="w45",
+        gpu_utilization=0.9,
+        data_stall_hours=0,
+        checkpoint_hours=0,
+        scheduling_wait_hours=0,
+        interruptions=[],
+    )
     post_run(c, ingest_headers, **good)
     assert receiver.requests == []  # no previous week yet
     week46 = {"started_at": "2026-11-09T08:00:00+00:00", "finished_at": "2026-11-09T22:00:00+00:00"}

@@ -62,10 +62,13 @@ def test_overlapping_batches_racing(committed_db: Database, settings: Settings) 
     async def race() -> list[int]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            responses = await asyncio.gather(*[
-                client.post("/api/v1/runs/batch", json={"runs": b}, headers=headers)
-                for b in batches for _ in range(2)
-            ])  # fmt: skip
+            responses = await asyncio.gather(
+                *[
+                    client.post("/api/v1/runs/batch", json={"runs": b}, headers=headers)
+                    for b in batches
+                    for _ in range(2)
+                ]
+            )
         return [r.status_code for r in responses]
 
     statuses = asyncio.run(race())
@@ -95,10 +98,12 @@ def test_many_clients_each_run_twice_some_raced(committed_db: Database, settings
                         interruptions=[] if i % 3 else make_run()["interruptions"],
                     )
                     copies = 2 if i % 10 == 0 else 1
-                    first = await asyncio.gather(*[
-                        client.post("/api/v1/runs", json=run, headers=headers)
-                        for _ in range(copies)
-                    ])  # fmt: skip
+                    first = await asyncio.gather(
+                        *[
+                            client.post("/api/v1/runs", json=run, headers=headers)
+                            for _ in range(copies)
+                        ]
+                    )
                     retry = await client.post("/api/v1/runs", json=run, headers=headers)
                     statuses.extend([*(r.status_code for r in first), retry.status_code])
 

@@ -647,10 +647,23 @@ def test_against_a_real_mlflow_server(
     )
     try:
         argv = [
-            "import", "mlflow", "--tracking-uri", mlflow_server, "--experiment", "cadence-real",
-            "--pipeline", "mlflow-real", "--url", URL, "--token", make_token(db, "ingest"),
-            "--mapping", str(mapping), "--variant-tag", "arm",
-        ]  # fmt: skip
+            "import",
+            "mlflow",
+            "--tracking-uri",
+            mlflow_server,
+            "--experiment",
+            "cadence-real",
+            "--pipeline",
+            "mlflow-real",
+            "--url",
+            URL,
+            "--token",
+            make_token(db, "ingest"),
+            "--mapping",
+            str(mapping),
+            "--variant-tag",
+            "arm",
+        ]
         for expected in ("3 created / 0 already there", "0 created / 3 already there"):
             code = command.run_import(
                 cli.parser().parse_args(argv), transport=through(client, []), sleep=pytest.fail

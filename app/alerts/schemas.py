@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
+from app.alerts.rules import AlertKind
 from app.schemas_common import OutModel, StrictModel
-
-KindField = Literal["cost_over_budget", "goodput_drop", "utilization_floor"]
 
 
 class AlertRuleIn(StrictModel):
-    kind: KindField = Field(
+    kind: AlertKind = Field(
         description="cost_over_budget: projected monthly cost at the current cadence vs "
         "the budget; goodput_drop: latest ISO week vs the previous one; utilization_floor: "
         "the latest run's GPU utilization."

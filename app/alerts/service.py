@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.alerts import repository, rules
 from app.alerts.delivery import deliver
+from app.alerts.rules import AlertKind
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.analytics.service import current_monthly_cost
 from app.analytics.weekly import latest_weeks_goodput
@@ -51,11 +52,18 @@ def validate(rule: AlertRuleIn) -> None:
 
 def rule_out(rule: AlertRule, pipeline: str) -> AlertRuleOut:
     return AlertRuleOut(
-        id=rule.id, pipeline=pipeline, kind=rule.kind, threshold=rule.threshold,
-        webhook_url=rule.webhook_url, enabled=rule.enabled, firing=rule.firing,
-        since=rule.since, last_value=rule.last_value,
-        last_evaluated_at=rule.last_evaluated_at, created_at=rule.created_at,
-    )  # fmt: skip
+        id=rule.id,
+        pipeline=pipeline,
+        kind=rule.kind,
+        threshold=rule.threshold,
+        webhook_url=rule.webhook_url,
+        enabled=rule.enabled,
+        firing=rule.firing,
+        since=rule.since,
+        last_value=rule.last_value,
+        last_evaluated_at=rule.last_evaluated_at,
+        created_at=rule.created_at,
+    )
 
 
 def list_rules(session: Session, pipeline: Pipeline) -> list[AlertRuleOut]:
@@ -70,9 +78,13 @@ def create_rule(session: WriteSession, pipeline: Pipeline, rule: AlertRuleIn) ->
             fields=[{"field": "body", "reason": "too many rules"}],
         )
     row = AlertRule(
-        pipeline_id=pipeline.id, kind=rule.kind, threshold=rule.threshold,
-        webhook_url=rule.webhook_url, enabled=rule.enabled, firing=False,
-    )  # fmt: skip
+        pipeline_id=pipeline.id,
+        kind=rule.kind,
+        threshold=rule.threshold,
+        webhook_url=rule.webhook_url,
+        enabled=rule.enabled,
+        firing=False,
+    )
     session.add(row)
     session.flush()
     return rule_out(row, pipeline.name)
@@ -94,10 +106,17 @@ def deliveries(
 
 def _delivery_out(d: AlertDelivery, kind: str) -> DeliveryOut:
     return DeliveryOut(
-        id=d.id, rule_id=d.rule_id, kind=kind, event=d.event, status=d.status,
-        attempts=d.attempts, response_status=d.response_status, error=d.error,
-        payload=d.payload, created_at=d.created_at,
-    )  # fmt: skip
+        id=d.id,
+        rule_id=d.rule_id,
+        kind=kind,
+        event=d.event,
+        status=d.status,
+        attempts=d.attempts,
+        response_status=d.response_status,
+        error=d.error,
+        payload=d.payload,
+        created_at=d.created_at,
+    )
 
 
 # --- metrics -----------------------------------------------------------------------------
@@ -107,12 +126,12 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     """Only what the pipeline's rules need: a projection, two weeks of goodput, one run."""
     kinds = set(kinds)
     values: dict[str, object] = {}
-    if "cost_over_budget" in kinds and pipeline.monthly_budget_usd:
+    if AlertKind.COST_OVER_BUDGET in kinds and pipeline.monthly_budget_usd:
         values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline)
         values["budget_usd"] = pipeline.monthly_budget_usd
-    if "goodput_drop" in kinds:
+    if AlertKind.GOODPUT_DROP in kinds:
         values.update(_two_weeks(session, pipeline))
-    if "utilization_floor" in kinds:
+    if AlertKind.UTILIZATION_FLOOR in kinds:
         latest = repository.latest_run_utilization(session, pipeline.id)
         if latest is not None:
             values["latest_run_id"], values["latest_utilization"] = latest
@@ -152,9 +171,15 @@ def apply(
         rule.firing = event == "firing"
         rule.since = now
         body = rules.payload(
-            pipeline=pipeline, rule_id=rule.id, kind=rule.kind, event=event, value=value,
-            threshold=rule.threshold, metrics=metrics, at=now.isoformat(),
-        )  # fmt: skip
+            pipeline=pipeline,
+            rule_id=rule.id,
+            kind=rule.kind,
+            event=event,
+            value=value,
+            threshold=rule.threshold,
+            metrics=metrics,
+            at=now.isoformat(),
+        )
         notes.append(rules.Notification(rule.id, rule.webhook_url, event, body))
     return notes
 
@@ -212,8 +237,14 @@ def evaluate(
         ids = [d.id for d in records]
     for n, r in zip(notes, results, strict=True):
         level = logging.INFO if r.status == "delivered" else logging.WARNING
-        log.log(level, "alert %s for rule %s: %s after %s attempt(s)", n.event, n.rule_id,
-                r.status, r.attempts)  # fmt: skip
+        log.log(
+            level,
+            "alert %s for rule %s: %s after %s attempt(s)",
+            n.event,
+            n.rule_id,
+            r.status,
+            r.attempts,
+        )
     return ids
 
 

@@ -66,17 +66,30 @@ def recent_runs(
     hours = wall_clock(dialect(session)).label("hours")
     stmt = (
         select(
-            Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours, Run.gpu_hours,
-            Run.gpu_utilization, effective_price().label("price"), Run.data_stall_hours,
-            Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.quality_value,
-            Run.interruption_count, Run.lost_progress_hours, Run.resume_hours,
+            Run.id,
+            Run.run_id,
+            Run.variant,
+            Run.started_at,
+            Run.workers,
+            hours,
+            Run.gpu_hours,
+            Run.gpu_utilization,
+            effective_price().label("price"),
+            Run.data_stall_hours,
+            Run.checkpoint_hours,
+            Run.scheduling_wait_hours,
+            Run.mfu,
+            Run.quality_value,
+            Run.interruption_count,
+            Run.lost_progress_hours,
+            Run.resume_hours,
             Run.reschedule_hours,
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pipeline_id)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
-    )  # fmt: skip
+    )
     if variant is not None:
         stmt = stmt.where(Run.variant == variant)
     rows = [_to_run_row(r) for r in session.execute(stmt)]
@@ -154,14 +167,15 @@ def weekly_totals(
         func.sum(weff * (Run.scheduling_wait_hours + t)).label("period"),
         func.sum(weff * (Run.scheduling_wait_hours + Run.reschedule_hours)).label("unavailable"),
         func.sum(weff * (t - Run.reschedule_hours)).label("held"),
-        func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours))
-        .label("runtime_loss"),
+        func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)).label(
+            "runtime_loss"
+        ),
         func.sum(Run.gpu_hours * func.coalesce(Run.mfu, Run.gpu_utilization)).label("program"),
         func.sum(case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0)).label("mfu_hours"),
         func.sum(Run.gpu_hours * price).label("cost"),
         *[func.sum(cast(expr, Float)).label(f"g_{name}") for name, expr in causes.items()],
         *[func.sum(cast(expr * price, Float)).label(f"u_{name}") for name, expr in causes.items()],
-    ]  # fmt: skip
+    ]
     stmt = (
         select(*columns)
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
@@ -175,11 +189,15 @@ def weekly_totals(
     for r in session.execute(stmt):
         m = r._mapping
         totals = GoodputTotals(
-            runs=int(m["runs"]), gpu_hours=float(m["gpu_hours"]), period_gpu_hours=m["period"],
-            unavailable_gpu_hours=m["unavailable"], held_gpu_hours=m["held"],
-            runtime_loss_gpu_hours=m["runtime_loss"], program_gpu_hours=m["program"],
+            runs=int(m["runs"]),
+            gpu_hours=float(m["gpu_hours"]),
+            period_gpu_hours=m["period"],
+            unavailable_gpu_hours=m["unavailable"],
+            held_gpu_hours=m["held"],
+            runtime_loss_gpu_hours=m["runtime_loss"],
+            program_gpu_hours=m["program"],
             mfu_gpu_hours=float(m["mfu_hours"]),
-        )  # fmt: skip
+        )
         out.setdefault(r.pipeline_id, []).append(
             WeekTotals(
                 week_start=_as_date(m["week"]),
@@ -230,12 +248,13 @@ class VariantStats:
 @per_session
 def variants(session: Session, pipeline_id: int) -> list[VariantStats]:
     rows = session.execute(
-        select(Run.variant, func.count(), func.count(distinct(Run.workers)),
-               func.max(Run.started_at))
+        select(
+            Run.variant, func.count(), func.count(distinct(Run.workers)), func.max(Run.started_at)
+        )
         .where(Run.pipeline_id == pipeline_id)
         .group_by(Run.variant)
         .order_by(func.count().desc(), Run.variant)
-    )  # fmt: skip
+    )
     return [VariantStats(v, int(n), int(w), _aware(last)) for v, n, w, last in rows]
 
 

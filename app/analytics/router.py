@@ -11,7 +11,6 @@ from app.analytics import plan as plan_service
 from app.analytics import service, weekly
 from app.analytics.schemas import (
     CheckpointsOut,
-    Convention,
     GateOut,
     GoodputOut,
     LeversOut,
@@ -23,14 +22,15 @@ from app.analytics.schemas import (
 from app.deps import DatabaseDep
 from app.exceptions import Invalid
 from app.planning.gate import GateThresholds
+from app.planning.projection import CALENDAR, MonthConvention
 from app.planning.whatif import WhatIf
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])
 
 Price = Annotated[float | None, Query(ge=0, le=10_000, description="USD per GPU-hour")]
 Cadence = Annotated[float | None, Query(ge=0.01, le=100, description="Runs per week")]
-MonthConvention = Annotated[
-    Convention, Query(description="calendar = 52/12 weeks per month; four_week = 4")
+MonthQuery = Annotated[
+    MonthConvention, Query(description="calendar = 52/12 weeks per month; four_week = 4")
 ]
 Variant = Annotated[str | None, Query(max_length=64)]
 
@@ -69,7 +69,7 @@ def get_projection(
     failure_rate: Annotated[float | None, Query(ge=0, le=0.1)] = None,
     checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
     budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
-    weeks_per_month: MonthConvention = "calendar",
+    weeks_per_month: MonthQuery = CALENDAR,
     recent: Annotated[int, Query(ge=1, le=200)] = service.RECENT_RUNS,
 ) -> ProjectionOut:
     """Monthly cost at each cadence from the recent runs of each variant, with what-ifs."""
@@ -82,9 +82,15 @@ def get_projection(
     )
     with db.read() as session:
         return service.projection(
-            session, name, variants=parse_variants(variant), cadences=parse_cadences(cadences),
-            what_if=what_if, convention=weeks_per_month, budget=budget, recent=recent,
-        )  # fmt: skip
+            session,
+            name,
+            variants=parse_variants(variant),
+            cadences=parse_cadences(cadences),
+            what_if=what_if,
+            convention=weeks_per_month,
+            budget=budget,
+            recent=recent,
+        )
 
 
 @router.get("/pipelines/{name}/goodput", response_model=GoodputOut)
@@ -114,7 +120,7 @@ def get_gate(
     quality_margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
     min_runs: Annotated[int, Query(ge=2, le=1000)] = 3,
-    weeks_per_month: MonthConvention = "calendar",
+    weeks_per_month: MonthQuery = CALENDAR,
 ) -> GateOut:
     """May the candidate move to the target cadence? PASS, FAIL or INSUFFICIENT_DATA."""
     thresholds = GateThresholds(
@@ -154,7 +160,7 @@ def get_levers(
     db: DatabaseDep,
     variant: Variant = None,
     cadence: Cadence = None,
-    weeks_per_month: MonthConvention = "calendar",
+    weeks_per_month: MonthQuery = CALENDAR,
 ) -> LeversOut:
     """Badput causes ranked by monthly cost at the cadence, with remedies and savings."""
     with db.read() as session:
@@ -174,16 +180,22 @@ def get_checkpoints(
     checkpoint_write_hours: Annotated[float | None, Query(ge=1e-4, le=1000)] = None,
     checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
     restart_hours: Annotated[float | None, Query(ge=0, le=1000)] = None,
-    weeks_per_month: MonthConvention = "calendar",
+    weeks_per_month: MonthQuery = CALENDAR,
 ) -> CheckpointsOut:
     """Current vs Young/Daly optimal checkpoint interval, ETTR, and the monthly saving."""
     with db.read() as session:
         return service.checkpoints(
-            session, name, variant=variant, cadence=cadence, convention=weeks_per_month,
-            instances=instances, failure_rate=failure_rate,
+            session,
+            name,
+            variant=variant,
+            cadence=cadence,
+            convention=weeks_per_month,
+            instances=instances,
+            failure_rate=failure_rate,
             checkpoint_write_hours=checkpoint_write_hours,
-            checkpoint_interval_hours=checkpoint_interval_hours, restart_hours=restart_hours,
-        )  # fmt: skip
+            checkpoint_interval_hours=checkpoint_interval_hours,
+            restart_hours=restart_hours,
+        )
 
 
 @router.post("/plan", response_model=PlanOut)

@@ -10,12 +10,10 @@ from app.planning.failures import CheckpointAdvice, FailureRateEstimate
 from app.planning.gate import GateResult
 from app.planning.goodput import Goodput
 from app.planning.levers import Lever
-from app.planning.projection import Projection
+from app.planning.projection import CALENDAR, MonthConvention, Projection
 from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.weekly import WeekSummary
 from app.schemas_common import StrictModel
-
-Convention = Literal["calendar", "four_week"]
 
 
 class ProjectionOut(BaseModel):
@@ -151,7 +149,7 @@ class PlanIn(StrictModel):
     )
     current_runs_per_week: RunsPerWeek = 1.0
     budget_usd: Budget | None = None
-    weeks_per_month: Convention = "calendar"
+    weeks_per_month: MonthConvention = CALENDAR
     what_if: WhatIfIn | None = None
     scaling_probes: list[ProbeIn] = Field(default_factory=list, max_length=100)
     checkpoints: CheckpointIn | None = None

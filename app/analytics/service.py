@@ -29,7 +29,7 @@ from app.planning.failures import (
 from app.planning.gate import GateThresholds, evaluate_gate
 from app.planning.levers import rank_levers
 from app.planning.model import PlanningError
-from app.planning.projection import project_costs, runs_per_month
+from app.planning.projection import CALENDAR, project_costs, runs_per_month
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl, scaling_advice, scaling_table
 from app.planning.whatif import WhatIf
 
@@ -142,23 +142,28 @@ def projection(
     if what_if.failure_rate_per_instance_hour is not None:
         d = failure_defaults(session, pipeline)
         what_if = WhatIf(
-            price=what_if.price, utilization_target=what_if.utilization_target,
+            price=what_if.price,
+            utilization_target=what_if.utilization_target,
             workers=what_if.workers,
             failure_rate_per_instance_hour=what_if.failure_rate_per_instance_hour,
             checkpoint_interval_hours=what_if.checkpoint_interval_hours or d.interval_hours,
-            resume_hours=d.restart_hours, reschedule_hours=0.0,
-        )  # fmt: skip
+            resume_hours=d.restart_hours,
+            reschedule_hours=0.0,
+        )
     current = runs_of(session, pipeline, chosen[0], recent)
     out = {}
     for variant in chosen:
         rows = current if variant == chosen[0] else runs_of(session, pipeline, variant, recent)
         out[variant] = project_costs(
-            [r.facts for r in rows], cadences, convention=convention,
+            [r.facts for r in rows],
+            cadences,
+            convention=convention,
             budget_usd=budget if budget is not None else pipeline.monthly_budget_usd,
             current_runs_per_week=pipeline.runs_per_week,
-            what_if=None if what_if.is_empty else what_if, scaling_model=model,
+            what_if=None if what_if.is_empty else what_if,
+            scaling_model=model,
             current_runs=[r.facts for r in current],
-        )  # fmt: skip
+        )
     return ProjectionOut(
         pipeline=name,
         variants=chosen,
@@ -174,9 +179,14 @@ def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
     None when there is nothing to project. Used by the overview, /metrics and alerts."""
     try:
         out = projection(
-            session, pipeline.name, variants=None, cadences=[pipeline.runs_per_week],
-            what_if=WhatIf(), convention="calendar", budget=None,
-        )  # fmt: skip
+            session,
+            pipeline.name,
+            variants=None,
+            cadences=[pipeline.runs_per_week],
+            what_if=WhatIf(),
+            convention=CALENDAR,
+            budget=None,
+        )
     except (CadenceError, PlanningError):  # no runs yet, or nothing to project
         return None
     variant = out.current_variant or out.variants[0]
@@ -206,10 +216,14 @@ def gate(
     base_rows = repo.recent_runs(session, pipeline.id, variant=baseline, limit=recent)
     cand_rows = repo.recent_runs(session, pipeline.id, variant=candidate, limit=recent)
     result = evaluate_gate(
-        [r.facts for r in base_rows], [r.facts for r in cand_rows],
-        higher_is_better=pipeline.higher_is_better, target_runs_per_week=target,
-        budget_usd=budget, convention=convention, thresholds=thresholds,
-    )  # fmt: skip
+        [r.facts for r in base_rows],
+        [r.facts for r in cand_rows],
+        higher_is_better=pipeline.higher_is_better,
+        target_runs_per_week=target,
+        budget_usd=budget,
+        convention=convention,
+        thresholds=thresholds,
+    )
     return GateOut(
         pipeline=name,
         baseline=baseline,
@@ -369,10 +383,15 @@ def checkpoints(
             "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
         )
     advice = checkpoint_advice(
-        write_hours=write, current_interval_hours=interval, workers=max(1, workers),
-        wall_clock_hours=wall, runs_per_month=runs_per_month(target, convention),
-        price_per_gpu_hour=price, failure_rate_per_instance_hour=rate, resume_hours=restart,
-    )  # fmt: skip
+        write_hours=write,
+        current_interval_hours=interval,
+        workers=max(1, workers),
+        wall_clock_hours=wall,
+        runs_per_month=runs_per_month(target, convention),
+        price_per_gpu_hour=price,
+        failure_rate_per_instance_hour=rate,
+        resume_hours=restart,
+    )
     return CheckpointsOut(
         pipeline=name, inputs=inputs, failure_rate_estimate=estimate, advice=advice
     )

@@ -126,9 +126,6 @@ class ApiToken(CreatedAt, Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-ALERT_KINDS = ("cost_over_budget", "goodput_drop", "utilization_floor")
-
-
 class AlertRule(CreatedAt, Base):
     """A budget or goodput alert on one pipeline, with its current state (app/alerts)."""
 
@@ -138,8 +135,9 @@ class AlertRule(CreatedAt, Base):
     pipeline_id: Mapped[int] = mapped_column(
         ForeignKey("pipeline.id", ondelete="CASCADE"), index=True
     )
-    # cost_over_budget: percent of budget; goodput_drop: points week over week;
-    # utilization_floor: a fraction 0..1.
+    # One of app.alerts.rules.AlertKind (the check below lists the same names; a test
+    # keeps them equal). Thresholds: cost_over_budget: percent of budget;
+    # goodput_drop: points week over week; utilization_floor: a fraction 0..1.
     kind: Mapped[str] = mapped_column(String(32))
     threshold: Mapped[float] = mapped_column(Double)
     webhook_url: Mapped[str] = mapped_column(String(2000))

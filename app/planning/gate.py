@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.planning.model import PlanningError, RunFacts
-from app.planning.projection import Projection, project_costs
+from app.planning.projection import CALENDAR, Projection, project_costs
 from app.planning.welch import one_sided_bounds, p_value_above, runs_needed_per_arm, welch
 
 Status = Literal["pass", "fail", "undecided"]
@@ -160,7 +160,7 @@ def evaluate_gate(
     higher_is_better: bool = True,
     target_runs_per_week: float,
     budget_usd: float,
-    convention: str = "calendar",
+    convention: str = CALENDAR,
     thresholds: GateThresholds | None = None,
 ) -> GateResult:
     """Decide whether the candidate may run at the target cadence (DOMAIN.md §7).

@@ -87,19 +87,36 @@ def runs_by_key(session: Session, keys: Sequence[tuple[int, str]]) -> dict[tuple
 # time in psycopg re-parsing the statement, unnest() over array parameters most of the
 # rest dumping arrays in Python; COPY's row writer is psycopg's C code.
 PG_TYPES = {
-    "pipeline_id": "int4", "run_id": "text", "variant": "text",
-    "started_at": "timestamptz", "finished_at": "timestamptz", "workers": "int4",
-    "gpu_type": "text", "gpu_hours": "float8", "gpu_utilization": "float8",
-    "price_per_gpu_hour": "float8", "quality_metric": "text", "quality_value": "float8",
-    "data_stall_hours": "float8", "checkpoint_hours": "float8",
-    "scheduling_wait_hours": "float8", "mfu": "float8", "tags": "text",
-    "interruption_count": "int4", "lost_progress_hours": "float8",
-    "resume_hours": "float8", "reschedule_hours": "float8",
-}  # fmt: skip
+    "pipeline_id": "int4",
+    "run_id": "text",
+    "variant": "text",
+    "started_at": "timestamptz",
+    "finished_at": "timestamptz",
+    "workers": "int4",
+    "gpu_type": "text",
+    "gpu_hours": "float8",
+    "gpu_utilization": "float8",
+    "price_per_gpu_hour": "float8",
+    "quality_metric": "text",
+    "quality_value": "float8",
+    "data_stall_hours": "float8",
+    "checkpoint_hours": "float8",
+    "scheduling_wait_hours": "float8",
+    "mfu": "float8",
+    "tags": "text",
+    "interruption_count": "int4",
+    "lost_progress_hours": "float8",
+    "resume_hours": "float8",
+    "reschedule_hours": "float8",
+}
 PG_INTERRUPTION_TYPES = {
-    "run_pk": "int8", "position": "int4", "lost_progress_hours": "float8",
-    "resume_hours": "float8", "reschedule_hours": "float8", "cause": "text",
-}  # fmt: skip
+    "run_pk": "int8",
+    "position": "int4",
+    "lost_progress_hours": "float8",
+    "resume_hours": "float8",
+    "reschedule_hours": "float8",
+    "cause": "text",
+}
 BULK_THRESHOLD = 8
 _RUN_COLUMNS = ", ".join(PG_TYPES)
 _PG_STAGE = (
@@ -237,14 +254,29 @@ def insert_interruptions(session: WriteSession, values: list[dict[str, Any]]) ->
 # Reading runs for the API: plain rows (Core), not ORM objects. 1000 runs as ORM objects
 # with their pipeline and interruptions took ~55 ms; as rows they take a fraction.
 _OUT_COLUMNS = (
-    Run.id, Pipeline.name.label("pipeline"),
+    Run.id,
+    Pipeline.name.label("pipeline"),
     Pipeline.price_per_gpu_hour.label("pipeline_price"),
-    Pipeline.quality_metric.label("pipeline_metric"), Run.run_id, Run.variant,
-    Run.started_at, Run.finished_at, Run.workers, Run.gpu_type, Run.gpu_utilization,
-    Run.gpu_hours, Run.price_per_gpu_hour, Run.quality_metric, Run.quality_value,
-    Run.data_stall_hours, Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.tags,
-    Run.created_at, Run.interruption_count,
-)  # fmt: skip
+    Pipeline.quality_metric.label("pipeline_metric"),
+    Run.run_id,
+    Run.variant,
+    Run.started_at,
+    Run.finished_at,
+    Run.workers,
+    Run.gpu_type,
+    Run.gpu_utilization,
+    Run.gpu_hours,
+    Run.price_per_gpu_hour,
+    Run.quality_metric,
+    Run.quality_value,
+    Run.data_stall_hours,
+    Run.checkpoint_hours,
+    Run.scheduling_wait_hours,
+    Run.mfu,
+    Run.tags,
+    Run.created_at,
+    Run.interruption_count,
+)
 
 
 def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
@@ -260,10 +292,16 @@ def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
             else key.in_(with_breaks)
         )
         found = session.execute(
-            select(Interruption.run_pk, Interruption.lost_progress_hours,
-                   Interruption.resume_hours, Interruption.reschedule_hours, Interruption.cause)
-            .where(match).order_by(Interruption.run_pk, Interruption.position)
-        )  # fmt: skip
+            select(
+                Interruption.run_pk,
+                Interruption.lost_progress_hours,
+                Interruption.resume_hours,
+                Interruption.reschedule_hours,
+                Interruption.cause,
+            )
+            .where(match)
+            .order_by(Interruption.run_pk, Interruption.position)
+        )
         for i in found:
             by_run.setdefault(i.run_pk, []).append(i)
     return [(r, by_run.get(r.id, [])) for r in rows]

@@ -14,7 +14,7 @@ from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep
 from app.exceptions import Invalid
-from app.runs import flows, service
+from app.runs import flows, listing, service
 from app.runs.schemas import BatchOut, RunBatchIn, RunIn, RunOut, RunPage
 from app.settings import Settings
 
@@ -127,7 +127,7 @@ def list_runs(
     variant: str | None = None,
     since: Annotated[datetime | None, Query(description="started_at >= since")] = None,
     until: Annotated[datetime | None, Query(description="started_at < until")] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_LIST_LIMIT)] = 100,
+    limit: Annotated[int, Query(ge=1, le=listing.MAX_LIST_LIMIT)] = 100,
     cursor: str | None = None,
 ) -> Response:
     """Runs, newest first. Follow `next_cursor` for the next page."""
@@ -138,7 +138,7 @@ def list_runs(
                 fields=[{"field": name, "reason": "timestamp needs a UTC offset"}],
             )
     with db.read() as session:
-        body = service.list_page(
+        body = listing.list_page(
             session,
             pipeline=pipeline,
             variant=variant,

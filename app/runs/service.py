@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,19 +16,29 @@ from app.db.engine import WriteSession
 from app.db.models import Run
 from app.db.sql import dialect
 from app.exceptions import Conflict, Invalid, NotFound
-from app.pipelines.service import get_by_name
 from app.runs import repository
 from app.runs.repository import PipelineRef
 from app.runs.schemas import InterruptionOut, RunIn, RunOut
 from app.runs.validation import cross_field_errors, interruption_values, stored_values
 from app.settings import Settings
 
-MAX_LIST_LIMIT = 1000
 COMPARED = (
-    "variant", "started_at", "finished_at", "workers", "gpu_type", "gpu_hours",
-    "gpu_utilization", "price_per_gpu_hour", "quality_metric", "quality_value",
-    "data_stall_hours", "checkpoint_hours", "scheduling_wait_hours", "mfu", "tags",
-)  # fmt: skip
+    "variant",
+    "started_at",
+    "finished_at",
+    "workers",
+    "gpu_type",
+    "gpu_hours",
+    "gpu_utilization",
+    "price_per_gpu_hour",
+    "quality_metric",
+    "quality_value",
+    "data_stall_hours",
+    "checkpoint_hours",
+    "scheduling_wait_hours",
+    "mfu",
+    "tags",
+)
 
 
 @dataclass
@@ -273,24 +280,39 @@ def out_dict(row: Any, interruptions: list[Any]) -> dict[str, Any]:
     """
     price = row.price_per_gpu_hour if row.price_per_gpu_hour is not None else row.pipeline_price
     return {
-        "id": row.id, "pipeline": row.pipeline, "run_id": row.run_id, "variant": row.variant,
-        "started_at": row.started_at, "finished_at": row.finished_at, "workers": row.workers,
-        "gpu_type": row.gpu_type, "gpu_utilization": row.gpu_utilization,
-        "gpu_hours": row.gpu_hours, "price_per_gpu_hour": row.price_per_gpu_hour,
+        "id": row.id,
+        "pipeline": row.pipeline,
+        "run_id": row.run_id,
+        "variant": row.variant,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "workers": row.workers,
+        "gpu_type": row.gpu_type,
+        "gpu_utilization": row.gpu_utilization,
+        "gpu_hours": row.gpu_hours,
+        "price_per_gpu_hour": row.price_per_gpu_hour,
         "quality_metric": row.quality_metric or row.pipeline_metric,
-        "quality_value": row.quality_value, "data_stall_hours": row.data_stall_hours,
+        "quality_value": row.quality_value,
+        "data_stall_hours": row.data_stall_hours,
         "checkpoint_hours": row.checkpoint_hours,
-        "scheduling_wait_hours": row.scheduling_wait_hours, "mfu": row.mfu,
+        "scheduling_wait_hours": row.scheduling_wait_hours,
+        "mfu": row.mfu,
         "interruptions": [
-            {"lost_progress_hours": i.lost_progress_hours, "resume_hours": i.resume_hours,
-             "reschedule_hours": i.reschedule_hours, "cause": i.cause}
+            {
+                "lost_progress_hours": i.lost_progress_hours,
+                "resume_hours": i.resume_hours,
+                "reschedule_hours": i.reschedule_hours,
+                "cause": i.cause,
+            }
             for i in interruptions
         ],
-        "tags": row.tags, "created_at": row.created_at,
+        "tags": row.tags,
+        "created_at": row.created_at,
         "wall_clock_hours": (row.finished_at - row.started_at).total_seconds() / 3600.0,
-        "effective_price_per_gpu_hour": price, "cost_usd": row.gpu_hours * price,
+        "effective_price_per_gpu_hour": price,
+        "cost_usd": row.gpu_hours * price,
         "idle_gpu_hours": (1.0 - row.gpu_utilization) * row.gpu_hours,
-    }  # fmt: skip
+    }
 
 
 def to_out(row: Any, interruptions: list[Any]) -> RunOut:
@@ -317,50 +339,3 @@ def delete(session: WriteSession, pk: int) -> None:
         raise NotFound(f"no run with id {pk}")
     session.delete(row)
     session.flush()
-
-
-def list_page(
-    session: Session,
-    *,
-    pipeline: str | None,
-    variant: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    cursor: str | None,
-    limit: int,
-) -> dict[str, Any]:
-    """One page of runs, newest first, as the API's JSON (``runs``, ``next_cursor``)."""
-    after = decode_cursor(cursor) if cursor else None
-    pipeline_id = get_by_name(session, pipeline).id if pipeline else None
-    rows = repository.list_runs(
-        session,
-        pipeline_id=pipeline_id,
-        variant=variant,
-        since=since,
-        until=until,
-        after=after,
-        limit=limit + 1,
-    )
-    page = rows[:limit]
-    more = len(rows) > limit
-    return {
-        "runs": [out_dict(*r) for r in page],
-        "next_cursor": encode_cursor(page[-1][0]) if more and page else None,
-    }
-
-
-def encode_cursor(run: Any) -> str:
-    raw = json.dumps([run.started_at.isoformat(), run.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        started, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return datetime.fromisoformat(started), int(pk)
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
-        raise Invalid(
-            "cursor is not one this server issued",
-            fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
-        ) from exc

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
@@ -14,8 +14,9 @@ from app.deps import DatabaseDep
 from app.exceptions import Invalid, NotFound
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
+from app.planning.projection import CALENDAR, MonthConvention
 from app.planning.weekly import iso_week, week_monday
-from app.runs import export
+from app.runs import listing
 from app.web import views
 from app.web.figures import to_json
 from app.web.templating import VENDOR_FILES, templates
@@ -23,6 +24,7 @@ from app.web.templating import VENDOR_FILES, templates
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
 REVIEW_PIPELINES = 500
+MONTH_PATTERN = "^(" + "|".join(get_args(MonthConvention)) + ")$"
 WHATIF_KEYS = (
     "cadence",
     "utilization_target",
@@ -39,7 +41,7 @@ def what_if_params(
     price: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
     failure_rate: Annotated[float | None, Query(gt=0, le=1)] = None,
-    weeks_per_month: Annotated[str, Query(pattern="^(calendar|four_week)$")] = "calendar",
+    weeks_per_month: Annotated[str, Query(pattern=MONTH_PATTERN)] = CALENDAR,
 ) -> views.WhatIfParams:
     return views.WhatIfParams(
         cadence, utilization_target, price, workers, failure_rate, weeks_per_month
@@ -58,10 +60,17 @@ def overview(
         total = pipelines.count(session)
         shown = pipelines.page(session, offset=(page - 1) * OVERVIEW_PAGE, limit=OVERVIEW_PAGE)
         cards = [views.card(session, p, today) for p in shown]
-    return templates.TemplateResponse(request, "overview.html", {
-        "cards": cards, "page": page, "pages": max(1, -(-total // OVERVIEW_PAGE)),
-        "week": iso_week(today), "to_json": to_json,
-    })  # fmt: skip
+    return templates.TemplateResponse(
+        request,
+        "overview.html",
+        {
+            "cards": cards,
+            "page": page,
+            "pages": max(1, -(-total // OVERVIEW_PAGE)),
+            "week": iso_week(today),
+            "to_json": to_json,
+        },
+    )
 
 
 @router.get("/pipelines/{name}", response_class=HTMLResponse)
@@ -77,7 +86,7 @@ def pipeline_page(
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
     margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
-    sort: Annotated[str, Query(pattern="^(" + "|".join(export.SORTS) + ")$")] = "started_at",
+    sort: Annotated[str, Query(pattern="^(" + "|".join(listing.SORTS) + ")$")] = "started_at",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     size: Annotated[int, Query(ge=1, le=100)] = 25,
@@ -89,22 +98,34 @@ def pipeline_page(
         summaries = views.weekly(session, pipeline)
         gate, gate_empty = views.gate_section(session, pipeline, g, p.weeks_per_month)
         scaling, scaling_out = views.scaling_section(session, pipeline)
-        runs, total = export.table_page(
+        runs, total = listing.table_page(
             session, pipeline.id, sort=sort, descending=order == "desc", number=page, size=size
         )
         variants = views.variant_names(session, pipeline)
-        context.update({
-            "trend": views.trend_sections(summaries), "weeks": summaries,
-            "runs_charts": views.run_sections(session, pipeline),
-            "gate": gate, "gate_empty": gate_empty, "g": g,
-            "scaling": scaling, "scaling_out": scaling_out,
-            "runs": runs, "total_runs": total, "sort": sort, "order": order,
-            "page": page, "size": size, "pages": max(1, -(-total // size)),
-            "variants": variants, "query": dict(request.query_params),
-            "whatif_keys": WHATIF_KEYS,
-            "observed_utilization": views.observed_utilization(session, pipeline),
-            "alerts": alerts_section(session, pipeline),
-        })  # fmt: skip
+        context.update(
+            {
+                "trend": views.trend_sections(summaries),
+                "weeks": summaries,
+                "runs_charts": views.run_sections(session, pipeline),
+                "gate": gate,
+                "gate_empty": gate_empty,
+                "g": g,
+                "scaling": scaling,
+                "scaling_out": scaling_out,
+                "runs": runs,
+                "total_runs": total,
+                "sort": sort,
+                "order": order,
+                "page": page,
+                "size": size,
+                "pages": max(1, -(-total // size)),
+                "variants": variants,
+                "query": dict(request.query_params),
+                "whatif_keys": WHATIF_KEYS,
+                "observed_utilization": views.observed_utilization(session, pipeline),
+                "alerts": alerts_section(session, pipeline),
+            }
+        )
     return templates.TemplateResponse(request, "pipeline.html", context)
 
 
@@ -113,11 +134,18 @@ def _whatif_context(session: Any, pipeline: Pipeline, p: views.WhatIfParams) -> 
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
     return {
-        "pipeline": pipeline, "p": p, "target": p.target(pipeline), "cost": cost,
-        "headline": views.headline(projection, pipeline, p), "projection": projection,
-        "levers": levers, "levers_empty": levers_empty, "checkpoint": checkpoint,
-        "checkpoint_out": checkpoint_out, "to_json": to_json,
-    }  # fmt: skip
+        "pipeline": pipeline,
+        "p": p,
+        "target": p.target(pipeline),
+        "cost": cost,
+        "headline": views.headline(projection, pipeline, p),
+        "projection": projection,
+        "levers": levers,
+        "levers_empty": levers_empty,
+        "checkpoint": checkpoint,
+        "checkpoint_out": checkpoint_out,
+        "to_json": to_json,
+    }
 
 
 @router.get("/pipelines/{name}/whatif")
@@ -133,11 +161,12 @@ def whatif_fragment(
         context = _whatif_context(session, pipeline, p)
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
-    return JSONResponse({
-        "html": html,
-        "figures": {"cost": context["cost"].figure,
-                    "checkpoint": context["checkpoint"].figure},
-    })  # fmt: skip
+    return JSONResponse(
+        {
+            "html": html,
+            "figures": {"cost": context["cost"].figure, "checkpoint": context["checkpoint"].figure},
+        }
+    )
 
 
 @router.get("/pipelines/{name}/runs.csv")
@@ -146,7 +175,7 @@ def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
         pipeline_id = get_by_name(session, name).id
     filename = f"cadence-{name}-runs.csv"
     return StreamingResponse(
-        export.csv_rows(db, pipeline_id),
+        listing.csv_rows(db, pipeline_id),
         media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
@@ -166,11 +195,17 @@ def weekly_review(
         ) from exc
     with db.read() as session:
         rows = views.review(session, pipelines.page(session, limit=REVIEW_PIPELINES), monday)
-    return templates.TemplateResponse(request, "review.html", {
-        "rows": rows, "week": label, "monday": monday,
-        "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
-        "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
-    })  # fmt: skip
+    return templates.TemplateResponse(
+        request,
+        "review.html",
+        {
+            "rows": rows,
+            "week": label,
+            "monday": monday,
+            "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
+            "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
+        },
+    )
 
 
 @router.get("/help", response_class=HTMLResponse)

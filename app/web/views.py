@@ -23,6 +23,7 @@ from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.planning.economics import badput
 from app.planning.gate import GateThresholds
+from app.planning.projection import CALENDAR
 from app.planning.weekly import WeekSummary, fill_weeks, monday_of, utc_midnight
 from app.planning.whatif import WhatIf
 from app.web import figures
@@ -40,7 +41,7 @@ class WhatIfParams:
     price: float | None = None
     workers: int | None = None
     failure_rate: float | None = None
-    weeks_per_month: str = "calendar"
+    weeks_per_month: str = CALENDAR
 
     def what_if(self) -> WhatIf:
         return WhatIf(
@@ -110,14 +111,21 @@ def headline(
     for variant in out.variants:
         proj = out.projections[variant]
         at = next(c for c in proj.cadences if c.runs_per_week == target)
-        rows.append({
-            "variant": variant, "runs_per_week": target,
-            "monthly_cost_usd": at.monthly_cost_usd, "p10": at.monthly_cost_p10_usd,
-            "p90": at.monthly_cost_p90_usd, "within_budget": at.within_budget,
-            "headroom_usd": at.headroom_usd, "vs_current_ratio": at.vs_current_ratio,
-            "current_monthly_cost_usd": proj.current_monthly_cost_usd,
-            "working": list(at.working), "warnings": list(proj.warnings),
-        })  # fmt: skip
+        rows.append(
+            {
+                "variant": variant,
+                "runs_per_week": target,
+                "monthly_cost_usd": at.monthly_cost_usd,
+                "p10": at.monthly_cost_p10_usd,
+                "p90": at.monthly_cost_p90_usd,
+                "within_budget": at.within_budget,
+                "headroom_usd": at.headroom_usd,
+                "vs_current_ratio": at.vs_current_ratio,
+                "current_monthly_cost_usd": proj.current_monthly_cost_usd,
+                "working": list(at.working),
+                "warnings": list(proj.warnings),
+            }
+        )
     return rows
 
 
@@ -236,18 +244,27 @@ def checkpoint_section(
 ) -> tuple[Section, CheckpointsOut | None]:
     try:
         out = analytics.checkpoints(
-            session, pipeline.name, variant=None, cadence=p.target(pipeline),
-            convention=p.weeks_per_month, instances=p.workers, failure_rate=p.failure_rate,
-            checkpoint_write_hours=None, checkpoint_interval_hours=None, restart_hours=None,
-        )  # fmt: skip
+            session,
+            pipeline.name,
+            variant=None,
+            cadence=p.target(pipeline),
+            convention=p.weeks_per_month,
+            instances=p.workers,
+            failure_rate=p.failure_rate,
+            checkpoint_write_hours=None,
+            checkpoint_interval_hours=None,
+            restart_hours=None,
+        )
     except Invalid as exc:
         return Section(empty=exc.message), None
     i = out.inputs
     fig = figures.checkpoint_figure(
-        out.advice, write_hours=i["checkpoint_write_hours"].value,
-        workers=int(i["instances"].value), wall_clock_hours=i["wall_clock_hours"].value,
+        out.advice,
+        write_hours=i["checkpoint_write_hours"].value,
+        workers=int(i["instances"].value),
+        wall_clock_hours=i["wall_clock_hours"].value,
         restart_overhead_hours=i["restart_hours"].value,
-    )  # fmt: skip
+    )
     return _section(fig, "Not enough data for checkpoint advice yet."), out
 
 
@@ -275,7 +292,7 @@ def card(session: Session, pipeline: Pipeline, today: date) -> Card:
     totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
     weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
     verdict, note = None, "no candidate runs yet"
-    gate, message = gate_section(session, pipeline, GateParams(), "calendar")
+    gate, message = gate_section(session, pipeline, GateParams(), CALENDAR)
     if gate is not None:
         verdict, note = gate.result.verdict, gate.result.summary
     elif message:
@@ -324,10 +341,15 @@ def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[Re
             for c in ("data_stall", "checkpoint", "failure", "other_idle")
         }
         top = max(causes, key=lambda c: causes[c]) if this.runs else None
-        out.append(ReviewRow(
-            pipeline=p, this=this, previous=weeks[0], largest_cause=top,
-            largest_gpu_hours=causes[top] if top else 0.0,
-            largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
-            run_rate_usd=this.cost_usd * 52 / 12 if this.runs else None,
-        ))  # fmt: skip
+        out.append(
+            ReviewRow(
+                pipeline=p,
+                this=this,
+                previous=weeks[0],
+                largest_cause=top,
+                largest_gpu_hours=causes[top] if top else 0.0,
+                largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
+                run_rate_usd=this.cost_usd * 52 / 12 if this.runs else None,
+            )
+        )
     return out

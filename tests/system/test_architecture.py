@@ -24,8 +24,15 @@ SQL_NAMES = frozenset({"select", "insert", "update", "delete", "text", "func", "
 SQL_CALLS = frozenset({"execute", "scalar", "scalars", "query", "exec_driver_sql"})
 
 
+# The Python client is leaving the server package (the ecosystem issue moves it to
+# clients/python/); until it has, it is not held to the server's rules.
+LEAVING = frozenset({APP / "client.py"})
+
+
 def modules() -> list[Path]:
-    return sorted(p for p in APP.rglob("*.py") if "__pycache__" not in p.parts)
+    return sorted(
+        p for p in APP.rglob("*.py") if "__pycache__" not in p.parts and p not in LEAVING
+    )
 
 
 def name_of(path: Path) -> str:

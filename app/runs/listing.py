@@ -1,22 +1,28 @@
-"""The runs table (sortable, paginated) and the CSV export, which matches the API's JSON.
-
-The same columns serve the dashboard's download and ``cadence export``."""
+"""Reading runs back: the API's keyset pages, the dashboard's sortable table and the CSV
+export (the API's JSON values, column by column; ``cadence export`` uses the same
+columns)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import csv
 import io
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 from sqlalchemy.orm import Session
 
 from app.db.engine import Database
+from app.exceptions import Invalid
+from app.pipelines.service import get_by_name
 from app.runs import repository, service
 from app.runs.schemas import RunOut
 
+MAX_LIST_LIMIT = 1000
 CSV_COLUMNS = list(RunOut.model_fields)
 SORTS = tuple(repository.SORTS)
 
@@ -65,3 +71,50 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
         if len(rows) < chunk:
             return
         after = (rows[-1][0].started_at, rows[-1][0].id)
+
+
+def list_page(
+    session: Session,
+    *,
+    pipeline: str | None,
+    variant: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    cursor: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    """One page of runs, newest first, as the API's JSON (``runs``, ``next_cursor``)."""
+    after = decode_cursor(cursor) if cursor else None
+    pipeline_id = get_by_name(session, pipeline).id if pipeline else None
+    rows = repository.list_runs(
+        session,
+        pipeline_id=pipeline_id,
+        variant=variant,
+        since=since,
+        until=until,
+        after=after,
+        limit=limit + 1,
+    )
+    page = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "runs": [service.out_dict(*r) for r in page],
+        "next_cursor": encode_cursor(page[-1][0]) if more and page else None,
+    }
+
+
+def encode_cursor(run: Any) -> str:
+    raw = json.dumps([run.started_at.isoformat(), run.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        started, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return datetime.fromisoformat(started), int(pk)
+    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
+        raise Invalid(
+            "cursor is not one this server issued",
+            fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
+        ) from exc
