@@ -39,10 +39,11 @@ migrate: $(VENV)/.runtime ## Apply migrations to CADENCE_DATABASE_URL
 demo: $(VENV)/.runtime ## Load the demo pipelines (idempotent)
 	$(CADENCE) demo
 
-lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/
+lint: $(VENV)/.dev ## ruff (lint + format check), mypy on app/, the import contracts (ARCHITECTURE.md)
 	$(VENV)/bin/ruff check app tests bench migrations
 	$(VENV)/bin/ruff format --check app tests bench migrations
 	$(VENV)/bin/mypy app
+	$(VENV)/bin/lint-imports
 
 fmt: $(VENV)/.dev ## Format and autofix
 	$(VENV)/bin/ruff format app tests bench migrations

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.exceptions import CadenceError
 from app.planning.model import PlanningError
 from app.schemas_common import PATTERN_REASONS
-from app.web.templating import render_error_page
+from app.templating import render_error_page
 
 log = logging.getLogger("cadence.errors")
 

@@ -19,7 +19,7 @@ from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
 from app.security import SecuredFastAPI, install_security
 from app.settings import Settings, get_settings
-from app.web.templating import STATIC_DIR
+from app.templating import STATIC_DIR
 
 log = logging.getLogger("cadence")
 

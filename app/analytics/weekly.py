@@ -11,7 +11,7 @@ from app.analytics.schemas import GoodputOut
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
-from app.planning.weekly import fill_weeks, monday_of, utc_midnight
+from app.planning.weekly import WeekTotals, fill_weeks, monday_of, utc_midnight
 
 
 def latest_weeks_goodput(
@@ -44,3 +44,10 @@ def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) 
     for r in rows.get(pipeline.id, []):
         total = total + r.goodput
     return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total))
+
+
+def week_totals(
+    session: Session, pipeline: Pipeline | None, since: datetime, until: datetime
+) -> dict[int | None, list[WeekTotals]]:
+    """SQL sums per ISO week in [since, until), by pipeline id (every pipeline: None)."""
+    return repo.weekly_totals(session, None if pipeline is None else pipeline.id, since, until)

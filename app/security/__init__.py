@@ -18,7 +18,7 @@ from app.security.headers import SecuredFastAPI, SecurityHeaders
 from app.security.router import router
 from app.security.sessions import STATE_KEY, Security, SignedIn
 from app.settings import Settings
-from app.web.templating import templates
+from app.templating import templates
 
 __all__ = ["SecuredFastAPI", "SecurityHeaders", "install_security"]
 

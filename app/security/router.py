@@ -14,11 +14,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo, hash_token
-from app.deps import DatabaseDep
 from app.exceptions import Unauthorized
 from app.security.authenticator import session_token, verify
 from app.security.sessions import CSRF_FIELD, Security, can_read, security_of
-from app.web.templating import render_error_page, templates
+from app.templating import render_error_page, templates
 
 router = APIRouter(include_in_schema=False)
 MAX_FORM_BYTES = 8192
@@ -98,7 +97,6 @@ def redirect(target: str) -> RedirectResponse:
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(
     request: Request,
-    db: DatabaseDep,
     next_: Annotated[str | None, Query(alias="next", max_length=2048)] = None,
 ) -> Response:
     security = security_of(request)
@@ -109,7 +107,7 @@ async def login_form(
 
 
 @router.post("/login", response_class=HTMLResponse)
-async def login(request: Request, db: DatabaseDep) -> Response:
+async def login(request: Request) -> Response:
     security = security_of(request)
     form = await read_form(request)
     target = safe_next(form.get("next"))
@@ -122,7 +120,7 @@ async def login(request: Request, db: DatabaseDep) -> Response:
     if not secret or len(secret) > MAX_TOKEN_CHARS:
         return login_page(request, security, target, error="Enter an API token.", status=401)
     try:
-        token: TokenInfo = await run_in_threadpool(verify, db, secret)
+        token: TokenInfo = await run_in_threadpool(verify, request.app.state.database, secret)
     except Unauthorized as exc:
         message = f"Sign-in failed: {exc.message}. Check the token and try again."
         return login_page(request, security, target, error=message, status=401)

@@ -10,13 +10,13 @@ User strings (variant, run, metric names) are passed to Plotly as-is, never as H
 
 from __future__ import annotations
 
+from app.templating import to_json
 from app.web.figures_base import (
     CAUSES,
     PALETTE,
     SERIES_COLOURS,
     Figure,
     has_data,
-    to_json,
 )
 from app.web.figures_cost import (
     RunBadputRow,

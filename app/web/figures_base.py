@@ -6,9 +6,8 @@ Figures are plain ``{"data": [...], "layout": {...}}`` dicts for Plotly.js
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -155,24 +154,3 @@ def has_data(fig: Mapping[str, Any]) -> bool:
             if not is_bar or y != 0:
                 return True
     return False
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_clean(v) for v in value]
-    return value
-
-
-def to_json(fig: Mapping[str, Any]) -> str:
-    """The figure as JSON safe to embed in ``<script type="application/json">``.
-
-    NaN and +-inf become null (``allow_nan=False`` then guarantees valid JSON), and
-    "<", ">" and "&" are written as \\u003c, \\u003e, \\u0026 so no string (a variant
-    named ``</script>...``) can end the script element; ``JSON.parse`` restores them.
-    """
-    text = json.dumps(_clean(fig), allow_nan=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -17,9 +17,9 @@ from app.pipelines.service import get_by_name
 from app.planning.projection import CALENDAR, MonthConvention
 from app.planning.weekly import iso_week, week_monday
 from app.runs import listing
+from app.templating import VENDOR_FILES, templates
 from app.web import views
 from app.web.figures import to_json
-from app.web.templating import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24

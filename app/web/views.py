@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analytics import repository as repo
+from app.analytics import reads
 from app.analytics import service as analytics
 from app.analytics import weekly as analytics_weekly
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
@@ -130,7 +130,7 @@ def headline(
 
 
 def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
-    return [v.variant for v in repo.variants(session, pipeline.id)]
+    return reads.variant_names(session, pipeline)
 
 
 def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
@@ -138,7 +138,7 @@ def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
     names = analytics.default_variants(variant_names(session, pipeline))
     if not names:
         return None
-    rows = repo.recent_runs(session, pipeline.id, variant=names[0], limit=analytics.RECENT_RUNS)
+    rows = reads.recent_runs(session, pipeline, variant=names[0], limit=analytics.RECENT_RUNS)
     return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
 
 
@@ -156,7 +156,7 @@ def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
 
 
 def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
-    rows = repo.recent_runs(session, pipeline.id, limit=CHART_RUNS)
+    rows = reads.recent_runs(session, pipeline, limit=CHART_RUNS)
     hint = "No runs yet: post one to /api/v1/runs (see the README) or run `cadence demo`."
     gpu = [
         figures.RunBadputRow(r.run_id, r.variant, r.started_at, badput(r.facts)) for r in rows[-26:]
@@ -285,11 +285,11 @@ class Card:
 
 
 def card(session: Session, pipeline: Pipeline, today: date) -> Card:
-    rows = repo.recent_runs(session, pipeline.id, limit=12)
+    rows = reads.recent_runs(session, pipeline, limit=12)
     monthly = analytics.current_monthly_cost(session, pipeline) if rows else None
     monday = monday_of(today)
     since = utc_midnight(monday) - timedelta(weeks=1)
-    totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
+    totals = analytics_weekly.week_totals(session, pipeline, since, since + timedelta(weeks=2))
     weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
     verdict, note = None, "no candidate runs yet"
     gate, message = gate_section(session, pipeline, GateParams(), CALENDAR)
@@ -331,7 +331,7 @@ def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[Re
     """The week's goodput against the week before, for every pipeline, in one query."""
     prev = monday - timedelta(weeks=1)
     since = utc_midnight(prev)
-    totals = repo.weekly_totals(session, None, since, since + timedelta(weeks=2))
+    totals = analytics_weekly.week_totals(session, None, since, since + timedelta(weeks=2))
     out = []
     for p in pipelines:
         weeks = fill_weeks(totals.get(p.id, []), prev, monday)

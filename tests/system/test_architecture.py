@@ -30,9 +30,7 @@ LEAVING = frozenset({APP / "client.py"})
 
 
 def modules() -> list[Path]:
-    return sorted(
-        p for p in APP.rglob("*.py") if "__pycache__" not in p.parts and p not in LEAVING
-    )
+    return sorted(p for p in APP.rglob("*.py") if "__pycache__" not in p.parts and p not in LEAVING)
 
 
 def name_of(path: Path) -> str:
@@ -80,6 +78,23 @@ def test_the_checker_sees_a_query() -> None:
         assert len(queries_in(probe)) == 2
     finally:
         probe.unlink()
+
+
+def feature_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else module
+
+
+def test_features_reach_other_features_only_through_their_services() -> None:
+    """A repository is its own feature's: another feature calls that feature's service."""
+    paths = modules()
+    known = {name_of(p) for p in paths}
+    crossing = sorted(
+        f"{name_of(p)} -> {target}"
+        for p in paths
+        for target in module_imports(p, known, top_level_only=False)
+        if target.endswith(".repository") and feature_of(target) != feature_of(name_of(p))
+    )
+    assert crossing == []
 
 
 def test_no_module_in_app_is_over_400_lines() -> None:
@@ -132,12 +147,13 @@ def test_the_duplicate_checker_finds_a_copy(tmp_path: Path) -> None:
     assert sorted(sorted(b) for b in blocks) == [["a.py:1", "b.py:1"], ["a.py:2", "b.py:2"]]
 
 
-def module_imports(path: Path, known: set[str]) -> set[str]:
-    """App modules imported when ``path`` is executed (top level only, not the lazy
-    imports inside functions nor ``if TYPE_CHECKING:`` blocks)."""
+def module_imports(path: Path, known: set[str], top_level_only: bool = True) -> set[str]:
+    """App modules that ``path`` imports. ``top_level_only``: those imported when it is
+    executed (not the lazy imports inside functions nor ``if TYPE_CHECKING:`` blocks)."""
     package = name_of(path) if path.name == "__init__.py" else name_of(path).rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    tree = ast.parse(path.read_text())
+    for node in tree.body if top_level_only else ast.walk(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name in known}
         elif isinstance(node, ast.ImportFrom):

@@ -1,10 +1,15 @@
-"""The one Jinja2 environment, shared by every page."""
+"""The one Jinja2 environment, shared by every page (the web UI, sign-in, error pages).
+
+Templates only embed finished results: filters format numbers, ``to_json`` embeds a
+figure safely, ``with_query`` keeps a view's other parameters in a link."""
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import fastapi_offline
@@ -14,7 +19,6 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app.settings import PROJECT_ROOT
-from app.web.figures_base import to_json
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
 STATIC_DIR = PROJECT_ROOT / "static"
@@ -27,6 +31,27 @@ VENDOR_FILES = {  # served from installed packages under /static/vendor/: no CDN
     "swagger-ui-bundle.js": (SWAGGER_DIR / "swagger-ui-bundle.js", "text/javascript"),
     "swagger-ui.css": (SWAGGER_DIR / "swagger-ui.css", "text/css"),
 }
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_clean(v) for v in value]
+    return value
+
+
+def to_json(fig: Mapping[str, Any]) -> str:
+    """The figure as JSON safe to embed in ``<script type="application/json">``.
+
+    NaN and +-inf become null (``allow_nan=False`` then guarantees valid JSON), and
+    "<", ">" and "&" are written as \\u003c, \\u003e, \\u0026 so no string (a variant
+    named ``</script>...``) can end the script element; ``JSON.parse`` restores them.
+    """
+    text = json.dumps(_clean(fig), allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _missing(value: float | None) -> bool:
