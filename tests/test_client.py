@@ -23,7 +23,7 @@ from app.client import (
     ValidationFailed,
 )
 from app.db.engine import Database
-from tests.conftest import make_run, make_token
+from tests.fixtures.builders import make_run, make_token
 
 BASE = "http://cadence.test"
 Step = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
