@@ -1,4 +1,4 @@
-"""Deterministic demo data modelled on the worked example in shared/DOMAIN.md.
+"""Deterministic demo data modelled on the worked example of docs/methodology.md §1.
 
 ``recsys-ranker``: a dozen weekly baseline runs (8 workers x ~14 h at ~38%
 utilization, input-bound, synchronous checkpoints, a few interruptions), five

@@ -1,4 +1,4 @@
-"""The A/B gate: may the pipeline move to the faster cadence? (DOMAIN.md §7)."""
+"""The A/B gate: may the pipeline move to the faster cadence? (methodology.md §7)."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def evaluate_gate(
     convention: str = CALENDAR,
     thresholds: GateThresholds | None = None,
 ) -> GateResult:
-    """Decide whether the candidate may run at the target cadence (DOMAIN.md §7).
+    """Decide whether the candidate may run at the target cadence (methodology.md §7).
 
     1. utilization_uplift, in percentage points (100 x utilization): Welch's t (1947) on
        candidate - baseline; pass if the one-sided (1 - alpha) lower bound >= the

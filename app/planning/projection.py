@@ -1,4 +1,4 @@
-"""Monthly cost at a chosen retraining cadence (DOMAIN.md §5)."""
+"""Monthly cost at a chosen retraining cadence (methodology.md §5)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def weeks_per_month(convention: str = CALENDAR) -> float:
 
 
 def runs_per_month(runs_per_week: float, convention: str = CALENDAR) -> float:
-    """Runs per month = k * weeks_per_month (DOMAIN.md §5): 1/week -> 4.333 or 4."""
+    """Runs per month = k * weeks_per_month (methodology.md §5): 1/week -> 4.333 or 4."""
     if not (math.isfinite(runs_per_week) and runs_per_week >= 0):
         raise PlanningError("runs per week must be >= 0")
     return runs_per_week * weeks_per_month(convention)
@@ -114,7 +114,7 @@ def project_costs(
     seed: int = 0,
     current_runs: Sequence[RunFacts] | None = None,
 ) -> Projection:
-    """Monthly cost at each cadence from recent runs of one variant (DOMAIN.md §5).
+    """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
     Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
     Then, at k runs per week, m = k * weeks_per_month(convention) and

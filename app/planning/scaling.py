@@ -1,4 +1,6 @@
-"""Scaling probe: speedup, efficiency and Gunther's Universal Scalability Law (DOMAIN.md §6)."""
+"""Scaling probe: speedup, efficiency and Gunther's Universal Scalability Law.
+
+See docs/methodology.md §6."""
 
 from __future__ import annotations
 
@@ -206,7 +208,7 @@ def scaling_advice(
     min_efficiency: float = 0.7,
     model: ScalingModel | None = None,
 ) -> list[str]:
-    """Plain advice on adding workers (DOMAIN.md §6).
+    """Plain advice on adding workers (methodology.md §6).
 
     Don't add workers while utilization < ``min_utilization`` (the GPUs are waiting on
     something else: more of them wait too) or efficiency E(N) = S(N) * N0 / N at the

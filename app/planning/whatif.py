@@ -1,4 +1,4 @@
-"""What-if adjustments to one observed run (DOMAIN.md §5)."""
+"""What-if adjustments to one observed run (methodology.md §5)."""
 
 from __future__ import annotations
 
@@ -73,11 +73,11 @@ def apply_what_if(
     """Apply the what-ifs to one run, in this order, and return warnings for skipped ones.
 
     1. workers N (needs a scaling model): T' = T * C(N0) / C(N) with N0 = the run's
-       workers, G' = N * T' (Gunther's USL / Amdahl, DOMAIN.md §6);
+       workers, G' = N * T' (Gunther's USL / Amdahl, methodology.md §6);
     2. utilization target: G' = G * u_now / u_target and T' likewise (same useful work at
-       a higher busy fraction, DOMAIN.md §5); skipped when the run's u is 0;
+       a higher busy fraction, methodology.md §5); skipped when the run's u is 0;
     3. failure rate lambda: + (T / M) * (interval / 2 + resume + reschedule) * N GPU-hours,
-       M = 1 / (N * lambda), each worker one instance (DOMAIN.md §4). This is added to
+       M = 1 / (N * lambda), each worker one instance (methodology.md §4). This is added to
        the run's GPU-hours, whose own observed failures are already included;
     4. price replaces the run's price. Cost = G' * price.
     """
