@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 
-from app.auth.service import TokenInfo
+from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
-from app.security.authenticator import require_scope
+from app.security.authenticator import request_token, require_scope
 from app.settings import Settings
 
 
@@ -33,5 +33,31 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
 # Each edge names the scope it needs; credentials are resolved by the authenticator.
-Ingestor = Annotated[TokenInfo, Depends(require_scope("ingest"))]
-Admin = Annotated[TokenInfo, Depends(require_scope("admin"))]
+require_ingest = require_scope("ingest")
+require_admin = require_scope("admin")
+Ingestor = Annotated[TokenInfo, Depends(require_ingest)]
+Admin = Annotated[TokenInfo, Depends(require_admin)]
+
+# --- pipeline limits (``cadence token create --pipeline``) ----------------------------
+# A token's limit binds every scope. Reads know their token from the read gate (token
+# mode: bearer or session); in open mode a read has no token and sees every pipeline.
+PipelinePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
+
+
+async def readable_pipeline(
+    name: PipelinePath, token: Annotated[TokenInfo | None, Depends(request_token)]
+) -> str:
+    """The ``{name}`` path parameter, when the request's token may see that pipeline."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
+async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
+    """The ``{name}`` path parameter, when an admin token may change that pipeline."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
+Viewer = Annotated[TokenInfo | None, Depends(request_token)]
+ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
+AdminPipeline = Annotated[str, Depends(admin_pipeline)]

@@ -55,3 +55,11 @@ class Unauthorized(CadenceError):
 class Forbidden(CadenceError):
     status_code = 403
     code = "forbidden"
+
+
+class RateLimited(CadenceError):
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})

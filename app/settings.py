@@ -67,6 +67,17 @@ class Settings(BaseSettings):
     token_cache_seconds: float = Field(
         5.0, ge=0, le=300, description="How long a verified token is trusted without a look-up."
     )
+    auto_create_pipelines: bool = Field(
+        True,
+        description="Ingesting a run of an unknown pipeline creates it; false: a 422 until an "
+        "admin creates it with PUT /api/v1/pipelines/{name}.",
+    )
+    pipeline_create_per_hour: int = Field(
+        100,
+        ge=0,
+        le=1_000_000,
+        description="Pipelines one API token may create per hour (ingest or PUT); 0: no limit.",
+    )
     demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
     log_format: Literal["json", "text"] = Field(
         "json", description="Logs on stderr: one JSON object per line, or text for humans."

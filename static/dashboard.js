@@ -11,15 +11,37 @@
     return source ? JSON.parse(source.textContent) : null;
   }
 
-  function render(root) {
-    if (typeof Plotly === "undefined") { return; }
-    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
+  // A figure that cannot be drawn says so in its own box; the others are unaffected.
+  function showFailure(el, err) {
+    try { Plotly.purge(el); } catch (ignored) { /* nothing drawn to remove */ }
+    var message = document.createElement("p");
+    message.className = "chart-error";
+    message.textContent = "This chart could not be drawn (" + ((err && err.message) || err) +
+      "). The numbers are in the tables on this page; reloading may help.";
+    el.replaceChildren(message);
+    el.setAttribute("data-rendered", "error");
+    if (window.console) { console.warn("chart " + (el.id || "") + " failed:", err); }
+  }
+
+  function draw(el) {
+    try {
       var fig = figureFor(el);
       if (!fig) { return; }
       var spark = el.classList.contains("spark");
-      Plotly.react(el, fig.data, fig.layout, spark ? SPARK : CONFIG);
+      var drawn = Plotly.react(el, fig.data, fig.layout, spark ? SPARK : CONFIG);
       el.setAttribute("data-rendered", "1");
-    });
+      // Plotly may also fail later, in its promise (e.g. after an automargin redraw).
+      if (drawn && typeof drawn.then === "function") {
+        drawn.then(null, function (err) { showFailure(el, err); });
+      }
+    } catch (err) {
+      showFailure(el, err);
+    }
+  }
+
+  function render(root) {
+    if (typeof Plotly === "undefined") { return; }
+    (root || document).querySelectorAll("[data-figure]").forEach(draw);
   }
 
   function debounce(fn, ms) {
@@ -122,7 +144,7 @@
       document.querySelectorAll("[data-unit]").forEach(function (el) {
         el.hidden = el.getAttribute("data-unit") !== toggle.value;
         if (!el.hidden && typeof Plotly !== "undefined") {
-          el.querySelectorAll("[data-rendered]").forEach(function (chart) { Plotly.Plots.resize(chart); });
+          el.querySelectorAll("[data-rendered='1']").forEach(function (chart) { Plotly.Plots.resize(chart); });
         }
       });
     }

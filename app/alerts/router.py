@@ -14,16 +14,15 @@ from app.alerts.schemas import (
     DeliveryList,
     EvaluationOut,
 )
-from app.deps import Admin, DatabaseDep, SettingsDep
+from app.deps import AdminPipeline, DatabaseDep, ReadablePipeline, SettingsDep
 from app.pipelines.service import get_by_name
 
 router = APIRouter(prefix="/api/v1/pipelines/{name}/alerts", tags=["alerts"])
-NamePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
 RuleId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The rule's id")]
 
 
 @router.get("", response_model=AlertRuleList)
-def list_alerts(name: NamePath, db: DatabaseDep) -> AlertRuleList:
+def list_alerts(name: ReadablePipeline, db: DatabaseDep) -> AlertRuleList:
     """The pipeline's alert rules with their state (firing, since, last value)."""
     with db.read() as session:
         pipeline = get_by_name(session, name)
@@ -31,7 +30,7 @@ def list_alerts(name: NamePath, db: DatabaseDep) -> AlertRuleList:
 
 
 @router.post("", response_model=AlertRuleOut, status_code=status.HTTP_201_CREATED)
-def create_alert(rule: AlertRuleIn, name: NamePath, db: DatabaseDep, _token: Admin) -> AlertRuleOut:
+def create_alert(rule: AlertRuleIn, name: AdminPipeline, db: DatabaseDep) -> AlertRuleOut:
     """Add one rule (admin). It is evaluated after the pipeline's next ingest or by
     `POST .../alerts/evaluate`; a webhook is sent only when its state changes."""
     with db.write() as session:
@@ -41,7 +40,7 @@ def create_alert(rule: AlertRuleIn, name: NamePath, db: DatabaseDep, _token: Adm
 
 
 @router.delete("/{rule_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_alert(rule_id: RuleId, name: NamePath, db: DatabaseDep, _token: Admin) -> Response:
+def delete_alert(rule_id: RuleId, name: AdminPipeline, db: DatabaseDep) -> Response:
     """Delete one rule and its delivery history (admin)."""
     with db.write() as session:
         service.delete_rule(session, get_by_name(session, name), rule_id)
@@ -51,7 +50,7 @@ def delete_alert(rule_id: RuleId, name: NamePath, db: DatabaseDep, _token: Admin
 
 @router.get("/deliveries", response_model=DeliveryList)
 def list_deliveries(
-    name: NamePath,
+    name: ReadablePipeline,
     db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=service.MAX_DELIVERIES)] = 50,
     before: Annotated[int | None, Query(ge=1, le=2**63 - 1, description="ids below")] = None,
@@ -64,9 +63,7 @@ def list_deliveries(
 
 
 @router.post("/evaluate", response_model=EvaluationOut)
-def evaluate_alerts(
-    name: NamePath, db: DatabaseDep, settings: SettingsDep, _token: Admin
-) -> EvaluationOut:
+def evaluate_alerts(name: AdminPipeline, db: DatabaseDep, settings: SettingsDep) -> EvaluationOut:
     """Evaluate the rules now (admin), e.g. after changing the budget with PUT; sends
     and records a webhook for each rule whose state changed."""
     ids = set(service.evaluate(db, settings, name))

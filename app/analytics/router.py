@@ -19,7 +19,7 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScalingOut,
 )
-from app.deps import DatabaseDep
+from app.deps import DatabaseDep, ReadablePipeline
 from app.exceptions import Invalid
 from app.planning.gate import GateThresholds
 from app.planning.projection import CALENDAR, MonthConvention
@@ -59,7 +59,7 @@ def parse_variants(text: str | None) -> list[str] | None:
 
 @router.get("/pipelines/{name}/projection", response_model=ProjectionOut)
 def get_projection(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     variant: Annotated[str | None, Query(description="Variant(s), comma-separated")] = None,
     cadences: Annotated[str, Query(description="Runs per week, e.g. 1,2")] = "1,2",
@@ -95,7 +95,7 @@ def get_projection(
 
 @router.get("/pipelines/{name}/goodput", response_model=GoodputOut)
 def get_goodput(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     group: Annotated[str, Query(pattern="^week$", description="Only `week` for now")] = "week",
     weeks: Annotated[int, Query(ge=1, le=260)] = 12,
@@ -110,7 +110,7 @@ def get_goodput(
 
 @router.get("/pipelines/{name}/gate", response_model=GateOut)
 def get_gate(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     baseline: Annotated[str, Query(max_length=64)] = "baseline",
     candidate: Annotated[str, Query(max_length=64)] = "candidate",
@@ -144,7 +144,7 @@ def get_gate(
 
 @router.get("/pipelines/{name}/scaling", response_model=ScalingOut)
 def get_scaling(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     variant: Variant = None,
     workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
@@ -156,7 +156,7 @@ def get_scaling(
 
 @router.get("/pipelines/{name}/levers", response_model=LeversOut)
 def get_levers(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     variant: Variant = None,
     cadence: Cadence = None,
@@ -171,7 +171,7 @@ def get_levers(
 
 @router.get("/pipelines/{name}/checkpoints", response_model=CheckpointsOut)
 def get_checkpoints(
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     variant: Variant = None,
     cadence: Cadence = None,

@@ -82,6 +82,10 @@ class TokenInfo:
     pipelines: tuple[str, ...] | None
     last_used_at: datetime | None
 
+    def allows(self, pipeline: str) -> bool:
+        """Whether this token's ``--pipeline`` limit (if any) includes ``pipeline``."""
+        return self.pipelines is None or pipeline in self.pipelines
+
 
 def token_info(row: ApiToken) -> TokenInfo:
     return TokenInfo(
@@ -124,6 +128,10 @@ class TokenCache:
         if item is None or item[0] < time.monotonic():
             return None
         return item[1]
+
+    def forget(self, digest: str) -> None:
+        with self._lock:
+            self._items.pop(digest, None)
 
     def put(self, digest: str, info: TokenInfo) -> None:
         if self.ttl <= 0:
@@ -177,6 +185,21 @@ def touch(session: WriteSession, token: TokenInfo) -> TokenInfo:
     return replace(token, last_used_at=now)
 
 
-def check_pipeline_allowed(token: TokenInfo, pipeline: str) -> None:
-    if token.pipelines is not None and pipeline not in token.pipelines:
-        raise Forbidden(f"token {token.name!r} may not write to pipeline {pipeline!r}")
+def check_pipeline_allowed(token: TokenInfo | None, pipeline: str) -> None:
+    """403 unless the token's limit includes the pipeline (None: no token, no limit).
+
+    Decided on the name alone, before the database is asked, so the answer is the same
+    whether the pipeline exists or not: it reveals nothing about other pipelines.
+    """
+    if token is not None and not token.allows(pipeline):
+        limit = ", ".join(token.pipelines or ())
+        raise Forbidden(
+            f"token {token.name!r} is limited to pipeline(s) {limit}; "
+            f"it may not use pipeline {pipeline!r}",
+            fields=[{"field": "pipeline", "reason": "outside the token's pipeline limit"}],
+        )
+
+
+def visible_pipelines(token: TokenInfo | None) -> tuple[str, ...] | None:
+    """The pipeline names a request may see in lists, or None: every pipeline."""
+    return None if token is None else token.pipelines

@@ -34,10 +34,15 @@ class Pipeline(CreatedAt, Base):
     runs_per_week: Mapped[float] = mapped_column(Double, default=1.0)
     quality_metric: Mapped[str] = mapped_column(String(100), default="quality")
     higher_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The API token whose ingest or PUT created it (null: the CLI, the demo, older rows),
+    # for the per-token creation limit. Not a foreign key: tokens are revoked, never
+    # deleted, and the count only needs the id.
+    created_by_token_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (
         CheckConstraint("price_per_gpu_hour >= 0", name="price_non_negative"),
         CheckConstraint("runs_per_week > 0", name="cadence_positive"),
+        Index("ix_pipeline_creator_created", "created_by_token_id", "created_at"),
     )
 
 
@@ -124,6 +129,19 @@ class ApiToken(CreatedAt, Base):
     pipelines: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class SignedOutSession(Base):
+    """A browser session signed out before it expired: its cookie, even a copy, is dead.
+
+    Rows are needed only until the cookie would have expired; sign-outs delete the
+    expired ones.
+    """
+
+    __tablename__ = "signed_out_session"
+
+    sid: Mapped[str] = mapped_column(String(32), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
 class AlertRule(CreatedAt, Base):

@@ -42,6 +42,7 @@ REJECTION_REASONS = frozenset(
         "database_unavailable",
         "statement_timeout",
         "internal_error",
+        "rate_limited",
     }
 )
 QUIET_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # access lines at DEBUG

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -24,13 +25,34 @@ def run_stats(session: Session, ids: list[int]) -> dict[int, tuple[int, datetime
     return {pid: (count, last) for pid, count, last in rows}
 
 
-def count(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(Pipeline)) or 0
+def count(session: Session, *, only: Sequence[str] | None = None) -> int:
+    stmt = select(func.count()).select_from(Pipeline)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    return session.scalar(stmt) or 0
 
 
-def by_names(session: Session, *, offset: int = 0, limit: int | None = None) -> list[Pipeline]:
-    """Pipelines in name order, optionally one page of them."""
+def by_names(
+    session: Session,
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+    only: Sequence[str] | None = None,
+) -> list[Pipeline]:
+    """Pipelines in name order, optionally one page of them; ``only``: these names."""
     stmt = select(Pipeline).order_by(Pipeline.name).offset(offset)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
     if limit is not None:
         stmt = stmt.limit(limit)
+    return list(session.scalars(stmt))
+
+
+def created_by_token_since(session: Session, token_id: int, since: datetime) -> list[datetime]:
+    """When the pipelines this token created since ``since`` were created, oldest first."""
+    stmt = (
+        select(Pipeline.created_at)
+        .where(Pipeline.created_by_token_id == token_id, Pipeline.created_at >= since)
+        .order_by(Pipeline.created_at)
+    )
     return list(session.scalars(stmt))

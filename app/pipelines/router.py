@@ -1,24 +1,25 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter
 
-from app.deps import Admin, DatabaseDep, SettingsDep
+from app.deps import Admin, AdminPipeline, DatabaseDep, ReadablePipeline, SettingsDep, Viewer
 from app.pipelines import service
 from app.pipelines.schemas import PipelineList, PipelineOut, PipelineUpdate
 from app.schemas_common import slug_or_422
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
-NamePath = Path(description="Pipeline slug", max_length=63)
 
 
 @router.get("", response_model=PipelineList)
-def list_pipelines(db: DatabaseDep) -> PipelineList:
+def list_pipelines(db: DatabaseDep, viewer: Viewer) -> PipelineList:
+    """Every pipeline the token may see (its `--pipeline` limit, if it has one)."""
+    only = viewer.pipelines if viewer is not None else None
     with db.read() as session:
-        return PipelineList(pipelines=service.list_all(session))
+        return PipelineList(pipelines=service.list_all(session, only=only))
 
 
 @router.get("/{name}", response_model=PipelineOut)
-def get_pipeline(db: DatabaseDep, name: str = NamePath) -> PipelineOut:
+def get_pipeline(db: DatabaseDep, name: ReadablePipeline) -> PipelineOut:
     with db.read() as session:
         return service.describe(session, name)
 
@@ -28,11 +29,11 @@ def put_pipeline(
     update: PipelineUpdate,
     db: DatabaseDep,
     settings: SettingsDep,
-    _token: Admin,
-    name: str = NamePath,
+    token: Admin,  # the same (cached) dependency AdminPipeline checked
+    name: AdminPipeline,
 ) -> PipelineOut:
     """Create or change a pipeline's price, budget, cadence and quality settings (admin)."""
     slug_or_422(name, "name")
     with db.write() as session:
-        row = service.upsert(session, name, update, settings)
+        row = service.upsert(session, name, update, settings, token)
         return service.describe(session, row.name)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from app.auth.service import TokenInfo
+from app.db.base import utcnow
 from app.db.engine import WriteSession
 from app.db.memo import per_session
 from app.db.models import Pipeline
-from app.exceptions import NotFound
+from app.exceptions import Invalid, NotFound, RateLimited
 from app.pipelines import repository
 from app.pipelines.schemas import PipelineOut, PipelineUpdate
 from app.settings import Settings
@@ -35,8 +39,9 @@ def to_out(row: Pipeline, stats: tuple[int, datetime | None] = (0, None)) -> Pip
     return out
 
 
-def list_all(session: Session) -> list[PipelineOut]:
-    rows = repository.by_names(session)
+def list_all(session: Session, only: Sequence[str] | None = None) -> list[PipelineOut]:
+    """Every pipeline, or those named in ``only`` (a token's pipeline limit)."""
+    rows = repository.by_names(session, only=only)
     stats = repository.run_stats(session, [r.id for r in rows])
     return [to_out(r, stats.get(r.id, (0, None))) for r in rows]
 
@@ -47,11 +52,17 @@ def describe(session: Session, name: str) -> PipelineOut:
 
 
 def upsert(
-    session: WriteSession, name: str, update: PipelineUpdate, settings: Settings
+    session: WriteSession,
+    name: str,
+    update: PipelineUpdate,
+    settings: Settings,
+    token: TokenInfo | None = None,
 ) -> Pipeline:
     row = repository.by_name(session, name)
     if row is None:
+        check_creation(session, [name], token, settings, field="name")
         row = Pipeline(
+            created_by_token_id=token.id if token is not None else None,
             name=name,
             display_name=name,
             owner="",
@@ -69,10 +80,63 @@ def upsert(
     return row
 
 
-def count(session: Session) -> int:
-    return repository.count(session)
+def count(session: Session, *, only: Sequence[str] | None = None) -> int:
+    """How many pipelines there are (of those named in ``only``, a token's limit)."""
+    return repository.count(session, only=only)
 
 
-def page(session: Session, *, offset: int = 0, limit: int | None = None) -> list[Pipeline]:
+def page(
+    session: Session,
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+    only: Sequence[str] | None = None,
+) -> list[Pipeline]:
     """Pipelines in name order (the overview and the weekly review list them)."""
-    return repository.by_names(session, offset=offset, limit=limit)
+    return repository.by_names(session, offset=offset, limit=limit, only=only)
+
+
+CREATION_WINDOW = timedelta(hours=1)
+
+
+def check_creation(
+    session: Session,
+    names: Sequence[str],
+    token: TokenInfo | None,
+    settings: Settings,
+    *,
+    field: str,
+) -> None:
+    """Refuse creating these pipelines beyond the token's hourly allowance.
+
+    ``CADENCE_PIPELINE_CREATE_PER_HOUR`` pipelines per token in any sliding hour, counted
+    from ``pipeline.created_by_token_id`` (so every worker sees the same count). Asked
+    only when a pipeline is missing: ingesting into existing pipelines pays nothing.
+    Two racing requests may both pass the count; the overshoot is bounded by them.
+    """
+    limit = settings.pipeline_create_per_hour
+    if token is None or limit == 0 or not names:
+        return
+    if len(names) > limit:
+        raise Invalid(
+            f"this request would create {len(names)} pipelines; one token may create at most "
+            f"{limit} per hour (CADENCE_PIPELINE_CREATE_PER_HOUR)",
+            fields=[{"field": field, "reason": f"more than {limit} new pipelines"}],
+        )
+    now = utcnow()
+    recent = repository.created_by_token_since(session, token.id, now - CREATION_WINDOW)
+    excess = len(recent) + len(names) - limit
+    if excess > 0:
+        wait = retry_after_seconds(recent, excess, now)
+        raise RateLimited(
+            f"token {token.name!r} has created {len(recent)} pipeline(s) in the last hour and "
+            f"may create at most {limit} per hour (CADENCE_PIPELINE_CREATE_PER_HOUR); "
+            f"retry in {wait} s, or report runs to existing pipelines",
+            retry_after=wait,
+        )
+
+
+def retry_after_seconds(created: Sequence[datetime], excess: int, now: datetime) -> int:
+    """Seconds until ``excess`` of these creations (oldest first) leave the hour window."""
+    frees_at = created[excess - 1] + CREATION_WINDOW
+    return max(1, math.ceil((frees_at - now).total_seconds()))

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 from sqlalchemy.orm import Session
 
+from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
@@ -76,6 +77,7 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
 def list_page(
     session: Session,
     *,
+    viewer: TokenInfo | None,
     pipeline: str | None,
     variant: str | None,
     since: datetime | None,
@@ -83,12 +85,16 @@ def list_page(
     cursor: str | None,
     limit: int,
 ) -> dict[str, Any]:
-    """One page of runs, newest first, as the API's JSON (``runs``, ``next_cursor``)."""
+    """One page of runs, newest first, as the API's JSON (``runs``, ``next_cursor``);
+    a viewer's pipeline limit narrows it (naming another pipeline is a 403)."""
     after = decode_cursor(cursor) if cursor else None
+    if pipeline:
+        check_pipeline_allowed(viewer, pipeline)
     pipeline_id = get_by_name(session, pipeline).id if pipeline else None
     rows = repository.list_runs(
         session,
         pipeline_id=pipeline_id,
+        only=viewer.pipelines if viewer is not None and not pipeline else None,
         variant=variant,
         since=since,
         until=until,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -53,9 +53,15 @@ _PIPELINE_REF = select(
 
 
 def ensure_pipelines(
-    session: WriteSession, names: Iterable[str], defaults: dict[str, dict[str, Any]]
+    session: WriteSession,
+    names: Iterable[str],
+    defaults: dict[str, dict[str, Any]],
+    before_create: Callable[[list[str]], None] | None = None,
 ) -> dict[str, PipelineRef]:
-    """Pipelines by name, creating missing ones; safe when two requests race."""
+    """Pipelines by name, creating missing ones; safe when two requests race.
+
+    ``before_create`` sees the missing names first and may refuse them (raise).
+    """
     wanted = sorted(set(names))
     found = {
         r.name: PipelineRef(*r)
@@ -63,6 +69,8 @@ def ensure_pipelines(
     }
     missing = [n for n in wanted if n not in found]
     if missing:
+        if before_create is not None:
+            before_create(missing)
         stmt = _insert(session, Pipeline.__table__).on_conflict_do_nothing(index_elements=["name"])
         session.execute(stmt, [defaults[n] for n in missing])
         rows = session.execute(_PIPELINE_REF.where(Pipeline.name.in_(missing)))
@@ -321,20 +329,27 @@ def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
     return rows[0] if rows else None
 
 
+def pipeline_name(session: Session, pipeline_id: int) -> str:
+    return session.execute(select(Pipeline.name).where(Pipeline.id == pipeline_id)).scalar_one()
+
+
 def list_runs(
     session: Session,
     *,
     limit: int,
     pipeline_id: int | None = None,
+    only: Sequence[str] | None = None,
     variant: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     after: tuple[datetime, int] | None = None,
 ) -> list[tuple[Any, list[Any]]]:
-    """Newest first, keyset-paginated on (started_at, id)."""
+    """Newest first, keyset-paginated on (started_at, id); ``only``: these pipelines."""
     stmt = _runs_query()
     if pipeline_id is not None:
         stmt = stmt.where(Run.pipeline_id == pipeline_id)
+    if only is not None:  # a token's pipeline limit
+        stmt = stmt.where(Pipeline.name.in_(only))
     if variant is not None:
         stmt = stmt.where(Run.variant == variant)
     if since is not None:

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo
 from app.db.engine import Database
-from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep
+from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep, Viewer
 from app.exceptions import Invalid
 from app.runs import flows, listing, service
 from app.runs.schemas import BatchOut, RunBatchIn, RunIn, RunOut, RunPage
@@ -123,6 +123,7 @@ def parse_body(model: type[M], raw: bytes) -> M:
 @router.get("", response_model=RunPage)
 def list_runs(
     db: DatabaseDep,
+    viewer: Viewer,
     pipeline: str | None = None,
     variant: str | None = None,
     since: Annotated[datetime | None, Query(description="started_at >= since")] = None,
@@ -140,6 +141,7 @@ def list_runs(
     with db.read() as session:
         body = listing.list_page(
             session,
+            viewer=viewer,
             pipeline=pipeline,
             variant=variant,
             since=since,
@@ -153,14 +155,14 @@ def list_runs(
 
 
 @router.get("/{pk}", response_model=RunOut)
-def get_run(pk: RunPk, db: DatabaseDep) -> RunOut:
+def get_run(pk: RunPk, db: DatabaseDep, viewer: Viewer) -> RunOut:
     with db.read() as session:
-        return service.get(session, pk)
+        return service.get(session, pk, viewer)
 
 
 @router.delete("/{pk}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_run(pk: RunPk, db: DatabaseDep, _token: Admin) -> Response:
+def delete_run(pk: RunPk, db: DatabaseDep, token: Admin) -> Response:
     """Delete one run and its interruptions (admin)."""
     with db.write() as session:
-        service.delete(session, pk)
+        service.delete(session, pk, token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -16,6 +17,7 @@ from app.db.engine import WriteSession
 from app.db.models import Run
 from app.db.sql import dialect
 from app.exceptions import Conflict, Invalid, NotFound
+from app.pipelines.service import check_creation
 from app.runs import repository
 from app.runs.repository import PipelineRef
 from app.runs.schemas import InterruptionOut, RunIn, RunOut
@@ -95,7 +97,8 @@ def ingest(
     pipelines = repository.ensure_pipelines(
         session,
         (r.pipeline for r in runs),
-        {r.pipeline: _pipeline_defaults(r, settings) for r in runs},
+        {r.pipeline: _pipeline_defaults(r, settings, token) for r in runs},
+        lambda missing: _may_create(session, missing, runs, token, settings, prefix),
     )
     # Insert in key order, so two batches that overlap lock rows in the same order.
     unique = sorted(
@@ -254,7 +257,33 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _pipeline_defaults(run: RunIn, settings: Settings) -> dict[str, Any]:
+def _may_create(
+    session: Session,
+    missing: list[str],
+    runs: list[RunIn],
+    token: TokenInfo | None,
+    settings: Settings,
+    prefix: Callable[[int], str],
+) -> None:
+    """Ingest creates unknown pipelines only when allowed, and within the token's rate."""
+    first: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        first.setdefault(run.pipeline, i)
+    if not settings.auto_create_pipelines:
+        shown = ", ".join(repr(n) for n in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise Invalid(
+            f"no pipeline named {shown}, and ingest does not create pipelines "
+            "(CADENCE_AUTO_CREATE_PIPELINES=false): an admin creates one with "
+            "PUT /api/v1/pipelines/{name}",
+            fields=[
+                {"field": f"{prefix(first[n])}pipeline", "reason": "no such pipeline"}
+                for n in missing
+            ],
+        )
+    check_creation(session, missing, token, settings, field=f"{prefix(first[missing[0]])}pipeline")
+
+
+def _pipeline_defaults(run: RunIn, settings: Settings, token: TokenInfo | None) -> dict[str, Any]:
     return {
         "name": run.pipeline,
         "display_name": run.pipeline,
@@ -264,6 +293,7 @@ def _pipeline_defaults(run: RunIn, settings: Settings) -> dict[str, Any]:
         "runs_per_week": 1.0,
         "quality_metric": run.quality_metric or "quality",
         "higher_is_better": True,
+        "created_by_token_id": token.id if token is not None else None,
     }
 
 
@@ -322,9 +352,11 @@ def to_out(row: Any, interruptions: list[Any]) -> RunOut:
     return RunOut.model_construct(**data)
 
 
-def get(session: Session, pk: int) -> RunOut:
+def get(session: Session, pk: int, token: TokenInfo | None = None) -> RunOut:
+    """The run, or 404; also 404 when it is outside the token's pipeline limit (a 403
+    would tell the caller that the id exists)."""
     found = repository.get_run(session, pk)
-    if found is None:
+    if found is None or (token is not None and not token.allows(found[0].pipeline)):
         raise NotFound(f"no run with id {pk}")
     return to_out(*found)
 
@@ -333,9 +365,11 @@ def run_count(session: Session, pipeline_id: int) -> int:
     return repository.count_runs(session, pipeline_id)
 
 
-def delete(session: WriteSession, pk: int) -> None:
+def delete(session: WriteSession, pk: int, token: TokenInfo | None = None) -> None:
     row = session.get(Run, pk)
     if row is None:
+        raise NotFound(f"no run with id {pk}")
+    if token is not None and not token.allows(repository.pipeline_name(session, row.pipeline_id)):
         raise NotFound(f"no run with id {pk}")
     session.delete(row)
     session.flush()

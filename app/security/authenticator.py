@@ -19,6 +19,7 @@ endpoint opens its unit of work.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Header, Request
@@ -35,8 +36,10 @@ from app.auth.service import (
     parse_bearer,
     touch,
 )
+from app.db.base import utcnow
 from app.db.engine import Database
-from app.security.sessions import SESSION_COOKIE, can_read, security_of
+from app.security import repository
+from app.security.sessions import SESSION_COOKIE, Claim, can_read, security_of
 
 
 def token_cache(request: Request) -> TokenCache:
@@ -58,9 +61,18 @@ def verify(db: Database, secret: str) -> TokenInfo:
     return token
 
 
-def live_session_token(db: Database, token_id: int, fingerprint: str) -> TokenInfo | None:
+def live_session_token(db: Database, claim: Claim) -> TokenInfo | None:
+    """The token a session names, if it and the session are still live; on the primary."""
     with db.read_latest() as session:
-        return live_by_id(session, token_id, fingerprint)
+        if repository.is_signed_out(session, claim.sid):
+            return None
+        return live_by_id(session, claim.token_id, claim.fingerprint)
+
+
+def record_sign_out(db: Database, claim: Claim) -> None:
+    with db.write() as session:
+        expires = datetime.fromtimestamp(claim.expires, UTC)
+        repository.record_sign_out(session, claim.sid, expires, utcnow())
 
 
 async def bearer(request: Request, authorization: str | None, scope: str) -> TokenInfo:
@@ -80,18 +92,27 @@ async def bearer(request: Request, authorization: str | None, scope: str) -> Tok
 
 async def session_token(request: Request) -> TokenInfo | None:
     """The live, read-capable token behind the request's session cookie, or None."""
-    parsed = security_of(request).parse(request.cookies.get(SESSION_COOKIE))
-    if parsed is None:
+    claim = security_of(request).parse(request.cookies.get(SESSION_COOKIE))
+    if claim is None:
         return None
-    key = f"session:{parsed[0]}:{parsed[1]}"
     cache = token_cache(request)
-    token = cache.get(key)
+    token = cache.get(claim.cache_key)
     if token is None:
-        token = await run_in_threadpool(live_session_token, request.app.state.database, *parsed)
+        token = await run_in_threadpool(live_session_token, request.app.state.database, claim)
         if token is None:
             return None
-        cache.put(key, token)
+        cache.put(claim.cache_key, token)
     return token if can_read(token) else None
+
+
+async def sign_out(request: Request) -> None:
+    """End the request's session on the server too: copies of the cookie stop working
+    at once in this worker, and in others within ``CADENCE_TOKEN_CACHE_SECONDS``."""
+    claim = security_of(request).parse(request.cookies.get(SESSION_COOKIE))
+    if claim is None:
+        return
+    await run_in_threadpool(record_sign_out, request.app.state.database, claim)
+    token_cache(request).forget(claim.cache_key)
 
 
 async def credential(request: Request, scope: str) -> tuple[TokenInfo, bool] | None:
@@ -108,11 +129,30 @@ async def credential(request: Request, scope: str) -> tuple[TokenInfo, bool] | N
 
 
 def require_scope(scope: str) -> Callable[..., Awaitable[TokenInfo]]:
-    """A dependency: the request's bearer token, holding ``scope`` (admin holds all)."""
+    """A dependency: the request's bearer token, holding ``scope`` (admin holds all).
+
+    The token is kept on the request, where its pipeline limit is read from."""
 
     async def check(
         request: Request, authorization: Annotated[str | None, Header()] = None
     ) -> TokenInfo:
-        return await bearer(request, authorization, scope)
+        return remember_token(request, await bearer(request, authorization, scope))
 
     return check
+
+
+# The request's verified token, on ``request.state``: set by ``require_scope`` and by the
+# read gate, read by ``request_token`` (a token's ``--pipeline`` limit binds every scope).
+TOKEN_STATE = "cadence_token"
+
+
+def remember_token(request: Request, token: TokenInfo) -> TokenInfo:
+    """Keep the request's verified token on its state, where limits are read from."""
+    request.scope.setdefault("state", {})[TOKEN_STATE] = token
+    return token
+
+
+async def request_token(request: Request) -> TokenInfo | None:
+    """The token the request was authenticated with, or None (open read mode)."""
+    token: TokenInfo | None = request.scope.get("state", {}).get(TOKEN_STATE)
+    return token

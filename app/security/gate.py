@@ -83,6 +83,7 @@ class ReadAccessGate:
             await self._challenge(request)(scope, receive, send)
             return
         token, from_session = credential
+        scope.setdefault("state", {})[authenticator.TOKEN_STATE] = token  # its limit binds reads
         new_csrf = self._remember(scope, request, token) if from_session else None
         if new_csrf is None:
             await self.app(scope, receive, send)

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo, hash_token
 from app.exceptions import Unauthorized
-from app.security.authenticator import session_token, verify
+from app.security.authenticator import session_token, sign_out, verify
 from app.security.sessions import CSRF_FIELD, Security, can_read, security_of
 from app.templating import render_error_page, templates
 
@@ -143,6 +143,7 @@ async def logout(request: Request) -> Response:
     form = await read_form(request)
     if not security.csrf_ok(request, form.get(CSRF_FIELD)):
         return render_error_page(request, 403, CSRF_FAILED)
+    await sign_out(request)
     response = redirect("/login" if security.token_mode else "/")
     security.clear_session(response, request)
     return response

@@ -1,14 +1,16 @@
 """Browser sessions and CSRF tokens for ``CADENCE_READ_ACCESS=token``.
 
 Session cookie ``cadence_session``: a signed payload (see ``signing``)
-``{"v": 1, "tid": <token id>, "fp": <first 16 hex of the token's SHA-256>, "exp": <unix time>}``.
-Nothing is stored server-side. A session is accepted while its signature holds, ``exp``
-is in the future, and the token it names is still live (not revoked, still has the
-``read`` or ``admin`` scope, and its hash still starts with ``fp``, so a rebuilt
-database that reuses the id does not inherit old sessions). The look-up and its cache
-are the authenticator's (``app.security.authenticator``), shared with bearer tokens: a
-revocation ends sessions within ``CADENCE_TOKEN_CACHE_SECONDS`` without a query per
-request.
+``{"v": 1, "tid": <token id>, "fp": <first 16 hex of the token's SHA-256>,
+"sid": <32 random hex>, "exp": <unix time>}``. A session is accepted while its signature
+holds, ``exp`` is in the future, it was not signed out, and the token it names is still
+live (not revoked, still has the ``read`` or ``admin`` scope, and its hash still starts
+with ``fp``, so a rebuilt database that reuses the id does not inherit old sessions).
+Signing out records ``sid`` in ``signed_out_session`` (until ``exp``), so a copied
+cookie dies with the original. The look-ups and their cache are the authenticator's
+(``app.security.authenticator``), shared with bearer tokens: a revocation, or a sign-out
+seen by another worker, ends sessions within ``CADENCE_TOKEN_CACHE_SECONDS`` without a
+query per request.
 
 CSRF (double submit): a random ``cadence_csrf`` cookie (SameSite=Strict) and, in each
 state-changing form, a hidden ``csrf`` field holding HMAC(key, cookie value). A POST is
@@ -35,6 +37,7 @@ CSRF_FIELD = "csrf"
 STATE_KEY = "cadence_session"  # request.state: the signed-in SignedIn, if any
 READ_SCOPES = frozenset({"read", "admin"})
 FINGERPRINT_CHARS = 16
+SID_CHARS = 32
 _CSRF_VALUE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
 
 # The clock sessions expire by; tests move it (it is not time.time itself, so the
@@ -48,6 +51,20 @@ class SignedIn:
 
     name: str
     csrf: str  # the hidden-field value for this browser's CSRF cookie
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a well-signed, unexpired session cookie says."""
+
+    token_id: int
+    fingerprint: str
+    sid: str
+    expires: int
+
+    @property
+    def cache_key(self) -> str:
+        return f"session:{self.token_id}:{self.fingerprint}:{self.sid}"
 
 
 def fingerprint(token_hash: str) -> str:
@@ -81,21 +98,25 @@ class Security:
             "v": 1,
             "tid": token.id,
             "fp": fingerprint(token_hash),
+            "sid": secrets.token_hex(SID_CHARS // 2),
             "exp": int(clock()) + self.max_age,
         }
         return self.sessions.sign(payload)
 
-    def parse(self, value: str | None) -> tuple[int, str] | None:
-        """(token id, fingerprint) of a well-signed, unexpired session cookie, else None."""
+    def parse(self, value: str | None) -> Claim | None:
+        """The claim of a well-signed, unexpired session cookie, else None."""
         payload: dict[str, Any] | None = self.sessions.unsign(value or "")
         if payload is None or payload.get("v") != 1:
             return None
         tid, fp, exp = payload.get("tid"), payload.get("fp"), payload.get("exp")
+        sid = payload.get("sid")
         if type(tid) is not int or type(exp) is not int or not isinstance(fp, str):
             return None
+        if not isinstance(sid, str) or len(sid) != SID_CHARS:
+            return None  # also a cookie issued before sign-out was recorded: sign in again
         if len(fp) != FINGERPRINT_CHARS or exp <= clock():
             return None
-        return tid, fp
+        return Claim(tid, fp, sid, exp)
 
     def set_session(self, response: Response, request: Request, value: str) -> None:
         response.set_cookie(

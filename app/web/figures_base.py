@@ -7,7 +7,7 @@ Figures are plain ``{"data": [...], "layout": {...}}`` dicts for Plotly.js
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -133,6 +133,36 @@ def unique_labels(labels: Iterable[str]) -> list[str]:
         seen[label] = count
         out.append(label if count == 1 else f"{label} ({count})")
     return out
+
+
+TICK_CHARS = 12  # a UUID tick then takes ~80 px, and 26 of them fit at 1280 px
+
+
+def short_label(label: str, limit: int = TICK_CHARS) -> str:
+    """A tick label of at most ``limit`` characters: head…tail of a longer one.
+
+    The tail is kept because run ids that differ only at the end (dates, counters, the
+    " (2)" of a repeat) must stay distinguishable; hovering shows the full label.
+    """
+    if len(label) <= limit:
+        return label
+    tail = (limit - 1) // 2
+    return label[: limit - 1 - tail] + "…" + label[-tail:]
+
+
+def category_axis(title: str, labels: Sequence[str]) -> dict[str, Any]:
+    """A categorical x axis whose ticks are shortened labels (the data keeps the full ones).
+
+    Long labels (36-character UUIDs) made Plotly's automatic margins eat the plot area
+    at 1280 px until it threw "Something went wrong with axis scaling".
+    """
+    return axis(
+        title,
+        type="category",
+        tickmode="array",
+        tickvals=list(labels),
+        ticktext=[short_label(label) for label in labels],
+    )
 
 
 def has_data(fig: Mapping[str, Any]) -> bool:

@@ -17,6 +17,7 @@ from app.web.figures_base import (
     Figure,
     amount_axis,
     axis,
+    category_axis,
     finite_or_none,
     layout,
     plot_time,
@@ -179,8 +180,9 @@ def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
             raise ValueError(f"run {row.label!r} has a breakdown in {row.badput.unit}, not {unit}")
     amounts = [{key: float(getattr(r.badput, key)) for key, _, _ in CAUSES} for r in rows]
     customdata: list[list[Any]] = [[r.variant, plot_time(r.started_at)] for r in rows]
+    labels = unique_labels(r.label for r in rows)
     data = _breakdown_traces(
-        unique_labels(r.label for r in rows),
+        labels,
         amounts,
         value_format,
         customdata,
@@ -197,7 +199,7 @@ def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
             f"{unit_name} per run, by cause",
             note,
             barmode="stack",
-            xaxis=axis("Run", type="category"),
+            xaxis=category_axis("Run", labels),
             yaxis=amount_axis(f"{unit_name} per run", unit),
         ),
     }

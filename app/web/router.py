@@ -9,8 +9,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
 
 from app.alerts.service import page_section as alerts_section
+from app.auth.service import visible_pipelines
 from app.db.models import Pipeline
-from app.deps import DatabaseDep
+from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.exceptions import Invalid, NotFound
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
@@ -53,12 +54,18 @@ WhatIfDep = Annotated[views.WhatIfParams, Depends(what_if_params)]
 
 @router.get("/", response_class=HTMLResponse)
 def overview(
-    request: Request, db: DatabaseDep, page: Annotated[int, Query(ge=1, le=10_000)] = 1
+    request: Request,
+    db: DatabaseDep,
+    viewer: Viewer,
+    page: Annotated[int, Query(ge=1, le=10_000)] = 1,
 ) -> HTMLResponse:
     today = datetime.now(UTC).date()
+    only = visible_pipelines(viewer)
     with db.read() as session:
-        total = pipelines.count(session)
-        shown = pipelines.page(session, offset=(page - 1) * OVERVIEW_PAGE, limit=OVERVIEW_PAGE)
+        total = pipelines.count(session, only=only)
+        shown = pipelines.page(
+            session, offset=(page - 1) * OVERVIEW_PAGE, limit=OVERVIEW_PAGE, only=only
+        )
         cards = [views.card(session, p, today) for p in shown]
     return templates.TemplateResponse(
         request,
@@ -76,7 +83,7 @@ def overview(
 @router.get("/pipelines/{name}", response_class=HTMLResponse)
 def pipeline_page(
     request: Request,
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     p: WhatIfDep,
     baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
@@ -151,7 +158,7 @@ def _whatif_context(session: Any, pipeline: Pipeline, p: views.WhatIfParams) -> 
 @router.get("/pipelines/{name}/whatif")
 def whatif_fragment(
     request: Request,
-    name: str,
+    name: ReadablePipeline,
     db: DatabaseDep,
     p: WhatIfDep,
 ) -> JSONResponse:
@@ -170,7 +177,7 @@ def whatif_fragment(
 
 
 @router.get("/pipelines/{name}/runs.csv")
-def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
+def runs_csv(name: ReadablePipeline, db: DatabaseDep) -> StreamingResponse:
     with db.read() as session:
         pipeline_id = get_by_name(session, name).id
     filename = f"cadence-{name}-runs.csv"
@@ -183,7 +190,10 @@ def runs_csv(name: str, db: DatabaseDep) -> StreamingResponse:
 
 @router.get("/review", response_class=HTMLResponse)
 def weekly_review(
-    request: Request, db: DatabaseDep, week: Annotated[str | None, Query(max_length=10)] = None
+    request: Request,
+    db: DatabaseDep,
+    viewer: Viewer,
+    week: Annotated[str | None, Query(max_length=10)] = None,
 ) -> HTMLResponse:
     today = datetime.now(UTC).date()
     label = week or iso_week(today)
@@ -194,7 +204,8 @@ def weekly_review(
             str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
         ) from exc
     with db.read() as session:
-        rows = views.review(session, pipelines.page(session, limit=REVIEW_PIPELINES), monday)
+        listed = pipelines.page(session, limit=REVIEW_PIPELINES, only=visible_pipelines(viewer))
+        rows = views.review(session, listed, monday)
     return templates.TemplateResponse(
         request,
         "review.html",

@@ -34,6 +34,7 @@ from app.web.figures import (
     to_json,
     utilization_quality_figure,
 )
+from app.web.figures_base import short_label
 
 PRICE = 2.5
 XSS = "</script><script>alert(1)</script>"
@@ -286,6 +287,21 @@ def test_badput_by_run_stacks_the_planning_breakdown() -> None:
     assert fig["data"][0]["customdata"][0] == ["baseline", "2026-11-02 09:00:00", 0.38]
     assert "GPU-hours" in fig["layout"]["yaxis"]["title"]["text"]
     assert "GPU-hours" in fig["data"][1]["hovertemplate"]
+
+
+def test_run_ticks_are_short_and_the_data_keeps_full_run_ids() -> None:
+    ids = [f"5eed0000-0000-0000-0000-{n:012d}" for n in range(20)]  # UUID length: 36
+    rows = [RunBadputRow(i, "baseline", datetime(2026, 11, 2), badput(W45_RUN)) for i in ids]
+    fig = badput_by_run_figure(rows, "gpu_hours")
+    xaxis = fig["layout"]["xaxis"]
+    assert fig["data"][0]["x"] == ids  # hover (%{x}) shows the full id
+    assert xaxis["tickvals"] == ids
+    # 12 characters: the first 6, an ellipsis, the last 5 ("...0000000019" -> "00019").
+    assert xaxis["ticktext"][19] == "5eed00…00019"
+    assert all(len(t) <= 12 for t in xaxis["ticktext"])
+    assert len(set(xaxis["ticktext"])) == 20  # still one distinct tick per run
+    assert short_label("nightly-42") == "nightly-42"  # short labels are left alone
+    assert short_label("2026-11-02 (2)") == "2026-1…2 (2)"  # a repeat's suffix survives
 
 
 def test_badput_by_run_in_usd() -> None:
