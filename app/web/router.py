@@ -21,6 +21,7 @@ from app.runs import listing
 from app.templating import VENDOR_FILES, templates
 from app.web import views
 from app.web.figures import to_json
+from app.web.value_view import value_section
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
@@ -131,6 +132,7 @@ def pipeline_page(
                 "whatif_keys": WHATIF_KEYS,
                 "observed_utilization": views.observed_utilization(session, pipeline),
                 "alerts": alerts_section(session, pipeline),
+                "value": value_section(session, pipeline, p),
             }
         )
     return templates.TemplateResponse(request, "pipeline.html", context)
