@@ -8,7 +8,7 @@ from fastapi import Depends, Path, Request
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
-from app.security.authenticator import request_token, require_scope
+from app.security.authenticator import bearer_if_sent, request_token, require_scope
 from app.settings import Settings
 
 
@@ -59,5 +59,6 @@ async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
 
 
 Viewer = Annotated[TokenInfo | None, Depends(request_token)]
+MaybeToken = Annotated[TokenInfo | None, Depends(bearer_if_sent)]
 ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
 AdminPipeline = Annotated[str, Depends(admin_pipeline)]

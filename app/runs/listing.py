@@ -22,6 +22,7 @@ from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.runs import repository, service
 from app.runs.schemas import RunOut
+from app.spreadsheet import cell_from_text
 
 MAX_LIST_LIMIT = 1000
 CSV_COLUMNS = list(RunOut.model_fields)
@@ -45,6 +46,10 @@ def table_page(
 
 
 def csv_value(value: Any) -> str:
+    """A JSON value as a CSV cell; text that a spreadsheet would run as a formula is
+    marked as text (``app.spreadsheet``). Used by the download and ``cadence export``."""
+    if isinstance(value, str):
+        return cell_from_text(value)
     if value is None:
         return ""
     if isinstance(value, list | dict):

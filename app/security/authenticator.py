@@ -75,11 +75,9 @@ def record_sign_out(db: Database, claim: Claim) -> None:
         repository.record_sign_out(session, claim.sid, expires, utcnow())
 
 
-async def bearer(request: Request, authorization: str | None, scope: str) -> TokenInfo:
-    """The bearer token of the request, verified (cached) and holding ``scope``.
-
-    Missing, malformed, unknown or revoked: 401; without the scope: 403.
-    """
+async def authenticate(request: Request, authorization: str | None) -> TokenInfo:
+    """The live token of ``Authorization: Bearer ...``, verified (cached); 401 when
+    missing, malformed, unknown or revoked."""
     secret = parse_bearer(authorization)
     digest = hash_token(secret)
     cache = token_cache(request)
@@ -87,7 +85,20 @@ async def bearer(request: Request, authorization: str | None, scope: str) -> Tok
     if token is None:  # a miss needs the database: do it in a worker thread
         token = await run_in_threadpool(verify, request.app.state.database, secret)
         cache.put(digest, token)
-    return check_scope(token, scope)
+    return token
+
+
+async def bearer(request: Request, authorization: str | None, scope: str) -> TokenInfo:
+    """The bearer token of the request, verified and holding ``scope`` (else 403)."""
+    return check_scope(await authenticate(request, authorization), scope)
+
+
+async def bearer_if_sent(
+    request: Request, authorization: Annotated[str | None, Header()] = None
+) -> TokenInfo | None:
+    """On reads: the bearer token when one is sent (a bad one is a 401), else None. Lets
+    a read show admins more (e.g. full webhook URLs) without closing it to others."""
+    return None if authorization is None else await authenticate(request, authorization)
 
 
 async def session_token(request: Request) -> TokenInfo | None:
