@@ -12,10 +12,13 @@ from app.schemas_common import OutModel, StrictModel
 
 
 class AlertRuleIn(StrictModel):
+    # Not strict: a JSON body names the kind as text ("cost_over_budget"), which strict
+    # validation of the dict FastAPI parses would refuse as "not an AlertKind".
     kind: AlertKind = Field(
+        strict=False,
         description="cost_over_budget: projected monthly cost at the current cadence vs "
         "the budget; goodput_drop: latest ISO week vs the previous one; utilization_floor: "
-        "the latest run's GPU utilization."
+        "the latest run's GPU utilization.",
     )
     threshold: float = Field(
         description="cost_over_budget: percent of the budget (100 = at budget); "

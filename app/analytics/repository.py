@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run
-from app.db.sql import dialect, effective_price
+from app.db.sql import dialect, effective_price, recorded_price
 from app.planning.goodput import GoodputTotals
 from app.planning.model import Interruption, RunFacts
 from app.planning.weekly import WeekTotals
@@ -145,7 +145,22 @@ def weekly_totals(
     backend = dialect(session)
     t = wall_clock(backend)
     weff = Run.gpu_hours / t
-    price = effective_price()
+    price = recorded_price()
+    progress = _greatest(
+        weff
+        * (
+            t
+            - Run.reschedule_hours
+            - Run.resume_hours
+            - Run.lost_progress_hours
+            - Run.checkpoint_hours
+        ),
+        0.0,
+    )
+    busy = _greatest(Run.gpu_utilization * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
+    program = case(
+        (Run.mfu.is_not(None), Run.mfu * progress), (busy > progress, progress), else_=busy
+    )
     idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
     failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
     named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
@@ -170,7 +185,7 @@ def weekly_totals(
         func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)).label(
             "runtime_loss"
         ),
-        func.sum(Run.gpu_hours * func.coalesce(Run.mfu, Run.gpu_utilization)).label("program"),
+        func.sum(cast(program, Float)).label("program"),
         func.sum(case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0)).label("mfu_hours"),
         func.sum(Run.gpu_hours * price).label("cost"),
         *[func.sum(cast(expr, Float)).label(f"g_{name}") for name, expr in causes.items()],
@@ -299,3 +314,18 @@ def worker_times(
         .limit(limit)
     )
     return [(int(w), float(t)) for w, t in session.execute(stmt)]
+
+
+def recorded_spend(
+    session: Session, pipeline_ids: list[int], since: datetime, until: datetime
+) -> dict[int, float]:
+    """USD recorded per pipeline for runs started in [since, until), every variant, at
+    the price frozen on each run."""
+    if not pipeline_ids:
+        return {}
+    rows = session.execute(
+        select(Run.pipeline_id, func.sum(Run.gpu_hours * recorded_price()))
+        .where(Run.pipeline_id.in_(pipeline_ids), Run.started_at >= since, Run.started_at < until)
+        .group_by(Run.pipeline_id)
+    )
+    return {pid: float(total or 0.0) for pid, total in rows}

@@ -51,3 +51,11 @@ def week_totals(
 ) -> dict[int | None, list[WeekTotals]]:
     """SQL sums per ISO week in [since, until), by pipeline id (every pipeline: None)."""
     return repo.weekly_totals(session, None if pipeline is None else pipeline.id, since, until)
+
+
+def recorded_spend(
+    session: Session, pipelines: list[Pipeline], since: datetime, until: datetime
+) -> dict[int, float]:
+    """USD recorded per pipeline id for runs started in [since, until), every variant, at
+    the price frozen on each run."""
+    return repo.recorded_spend(session, [p.id for p in pipelines], since, until)

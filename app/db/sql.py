@@ -14,5 +14,11 @@ def dialect(session: Session) -> str:
 
 
 def effective_price() -> ColumnElement[float]:
-    """The run's own price per GPU-hour, else its pipeline's (needs the pipeline joined)."""
+    """The price projections use: the run's own, else its pipeline's *current* price (needs
+    the pipeline joined), so a price change re-prices what the runs would cost from now on."""
     return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
+
+
+def recorded_price() -> ColumnElement[float]:
+    """The price frozen on the run when it was stored (methodology.md §2): recorded spend."""
+    return Run.billed_price_per_gpu_hour.expression

@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.base import utcnow
+from app.db.copy import copy_rows, copy_tuples, driver_cursor
 from app.db.engine import WriteSession
 from app.db.models import Interruption, Pipeline, Run
 from app.db.sql import dialect, effective_price
@@ -105,6 +106,7 @@ PG_TYPES = {
     "gpu_hours": "float8",
     "gpu_utilization": "float8",
     "price_per_gpu_hour": "float8",
+    "billed_price_per_gpu_hour": "float8",
     "quality_metric": "text",
     "quality_value": "float8",
     "data_stall_hours": "float8",
@@ -140,42 +142,17 @@ _PG_MERGE = (
 )
 
 
-def _driver_cursor(session: Session) -> Any:
-    """A psycopg cursor on the session's own connection, inside its transaction."""
-    return session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-
-
-def _copy(cursor: Any, table: str, types: dict[str, str], rows: Iterable[tuple[Any, ...]]) -> None:
-    with cursor.copy(f"COPY {table} ({', '.join(types)}) FROM STDIN (FORMAT BINARY)") as copy:
-        copy.set_types(list(types.values()))
-        for row in rows:
-            copy.write_row(row)
-
-
 def _pg_insert_runs(
     session: WriteSession, values: list[dict[str, Any]], now: datetime
 ) -> list[Any]:
-    with _driver_cursor(session) as cursor:
+    with driver_cursor(session) as cursor:
         cursor.execute(_PG_STAGE)
-        _copy(cursor, "incoming_run", PG_TYPES, _rows(values, PG_TYPES))
+        copy_rows(cursor, "incoming_run", PG_TYPES, copy_tuples(values, PG_TYPES))
         cursor.execute(_PG_MERGE, {"created_at": now})
         rows = list(cursor.fetchall())
         # Dropped now, not at commit: in tests a request is a savepoint of one transaction.
         cursor.execute("DROP TABLE incoming_run")
     return rows
-
-
-def _rows(values: list[dict[str, Any]], types: dict[str, str]) -> Iterable[tuple[Any, ...]]:
-    """Tuples in column order; floats as floats and tags as JSON text, for binary COPY."""
-    floats = [n for n, t in types.items() if t == "float8"]
-    for v in values:
-        row = dict(v)
-        for name in floats:
-            if row[name] is not None:
-                row[name] = float(row[name])
-        if "tags" in row:
-            row["tags"] = json.dumps(row["tags"])
-        yield tuple(row[n] for n in types)
 
 
 def insert_runs(
@@ -199,12 +176,22 @@ def insert_runs(
 
 
 _RUN_VALUE_COLUMNS = [c for c in PG_TYPES if c != "pipeline_id"]
+
+
+def _pg_value(column: str) -> str:
+    """The placeholder of one column in the one-statement insert. The billed price is
+    frozen from the pipeline row the statement reads anyway: no extra round trip."""
+    if column == "billed_price_per_gpu_hour":
+        return "COALESCE(%(price_per_gpu_hour)s::float8, p.price_per_gpu_hour)"
+    return f"%({column})s::{'json' if column == 'tags' else PG_TYPES[column]}"
+
+
 _PG_INSERT_ONE = (
     "WITH p AS (SELECT id, name, price_per_gpu_hour, quality_metric FROM pipeline "
     "WHERE name = %(pipeline)s), "
     f"ins AS (INSERT INTO run (pipeline_id, {', '.join(_RUN_VALUE_COLUMNS)}, created_at) "
     "SELECT p.id, "
-    + ", ".join(f"%({c})s::{'json' if c == 'tags' else PG_TYPES[c]}" for c in _RUN_VALUE_COLUMNS)
+    + ", ".join(_pg_value(c) for c in _RUN_VALUE_COLUMNS)
     + ", %(created_at)s::timestamptz "
     "FROM p ON CONFLICT (pipeline_id, run_id) DO NOTHING RETURNING id), "
     "brk AS (INSERT INTO interruption (run_pk, position, lost_progress_hours, resume_hours, "
@@ -229,7 +216,7 @@ def insert_one_pg(
     """
     now = utcnow()
     params = {
-        **{c: values[c] for c in _RUN_VALUE_COLUMNS},
+        **{c: values[c] for c in _RUN_VALUE_COLUMNS if c != "billed_price_per_gpu_hour"},
         "tags": json.dumps(values["tags"]),
         "pipeline": pipeline,
         "created_at": now,
@@ -239,7 +226,7 @@ def insert_one_pg(
         "i_reschedule": [float(i["reschedule_hours"]) for i in interruptions],
         "i_cause": [i["cause"] for i in interruptions],
     }
-    with _driver_cursor(session) as cursor:
+    with driver_cursor(session) as cursor:
         cursor.execute(_PG_INSERT_ONE, params)
         row = cursor.fetchone()
     if row is None:
@@ -251,9 +238,12 @@ def insert_interruptions(session: WriteSession, values: list[dict[str, Any]]) ->
     if not values:
         return
     if dialect(session) == "postgresql" and len(values) >= BULK_THRESHOLD:
-        with _driver_cursor(session) as cursor:
-            _copy(
-                cursor, "interruption", PG_INTERRUPTION_TYPES, _rows(values, PG_INTERRUPTION_TYPES)
+        with driver_cursor(session) as cursor:
+            copy_rows(
+                cursor,
+                "interruption",
+                PG_INTERRUPTION_TYPES,
+                copy_tuples(values, PG_INTERRUPTION_TYPES),
             )
         return
     session.execute(insert(INTERRUPTION_TABLE), values)
@@ -275,6 +265,7 @@ _OUT_COLUMNS = (
     Run.gpu_utilization,
     Run.gpu_hours,
     Run.price_per_gpu_hour,
+    Run.billed_price_per_gpu_hour,
     Run.quality_metric,
     Run.quality_value,
     Run.data_stall_hours,
@@ -322,6 +313,16 @@ def _runs_query() -> Select[Any]:
 def load_runs(session: Session, ids: Sequence[int]) -> list[tuple[Any, list[Any]]]:
     found = {r.id: (r, i) for r, i in _read(session, _runs_query().where(Run.id.in_(list(ids))))}
     return [found[i] for i in ids if i in found]
+
+
+def run_pipeline_id(session: Session, pk: int) -> int | None:
+    return session.scalar(select(RUN_TABLE.c.pipeline_id).where(RUN_TABLE.c.id == pk))
+
+
+def delete_run(session: WriteSession, pk: int) -> None:
+    """Delete a run (its interruptions follow by ON DELETE CASCADE) without reading it:
+    a row stored before timestamps were range-checked may not load (year 10000)."""
+    session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
 
 
 def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:

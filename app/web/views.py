@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analytics import reads
+from app.analytics import advice, reads
 from app.analytics import service as analytics
 from app.analytics import weekly as analytics_weekly
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.planning.economics import badput
-from app.planning.gate import GateThresholds
-from app.planning.projection import CALENDAR
+from app.planning.scenario import RUN_WINDOW, Scenario
 from app.planning.weekly import WeekSummary, fill_weeks, monday_of, utc_midnight
-from app.planning.whatif import WhatIf
 from app.web import figures
 
 CHART_RUNS = 52
@@ -33,34 +31,11 @@ TREND_WEEKS = 12
 
 
 @dataclass(frozen=True)
-class WhatIfParams:
-    """The what-if controls; None means "as observed"."""
-
-    cadence: float | None = None
-    utilization_target: float | None = None
-    price: float | None = None
-    workers: int | None = None
-    failure_rate: float | None = None
-    weeks_per_month: str = CALENDAR
-
-    def what_if(self) -> WhatIf:
-        return WhatIf(
-            price=self.price,
-            utilization_target=self.utilization_target,
-            workers=self.workers,
-            failure_rate_per_instance_hour=self.failure_rate,
-        )
-
-    def target(self, pipeline: Pipeline) -> float:
-        return self.cadence if self.cadence is not None else 2.0 * pipeline.runs_per_week
-
-
-@dataclass(frozen=True)
 class GateParams:
+    """The gate's own settings; its cadence, price and budget come from the scenario."""
+
     baseline: str = "baseline"
     candidate: str = "candidate"
-    cadence: float | None = None
-    budget: float | None = None
     min_uplift_points: float = 10.0
     quality_margin: float = 0.01
     alpha: float = 0.05
@@ -80,33 +55,24 @@ def _section(fig: dict[str, Any], empty: str) -> Section:
 
 
 def projection_section(
-    session: Session, pipeline: Pipeline, p: WhatIfParams
+    session: Session, pipeline: Pipeline, s: Scenario
 ) -> tuple[Section, ProjectionOut | None]:
-    target = p.target(pipeline)
-    cadences = sorted({1.0, 2.0, pipeline.runs_per_week, target})
+    cadences = sorted({1.0, 2.0, pipeline.runs_per_week})
     try:
         out = analytics.projection(
-            session,
-            pipeline.name,
-            variants=None,
-            cadences=cadences,
-            what_if=p.what_if(),
-            convention=p.weeks_per_month,
-            budget=None,
+            session, pipeline.name, variants=None, cadences=cadences, scenario=s
         )
     except Invalid as exc:
         return Section(empty=exc.message), None
-    fig = figures.cost_projection_figure(out.projections, pipeline.monthly_budget_usd)
+    fig = figures.cost_projection_figure(out.projections, s.budget_or(pipeline.monthly_budget_usd))
     return Section(figure=fig), out
 
 
-def headline(
-    out: ProjectionOut | None, pipeline: Pipeline, p: WhatIfParams
-) -> list[dict[str, Any]]:
-    """Monthly cost at the chosen cadence per variant, against the budget and today."""
+def headline(out: ProjectionOut | None) -> list[dict[str, Any]]:
+    """Monthly cost at the scenario's cadence per variant, against the budget and today."""
     if out is None:
         return []
-    target = p.target(pipeline)
+    target = out.scenario.target_runs_per_week
     rows = []
     for variant in out.variants:
         proj = out.projections[variant]
@@ -118,10 +84,13 @@ def headline(
                 "monthly_cost_usd": at.monthly_cost_usd,
                 "p10": at.monthly_cost_p10_usd,
                 "p90": at.monthly_cost_p90_usd,
+                "p_over_budget": at.p_over_budget,
                 "within_budget": at.within_budget,
+                "monthly_gpu_hours": at.monthly_gpu_hours,
                 "headroom_usd": at.headroom_usd,
                 "vs_current_ratio": at.vs_current_ratio,
                 "current_monthly_cost_usd": proj.current_monthly_cost_usd,
+                "window": out.windows[variant].label,
                 "working": list(at.working),
                 "warnings": list(proj.warnings),
             }
@@ -135,10 +104,12 @@ def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
 
 def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
     """Median utilization of the recent runs of the default variant (the slider's start)."""
-    names = analytics.default_variants(variant_names(session, pipeline))
+    names = analytics.default_variants(
+        variant_names(session, pipeline), pipeline.production_variant
+    )
     if not names:
         return None
-    rows = reads.recent_runs(session, pipeline, variant=names[0], limit=analytics.RECENT_RUNS)
+    rows = reads.recent_runs(session, pipeline, variant=names[0], limit=RUN_WINDOW)
     return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
 
 
@@ -183,7 +154,7 @@ def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
 
 
 def gate_section(
-    session: Session, pipeline: Pipeline, g: GateParams, weeks_per_month: str
+    session: Session, pipeline: Pipeline, g: GateParams, s: Scenario
 ) -> tuple[GateOut | None, str | None]:
     names = variant_names(session, pipeline)
     missing = [v for v in (g.baseline, g.candidate) if v not in names]
@@ -194,28 +165,29 @@ def gate_section(
             f"{g.baseline!r} with {g.candidate!r}. Variants so far: "
             f"{', '.join(names) or 'none'}."
         )
-    thresholds = GateThresholds(
-        min_utilization_uplift_points=g.min_uplift_points,
-        quality_margin=g.quality_margin,
-        alpha=g.alpha,
-    )
     try:
+        thresholds = analytics.thresholds_for(
+            pipeline,
+            min_uplift_points=g.min_uplift_points,
+            quality_margin=g.quality_margin,
+            alpha=g.alpha,
+        )
         return analytics.gate(
             session,
             pipeline.name,
             baseline=g.baseline,
             candidate=g.candidate,
-            cadence=g.cadence,
-            budget=g.budget,
+            scenario=s,
             thresholds=thresholds,
-            convention=weeks_per_month,
         ), None
     except Invalid as exc:
         return None, exc.message
 
 
-def scaling_section(session: Session, pipeline: Pipeline) -> tuple[Section, ScalingOut]:
-    out = analytics.scaling(session, pipeline.name, variant=None, workers=None)
+def scaling_section(
+    session: Session, pipeline: Pipeline, s: Scenario
+) -> tuple[Section, ScalingOut]:
+    out = advice.scaling(session, pipeline.name, variant=None, workers=None, scenario=s)
     fig = figures.scaling_figure(out.table, out.model)
     hint = (
         "No scaling probes yet: record short runs of the same job at two or more worker "
@@ -225,34 +197,25 @@ def scaling_section(session: Session, pipeline: Pipeline) -> tuple[Section, Scal
 
 
 def levers_section(
-    session: Session, pipeline: Pipeline, p: WhatIfParams
+    session: Session, pipeline: Pipeline, s: Scenario
 ) -> tuple[LeversOut | None, str | None]:
     try:
-        return analytics.levers(
-            session,
-            pipeline.name,
-            variant=None,
-            cadence=p.target(pipeline),
-            convention=p.weeks_per_month,
-        ), None
+        return advice.levers(session, pipeline.name, variant=None, scenario=s), None
     except Invalid as exc:
         return None, exc.message
 
 
 def checkpoint_section(
-    session: Session, pipeline: Pipeline, p: WhatIfParams
+    session: Session, pipeline: Pipeline, s: Scenario
 ) -> tuple[Section, CheckpointsOut | None]:
     try:
-        out = analytics.checkpoints(
+        out = advice.checkpoints(
             session,
             pipeline.name,
             variant=None,
-            cadence=p.target(pipeline),
-            convention=p.weeks_per_month,
-            instances=p.workers,
-            failure_rate=p.failure_rate,
+            scenario=s,
+            instances=None,
             checkpoint_write_hours=None,
-            checkpoint_interval_hours=None,
             restart_hours=None,
         )
     except Invalid as exc:
@@ -261,7 +224,7 @@ def checkpoint_section(
     fig = figures.checkpoint_figure(
         out.advice,
         write_hours=i["checkpoint_write_hours"].value,
-        workers=int(i["instances"].value),
+        workers=i["paid_gpus"].value,
         wall_clock_hours=i["wall_clock_hours"].value,
         restart_overhead_hours=i["restart_hours"].value,
     )
@@ -292,7 +255,7 @@ def card(session: Session, pipeline: Pipeline, today: date) -> Card:
     totals = analytics_weekly.week_totals(session, pipeline, since, since + timedelta(weeks=2))
     weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
     verdict, note = None, "no candidate runs yet"
-    gate, message = gate_section(session, pipeline, GateParams(), CALENDAR)
+    gate, message = gate_section(session, pipeline, GateParams(), Scenario())
     if gate is not None:
         verdict, note = gate.result.verdict, gate.result.summary
     elif message:
@@ -319,7 +282,9 @@ class ReviewRow:
     largest_cause: str | None
     largest_gpu_hours: float
     largest_usd: float
-    run_rate_usd: float | None
+    month_to_date_usd: float
+    projected_month_usd: float | None
+    month_label: str
 
     @property
     def delta_points(self) -> float | None:
@@ -328,10 +293,17 @@ class ReviewRow:
 
 
 def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
-    """The week's goodput against the week before, for every pipeline, in one query."""
+    """The week's goodput against the week before, for every pipeline, plus the budget
+    cell: month-to-date recorded spend (every variant) up to the end of the week, and the
+    projected month at the current cadence from the production variant, the same figure
+    as the overview's card (:func:`app.analytics.service.current_monthly_cost`)."""
     prev = monday - timedelta(weeks=1)
     since = utc_midnight(prev)
     totals = analytics_weekly.week_totals(session, None, since, since + timedelta(weeks=2))
+    week_end = since + timedelta(weeks=2)
+    month_start = datetime(monday.year, monday.month, 1, tzinfo=UTC)
+    spend = analytics_weekly.recorded_spend(session, pipelines, month_start, week_end)
+    label = f"{month_start:%B %Y} to {(week_end - timedelta(days=1)).date().isoformat()}"
     out = []
     for p in pipelines:
         weeks = fill_weeks(totals.get(p.id, []), prev, monday)
@@ -349,7 +321,9 @@ def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[Re
                 largest_cause=top,
                 largest_gpu_hours=causes[top] if top else 0.0,
                 largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
-                run_rate_usd=this.cost_usd * 52 / 12 if this.runs else None,
+                month_to_date_usd=spend.get(p.id, 0.0),
+                projected_month_usd=analytics.current_monthly_cost(session, p),
+                month_label=label,
             )
         )
     return out
