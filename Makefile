@@ -30,7 +30,7 @@ $(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@
 
-# The FinOps FOCUS validator, for tests/test_focus.py, in a venv of its own: its release
+# The FinOps FOCUS validator, for tests/reporting/test_focus.py, in a venv of its own: its release
 # for Python < 3.12 (1.0.0) pins pandas/pandera/numpy versions the app must not share, and
 # pandera 0.17 does not import with multimethod 2.
 $(FOCUS_VENV)/.ok:
@@ -52,11 +52,12 @@ migrate: $(VENV)/.runtime ## Apply migrations to CADENCE_DATABASE_URL
 demo: $(VENV)/.runtime ## Load the demo pipelines (idempotent)
 	$(CADENCE) demo
 
-lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/ and the client
+lint: $(VENV)/.dev ## ruff, mypy on app/ and the client, the import contracts (ARCHITECTURE.md)
 	$(VENV)/bin/ruff check app tests bench migrations clients/python
 	$(VENV)/bin/ruff format --check app tests bench migrations clients/python
 	$(VENV)/bin/mypy app
 	$(VENV)/bin/mypy --python-version 3.10 clients/python/cadence_client
+	$(VENV)/bin/lint-imports
 
 fmt: $(VENV)/.dev ## Format and autofix
 	$(VENV)/bin/ruff format app tests bench migrations clients/python
@@ -77,10 +78,10 @@ test-postgres: $(VENV)/.dev ## The suite on PostgreSQL (CADENCE_TEST_DATABASE_UR
 
 fuzz: $(VENV)/.dev ## schemathesis, FUZZ_EXAMPLES (100) new cases per operation, SQLite then PostgreSQL: no 5xx
 	CADENCE_TEST_BACKEND=sqlite CADENCE_FUZZ_RANDOM=1 CADENCE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
-	  $(PY) -m pytest tests/test_fuzz.py -p no:randomly -q
+	  $(PY) -m pytest tests/system/test_fuzz.py -p no:randomly -q
 	@CADENCE_REQUIRE_POSTGRES=1 $(PY) -m tests.services postgres
 	CADENCE_TEST_BACKEND=postgresql CADENCE_FUZZ_RANDOM=1 CADENCE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
-	  $(PY) -m pytest tests/test_fuzz.py -p no:randomly -q
+	  $(PY) -m pytest tests/system/test_fuzz.py -p no:randomly -q
 
 bench: $(VENV)/.dev ## Benchmark ingestion and analytics against a raw psycopg baseline (~5 min)
 	$(PY) -m bench

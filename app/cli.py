@@ -12,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
-from app.errors import CadenceError
+from app.exceptions import CadenceError
 from app.mlflow_import.command import add_parsers as add_import_parsers
 from app.reporting.check import add_parser as add_check_parser
 from app.reporting.commands import add_parsers as add_reporting_parsers
@@ -68,7 +68,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
 
     db = _database(settings)
     try:
-        with db.session(write=True) as session, session.begin():
+        with db.write_session() as session, session.begin():
             loaded = load_demo(session, only_if_empty=args.if_empty)
     finally:
         db.dispose()
@@ -81,7 +81,7 @@ def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
 
     db = _database(settings)
     try:
-        with db.session(write=True) as session, session.begin():
+        with db.write_session() as session, session.begin():
             if args.token_command == "create":
                 pipelines = [p for p in (args.pipeline or []) if p]
                 row, secret = service.create_token(session, args.name, args.scope, pipelines)

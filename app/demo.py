@@ -1,4 +1,4 @@
-"""Deterministic demo data modelled on the worked example in shared/DOMAIN.md.
+"""Deterministic demo data modelled on the worked example of docs/methodology.md §1.
 
 ``recsys-ranker``: a dozen weekly baseline runs (8 workers x ~14 h at ~38%
 utilization, input-bound, synchronous checkpoints, a few interruptions), five
@@ -15,16 +15,15 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
-from app.db.models import Pipeline, Run
+from app.db.engine import WriteSession
 from app.evaluations.schemas import EvaluationIn
 from app.evaluations.service import ingest as ingest_evaluations
+from app.pipelines import service as pipelines
 from app.pipelines.schemas import PipelineUpdate
 from app.pipelines.service import upsert
+from app.planning.weekly import monday_of, utc_midnight
 from app.runs.schemas import InterruptionIn, RunIn
-from app.runs.service import ingest
+from app.runs.service import ingest, run_count
 from app.settings import get_settings
 
 RANKER = "recsys-ranker"
@@ -32,8 +31,7 @@ FRAUD = "fraud-detector"
 
 
 def week_start(now: datetime) -> datetime:
-    monday = (now.astimezone(UTC) - timedelta(days=now.astimezone(UTC).weekday())).date()
-    return datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    return utc_midnight(monday_of(now))
 
 
 def ranker_runs(anchor: datetime) -> list[RunIn]:
@@ -246,16 +244,18 @@ PIPELINES = {
 }
 
 
-def load_demo(session: Session, *, only_if_empty: bool = False, now: datetime | None = None) -> str:
+def load_demo(
+    session: WriteSession, *, only_if_empty: bool = False, now: datetime | None = None
+) -> str:
     """Load the demo pipelines; a pipeline that already has runs is left alone."""
-    if only_if_empty and session.scalar(select(func.count()).select_from(Pipeline)):
+    if only_if_empty and pipelines.count(session):
         return "database already holds pipelines; demo data not loaded"
     anchor = week_start(now or datetime.now(UTC))
     settings = get_settings()
     loaded = []
     for name, builder in ((RANKER, ranker_runs), (FRAUD, fraud_runs)):
         pipeline = upsert(session, name, PIPELINES[name], settings)
-        if session.scalar(select(func.count()).where(Run.pipeline_id == pipeline.id)):
+        if run_count(session, pipeline.id):
             continue
         runs = builder(anchor)
         ingest(session, runs, token=None, settings=settings, batch=True)

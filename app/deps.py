@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
-from starlette.concurrency import run_in_threadpool
+from fastapi import Depends, Path, Request
 
-from app.auth.service import (
-    TokenCache,
-    TokenInfo,
-    check_pipeline_allowed,
-    check_scope,
-    hash_token,
-    lookup,
-    needs_touch,
-    parse_bearer,
-    touch,
-)
+from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
-from app.errors import Invalid
+from app.exceptions import Invalid
 from app.schemas_common import CONTROL_REASON
+from app.security.authenticator import bearer_if_sent, request_token, require_scope
 from app.settings import Settings
 
 
@@ -46,63 +35,7 @@ DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
-def verify(db: Database, secret: str) -> TokenInfo:
-    """Look the token up on the primary and record its use (to the minute)."""
-    with db.transaction(write=False, primary=True) as session:  # never a replica
-        token = lookup(session, secret)
-    if needs_touch(token):
-        with db.transaction(write=True) as session:
-            token = touch(session, token)
-    return token
-
-
-def token_cache(request: Request) -> TokenCache:
-    cache: TokenCache | None = getattr(request.app.state, "token_cache", None)
-    if cache is None:
-        cache = TokenCache(request.app.state.settings.token_cache_seconds)
-        request.app.state.token_cache = cache
-    return cache
-
-
-def require_scope(scope: str) -> Callable[..., Awaitable[TokenInfo]]:
-    """A dependency that authenticates the bearer token and checks one scope.
-
-    Verified tokens are cached for ``token_cache_seconds``; a look-up and the throttled
-    last-used update run in their own short transactions, finished before the
-    endpoint starts its own unit of work.
-    """
-
-    async def check(
-        request: Request, authorization: Annotated[str | None, Header()] = None
-    ) -> TokenInfo:
-        return remember_token(
-            request, check_scope(await authenticate(request, authorization), scope)
-        )
-
-    return check
-
-
-async def authenticate(request: Request, authorization: str | None) -> TokenInfo:
-    """The live token of ``Authorization: Bearer ...`` (401 when missing or bad)."""
-    secret = parse_bearer(authorization)
-    digest = hash_token(secret)
-    cache = token_cache(request)
-    token = cache.get(digest)
-    if token is None:  # a miss needs the database: do it in a worker thread
-        token = await run_in_threadpool(verify, request.app.state.database, secret)
-        cache.put(digest, token)
-    return token
-
-
-async def bearer_if_sent(
-    request: Request, authorization: Annotated[str | None, Header()] = None
-) -> TokenInfo | None:
-    """On reads: the bearer token when one is sent (a bad one is a 401), else None. Lets
-    a read show admins more (e.g. full webhook URLs) without closing it to others."""
-    return None if authorization is None else await authenticate(request, authorization)
-
-
-MaybeToken = Annotated[TokenInfo | None, Depends(bearer_if_sent)]
+# Each edge names the scope it needs; credentials are resolved by the authenticator.
 require_ingest = require_scope("ingest")
 require_admin = require_scope("admin")
 Ingestor = Annotated[TokenInfo, Depends(require_ingest)]
@@ -111,20 +44,7 @@ Admin = Annotated[TokenInfo, Depends(require_admin)]
 # --- pipeline limits (``cadence token create --pipeline``) ----------------------------
 # A token's limit binds every scope. Reads know their token from the read gate (token
 # mode: bearer or session); in open mode a read has no token and sees every pipeline.
-TOKEN_STATE = "cadence_token"
 PipelinePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
-
-
-def remember_token(request: Request, token: TokenInfo) -> TokenInfo:
-    """Keep the request's verified token on its state, where limits are read from."""
-    request.scope.setdefault("state", {})[TOKEN_STATE] = token
-    return token
-
-
-async def request_token(request: Request) -> TokenInfo | None:
-    """The token the request was authenticated with, or None (open read mode)."""
-    token: TokenInfo | None = request.scope.get("state", {}).get(TOKEN_STATE)
-    return token
 
 
 async def readable_pipeline(
@@ -142,6 +62,7 @@ async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
 
 
 Viewer = Annotated[TokenInfo | None, Depends(request_token)]
+MaybeToken = Annotated[TokenInfo | None, Depends(bearer_if_sent)]
 ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
 AdminPipeline = Annotated[str, Depends(admin_pipeline)]
 

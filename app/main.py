@@ -13,7 +13,7 @@ from app.alerts.sender import Sender
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.deps import refuse_control_characters
-from app.errors import install_error_handlers
+from app.exception_handlers import install_error_handlers
 from app.health.router import router as health_router
 from app.middleware import BodySizeLimit
 from app.observability import configure_logging, install_observability
@@ -22,7 +22,7 @@ from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
 from app.security import SecuredFastAPI, install_security
 from app.settings import Settings, get_settings
-from app.web import STATIC_DIR
+from app.templating import STATIC_DIR
 
 log = logging.getLogger("cadence")
 
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         summary="What scheduled retraining costs, where the GPU time goes, "
         "and whether a faster cadence is affordable.",
         lifespan=lifespan,
-        docs_url=None,  # /docs is served by app.pages with Swagger UI from a package
+        docs_url=None,  # /docs is served by app.web with Swagger UI from a package
         redoc_url=None,
         dependencies=[Depends(refuse_control_characters)],
     )
@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     _include_optional_routers(app)
     install_openapi(app)  # bearer scheme, error bodies, examples
     # After the routers, so /static/vendor/plotly.min.js (served from the installed
-    # plotly package by app.pages.router) is matched before the static folder.
+    # plotly package by app.web.router) is matched before the static folder.
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     return app
 

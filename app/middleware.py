@@ -7,6 +7,8 @@ import json
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.exception_handlers import error_body
+
 
 class BodyTooLarge(HTTPException):
     """Raised from ``receive``; FastAPI re-raises HTTPExceptions from body reading as-is."""
@@ -60,12 +62,7 @@ class BodySizeLimit:
 
     async def _reject(self, send: Send) -> None:
         body = json.dumps(
-            {
-                "error": {
-                    "code": "payload_too_large",
-                    "message": too_large_message(self.max_bytes),
-                }
-            }
+            error_body("payload_too_large", too_large_message(self.max_bytes))
         ).encode()
         await send(
             {

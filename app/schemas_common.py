@@ -19,6 +19,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.exceptions import Invalid
+
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$")
 
 
@@ -30,8 +32,6 @@ def _slug(value: str) -> str:
 
 def slug_or_422(value: str, field: str) -> str:
     """Check a slug that arrived outside a request body (a path or a CLI flag)."""
-    from app.errors import Invalid
-
     try:
         return _slug(value)
     except ValueError as exc:

@@ -90,15 +90,19 @@ class Settings(BaseSettings):
         5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."
     )
     alert_retry_base_seconds: float = Field(
-        30.0, gt=0, le=3600,
+        30.0,
+        gt=0,
+        le=3600,
         description="First retry delay of a failed alert webhook; doubles each time, for up "
         "to 24 h.",
-    )  # fmt: skip
+    )
     alert_min_interval_seconds: float = Field(
-        600.0, ge=0, le=86_400,
+        600.0,
+        ge=0,
+        le=86_400,
         description="At most one alert webhook per rule per this many seconds; a rule that "
         "flaps meanwhile sends its latest state.",
-    )  # fmt: skip
+    )
     alert_sender: bool = Field(
         True, description="Send queued alert webhooks from this process (a background thread)."
     )

@@ -221,15 +221,21 @@ def _group(results: list[dict[str, Any]], group: str) -> list[dict[str, Any]]:
 def tables(results: list[dict[str, Any]], cfg: Config) -> list[tuple[str, Row, list[Row]]]:
     """(title, header, rows) for every section of the report."""
     sections = [
-        ("Ingestion (medians over repeats; latency in ms; CPU per stored run)", INGEST,
-         aggregate(results)),
+        (
+            "Ingestion (medians over repeats; latency in ms; CPU per stored run)",
+            INGEST,
+            aggregate(results),
+        ),
         ("Headline ratios (median of the per-repeat ratios)", HEADLINE, headlines(results, cfg)),
         ("Latency at concurrency 1 (Nagle check)", LATENCY, _group(results, "latency")),
-        ("Analytics on big-pipeline (sequential requests, one kept-alive connection; ms)", READS,
-         _group(results, "analytics")),
+        (
+            "Analytics on big-pipeline (sequential requests, one kept-alive connection; ms)",
+            READS,
+            _group(results, "analytics"),
+        ),
         ("Memory (uvicorn workers, summed)", MEMORY, _group(results, "memory")),
         ("Failures", FAILED, [r for r in results if r.get("error")]),
-    ]  # fmt: skip
+    ]
     return [
         (title, [h for h, _ in cols], [[get(item) for _, get in cols] for item in items])
         for title, cols, items in sections
@@ -250,8 +256,11 @@ def notes(results: list[dict[str, Any]], cfg: Config) -> list[str]:
                 f"{worst['other_cores']:.2f} (during '{worst['name']}'): absolute numbers are "
                 "pessimistic; compare the side-by-side ratios"
             )
-    busy_gen = [r for r in measured if r.get("system") == "cadence"
-                and (r.get("generator_core_pct") or 0) > 50]  # fmt: skip
+    busy_gen = [
+        r
+        for r in measured
+        if r.get("system") == "cadence" and (r.get("generator_core_pct") or 0) > 50
+    ]
     if busy_gen:
         out.append(f"the load generator used over half a core in {len(busy_gen)} Cadence phases")
     for a in aggregate(results):

@@ -23,11 +23,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
-from app.auth.service import create_token
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
 from app.settings import Settings
+from tests.fixtures.builders import make_token
 
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 BACKEND = os.environ.get("CADENCE_TEST_BACKEND", "sqlite")
@@ -101,7 +101,7 @@ def committed_db(engine: Engine) -> Iterator[Database]:
 
 @pytest.fixture
 def session(db: Database) -> Iterator[Any]:
-    with db.session(write=True) as s:
+    with db.write_session() as s:
         yield s
 
 
@@ -109,15 +109,6 @@ def session(db: Database) -> Iterator[Any]:
 def client(db: Database, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings, database=db)) as c:
         yield c
-
-
-def make_token(
-    db: Database, scopes: str, name: str | None = None, pipelines: list[str] | None = None
-) -> str:
-    with db.session(write=True) as s:
-        _, secret = create_token(s, name or f"test-{scopes.replace(' ', '-')}", scopes, pipelines)
-        s.commit()
-    return secret
 
 
 @pytest.fixture
@@ -128,36 +119,6 @@ def ingest_headers(db: Database) -> dict[str, str]:
 @pytest.fixture
 def admin_headers(db: Database) -> dict[str, str]:
     return {"Authorization": f"Bearer {make_token(db, 'admin')}"}
-
-
-def make_run(**overrides: Any) -> dict[str, Any]:
-    """A valid run payload: the worked example's baseline (8 workers x 14 h at 38%)."""
-    run: dict[str, Any] = {
-        "pipeline": "ranker",
-        "run_id": "run-1",
-        "variant": "baseline",
-        "started_at": "2026-11-02T08:00:00+00:00",
-        "finished_at": "2026-11-02T22:00:00+00:00",
-        "workers": 8,
-        "gpu_type": "A100",
-        "gpu_utilization": 0.38,
-        "quality_metric": "ndcg",
-        "quality_value": 0.41,
-        "data_stall_hours": 5.0,
-        "checkpoint_hours": 1.0,
-        "scheduling_wait_hours": 0.5,
-        "interruptions": [
-            {
-                "lost_progress_hours": 0.5,
-                "resume_hours": 0.25,
-                "reschedule_hours": 0.25,
-                "cause": "preemption",
-            }
-        ],
-        "tags": {"team": "ranking"},
-    }
-    run.update(overrides)
-    return run
 
 
 ARTIFACTS = Path(__file__).parent / "artifacts"

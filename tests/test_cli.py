@@ -26,7 +26,7 @@ def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def counts(url: str) -> tuple[int, int]:
     db = Database(make_engine(Settings(database_url=url)))
     try:
-        with db.session() as s:
+        with db.read_session() as s:
             return (
                 int(s.scalar(select(func.count()).select_from(Pipeline)) or 0),
                 int(s.scalar(select(func.count()).select_from(Run)) or 0),

@@ -54,8 +54,9 @@ def attempt(
     parts = urlsplit(url)
     host = parts.hostname or ""
     try:
-        address = checked_address(host, parts.port or default_port(parts.scheme),
-                                  allowed_hosts, resolve)  # fmt: skip
+        address = checked_address(
+            host, parts.port or default_port(parts.scheme), allowed_hosts, resolve
+        )
     except RefusedTarget as exc:
         return Attempt("failed", None, str(exc))
     except (OSError, UnicodeError) as exc:

@@ -34,7 +34,7 @@ def list_alerts(name: ReadablePipeline, db: DatabaseDep, token: MaybeToken) -> A
     """The pipeline's alert rules with their state (firing, since, last value). Webhook
     URLs in full for an admin token, else scheme and host only."""
     admin = is_admin_of(token, name)
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         found = service.list_rules(session, pipeline, admin=admin)
         return AlertRuleList(pipeline=pipeline.name, rules=found)
@@ -49,7 +49,7 @@ def create_alert(
     Loopback, private and link-local targets are refused unless listed in
     `CADENCE_WEBHOOK_ALLOWED_HOSTS`."""
     allowed = settings.webhook_allowed
-    with db.transaction() as session:
+    with db.write() as session:
         created = service.create_rule(session, get_by_name(session, name), rule, allowed)
     service.forget_rule_index(db)  # after the commit: ingests here see the rule at once
     return created
@@ -58,7 +58,7 @@ def create_alert(
 @router.delete("/{rule_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_alert(rule_id: RuleId, name: AdminPipeline, db: DatabaseDep) -> Response:
     """Delete one rule and its delivery history (admin)."""
-    with db.transaction() as session:
+    with db.write() as session:
         service.delete_rule(session, get_by_name(session, name), rule_id)
     service.forget_rule_index(db)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -75,7 +75,7 @@ def list_deliveries(
     """Webhook deliveries (queued, retrying and done), newest first; page with
     `before=<smallest id seen>`. The receiver's answers are shown to admin tokens."""
     admin = is_admin_of(token, name)
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         found = service.deliveries(session, pipeline, limit=limit, before=before, admin=admin)
         return DeliveryList(pipeline=pipeline.name, deliveries=found)
@@ -86,7 +86,7 @@ def evaluate_alerts(name: AdminPipeline, db: DatabaseDep, settings: SettingsDep)
     """Evaluate the rules now (admin), e.g. after changing the budget with PUT; queues
     a webhook for each rule whose state changed (the sender posts it)."""
     ids = set(service.evaluate(db, settings, name))
-    with db.transaction(write=False, primary=True) as session:
+    with db.read_latest() as session:
         pipeline = get_by_name(session, name)
         recent = service.deliveries(session, pipeline, limit=service.MAX_DELIVERIES, admin=True)
         return EvaluationOut(

@@ -17,18 +17,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-Kind = Literal["cost_over_budget", "goodput_drop", "utilization_floor"]
+
+class AlertKind(StrEnum):
+    """What a rule watches; the API, the table's check constraint and the rules agree."""
+
+    COST_OVER_BUDGET = "cost_over_budget"
+    GOODPUT_DROP = "goodput_drop"
+    UTILIZATION_FLOOR = "utilization_floor"
+
+
 Event = Literal["firing", "resolved"]
-KINDS: tuple[str, ...] = ("cost_over_budget", "goodput_drop", "utilization_floor")
 
 # Accepted thresholds per kind (exclusive low, inclusive high) and their unit.
 THRESHOLD_RANGES: dict[str, tuple[float, float, str]] = {
-    "cost_over_budget": (0.0, 10_000.0, "percent of the monthly budget, e.g. 100"),
-    "goodput_drop": (0.0, 100.0, "points of weekly goodput, e.g. 10"),
-    "utilization_floor": (0.0, 1.0, "a utilization fraction, e.g. 0.4"),
+    AlertKind.COST_OVER_BUDGET: (0.0, 10_000.0, "percent of the monthly budget, e.g. 100"),
+    AlertKind.GOODPUT_DROP: (0.0, 100.0, "points of weekly goodput, e.g. 10"),
+    AlertKind.UTILIZATION_FLOOR: (0.0, 1.0, "a utilization fraction, e.g. 0.4"),
 }
 MAX_URL_LENGTH = 2000
 
@@ -43,7 +51,7 @@ def threshold_problem(kind: str, threshold: float) -> str | None:
     if low < threshold <= high:
         return None
     hint = ""
-    if kind == "utilization_floor" and 1 < threshold <= 100:
+    if kind == AlertKind.UTILIZATION_FLOOR and 1 < threshold <= 100:
         hint = f"; {threshold:g} looks like a percentage: send {threshold / 100:g}"
     return f"must be above {low:g} and at most {high:g} ({unit}){hint}"
 
@@ -72,7 +80,7 @@ def is_firing(kind: str, value: float | None, threshold: float) -> bool | None:
     """Whether a rule's condition holds for ``value``; None when there is no value."""
     if value is None or not math.isfinite(value):
         return None
-    if kind == "utilization_floor":
+    if kind == AlertKind.UTILIZATION_FLOOR:
         return value < threshold
     return value > threshold  # cost_over_budget (percent), goodput_drop (points)
 
@@ -98,16 +106,16 @@ class Metrics:
     latest_run_id: str | None = None
 
     def value(self, kind: str) -> float | None:
-        if kind == "cost_over_budget":
+        if kind == AlertKind.COST_OVER_BUDGET:
             cost, budget = self.projected_monthly_cost_usd, self.budget_usd
             if cost is None or budget is None or budget <= 0:
                 return None
             return 100.0 * cost / budget
-        if kind == "goodput_drop":
+        if kind == AlertKind.GOODPUT_DROP:
             if self.goodput_latest is None or self.goodput_previous is None:
                 return None
             return 100.0 * (self.goodput_previous - self.goodput_latest)
-        if kind == "utilization_floor":
+        if kind == AlertKind.UTILIZATION_FLOOR:
             return self.latest_utilization
         raise ValueError(f"unknown alert kind {kind!r}")
 
@@ -131,12 +139,12 @@ def describe(kind: str, value: float, threshold: float, metrics: Metrics) -> str
     """The condition in words, e.g. "projected monthly cost $2,456 is 175% of ...";
     every value from the data is escaped for chat markup (:func:`chat_escape`)."""
     e = chat_escape
-    if kind == "cost_over_budget":
+    if kind == AlertKind.COST_OVER_BUDGET:
         return (
             f"projected monthly cost {e(_usd(metrics.projected_monthly_cost_usd))} is "
             f"{value:.0f}% of the {e(_usd(metrics.budget_usd))} budget (threshold {threshold:g}%)"
         )
-    if kind == "goodput_drop":
+    if kind == AlertKind.GOODPUT_DROP:
         prev, last = metrics.goodput_previous or 0.0, metrics.goodput_latest or 0.0
         return (
             f"weekly goodput {e(metrics.previous_week)} {prev:.1%} -> {e(metrics.latest_week)} "

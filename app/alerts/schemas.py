@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
+from app.alerts.rules import AlertKind
 from app.schemas_common import OutModel, StrictModel
-
-KindField = Literal["cost_over_budget", "goodput_drop", "utilization_floor"]
 
 
 class AlertRuleIn(StrictModel):
-    kind: KindField = Field(
+    # Not strict: a JSON body names the kind as text ("cost_over_budget"), which strict
+    # validation of the dict FastAPI parses would refuse as "not an AlertKind".
+    kind: AlertKind = Field(
+        strict=False,
         description="cost_over_budget: projected monthly cost at the current cadence vs "
         "the budget; goodput_drop: latest ISO week vs the previous one; utilization_floor: "
-        "the latest run's GPU utilization."
+        "the latest run's GPU utilization.",
     )
     threshold: float = Field(
         description="cost_over_budget: percent of the budget (100 = at budget); "
@@ -62,8 +64,9 @@ class DeliveryOut(OutModel):
     )
     attempts: int
     response_status: int | None = Field(description="The receiver's HTTP status (admins).")
-    error: str | None = Field(description="One line per failed attempt (admins; readers "
-                              "see that it failed)")  # fmt: skip
+    error: str | None = Field(
+        description="One line per failed attempt (admins; readers see that it failed)"
+    )
     payload: dict[str, Any]
     created_at: datetime
     scheduled_at: datetime = Field(description="When it could first be sent.")

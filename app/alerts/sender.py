@@ -44,10 +44,10 @@ def claim(
     db: Database, settings: Settings, now: datetime, limit: int, token: str
 ) -> list[repository.Claimed]:
     """Claim up to ``limit`` due notifications for this sender (committed on return)."""
-    with db.transaction(write=False, primary=True) as session:
+    with db.read_latest() as session:
         if not repository.any_due(session, now=now):  # the usual case: no write lock
             return []
-    with db.transaction() as session:
+    with db.write() as session:
         return repository.claim_due(
             session, now=now, limit=limit, lease=lease(settings), token=token
         )
@@ -65,15 +65,23 @@ def send(
 ) -> str:
     """One attempt of one claimed notification, then its record; the new status."""
     result = attempt(
-        claimed.url, claimed.payload, delivery_id=claimed.id,
+        claimed.url,
+        claimed.payload,
+        delivery_id=claimed.id,
         timeout_seconds=settings.alert_webhook_timeout_seconds,
-        allowed_hosts=settings.webhook_allowed, resolve=resolve, transport=transport,
-    )  # fmt: skip
-    with db.transaction() as session:
+        allowed_hosts=settings.webhook_allowed,
+        resolve=resolve,
+        transport=transport,
+    )
+    with db.write() as session:
         status = repository.record_attempt(
-            session, claimed, result, now=now or utcnow(), token=token,
+            session,
+            claimed,
+            result,
+            now=now or utcnow(),
+            token=token,
             retry_base=settings.alert_retry_base_seconds,
-        )  # fmt: skip
+        )
     level = logging.INFO if status == "delivered" else logging.WARNING
     log.log(level, "alert delivery %s: %s (attempt %s)", claimed.id, status, claimed.attempts + 1)
     return status

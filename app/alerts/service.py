@@ -15,19 +15,18 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.alerts import repository, rules, targets
+from app.alerts.rules import AlertKind
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.alerts.sender import WAKE
-from app.analytics import repository as repo
 from app.analytics.service import current_monthly_cost
-from app.db.engine import Database
-from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
-from app.errors import Invalid, NotFound
+from app.analytics.weekly import latest_weeks_goodput
+from app.db.engine import Database, WriteSession
+from app.db.models import AlertDelivery, AlertRule, Pipeline
+from app.exceptions import Invalid, NotFound
 from app.pipelines.service import get_by_name
-from app.planning.goodput import goodput_from_totals
 from app.planning.weekly import iso_week
 from app.settings import Settings
 
@@ -58,46 +57,50 @@ def rule_out(rule: AlertRule, pipeline: str, *, admin: bool = False) -> AlertRul
     """A rule as a reader sees it (the webhook as scheme and host), or an admin."""
     url = rule.webhook_url if admin else targets.masked(rule.webhook_url)
     return AlertRuleOut(
-        id=rule.id, pipeline=pipeline, kind=rule.kind, threshold=rule.threshold,
-        webhook_url=url, webhook_url_masked=not admin, enabled=rule.enabled, firing=rule.firing,
-        since=rule.since, last_value=rule.last_value,
-        last_evaluated_at=rule.last_evaluated_at, created_at=rule.created_at,
-    )  # fmt: skip
+        id=rule.id,
+        pipeline=pipeline,
+        kind=rule.kind,
+        threshold=rule.threshold,
+        webhook_url=url,
+        webhook_url_masked=not admin,
+        enabled=rule.enabled,
+        firing=rule.firing,
+        since=rule.since,
+        last_value=rule.last_value,
+        last_evaluated_at=rule.last_evaluated_at,
+        created_at=rule.created_at,
+    )
 
 
 def list_rules(session: Session, pipeline: Pipeline, *, admin: bool = False) -> list[AlertRuleOut]:
-    rows = session.scalars(
-        select(AlertRule).where(AlertRule.pipeline_id == pipeline.id).order_by(AlertRule.id)
-    )
+    rows = repository.rules_of(session, pipeline.id)
     return [rule_out(r, pipeline.name, admin=admin) for r in rows]
 
 
 def create_rule(
-    session: Session, pipeline: Pipeline, rule: AlertRuleIn, allowed_hosts: frozenset[str]
+    session: WriteSession, pipeline: Pipeline, rule: AlertRuleIn, allowed_hosts: frozenset[str]
 ) -> AlertRuleOut:
     validate(rule, allowed_hosts)
-    count = session.scalar(
-        select(func.count()).select_from(AlertRule).where(AlertRule.pipeline_id == pipeline.id)
-    )
-    if (count or 0) >= MAX_RULES_PER_PIPELINE:
+    if repository.count_rules(session, pipeline.id) >= MAX_RULES_PER_PIPELINE:
         raise Invalid(
             f"a pipeline holds at most {MAX_RULES_PER_PIPELINE} alert rules; delete one first",
             fields=[{"field": "body", "reason": "too many rules"}],
         )
     row = AlertRule(
-        pipeline_id=pipeline.id, kind=rule.kind, threshold=rule.threshold,
-        webhook_url=rule.webhook_url, enabled=rule.enabled, firing=False,
-    )  # fmt: skip
+        pipeline_id=pipeline.id,
+        kind=rule.kind,
+        threshold=rule.threshold,
+        webhook_url=rule.webhook_url,
+        enabled=rule.enabled,
+        firing=False,
+    )
     session.add(row)
     session.flush()
     return rule_out(row, pipeline.name, admin=True)
 
 
-def delete_rule(session: Session, pipeline: Pipeline, rule_id: int) -> None:
-    gone = session.execute(
-        delete(AlertRule).where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline.id)
-    )
-    if not gone.rowcount:  # type: ignore[attr-defined]
+def delete_rule(session: WriteSession, pipeline: Pipeline, rule_id: int) -> None:
+    if not repository.delete_rule(session, pipeline.id, rule_id):
         raise NotFound(f"pipeline {pipeline.name!r} has no alert rule {rule_id}")
 
 
@@ -109,16 +112,10 @@ def deliveries(
     before: int | None = None,
     admin: bool = False,
 ) -> list[DeliveryOut]:
-    stmt = (
-        select(AlertDelivery, AlertRule.kind)
-        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
-        .where(AlertRule.pipeline_id == pipeline.id)
-        .order_by(AlertDelivery.id.desc())
-        .limit(min(limit, MAX_DELIVERIES))
+    found = repository.deliveries(
+        session, pipeline.id, limit=min(limit, MAX_DELIVERIES), before=before
     )
-    if before is not None:
-        stmt = stmt.where(AlertDelivery.id < before)
-    return [_delivery_out(d, kind, admin) for d, kind in session.execute(stmt)]
+    return [_delivery_out(d, kind, admin) for d, kind in found]
 
 
 READER_ERROR = "the webhook did not accept it (admins see the details)"
@@ -128,12 +125,20 @@ def _delivery_out(d: AlertDelivery, kind: str, admin: bool) -> DeliveryOut:
     """Admins see the receiver's answers; readers only whether it worked, since the
     error text would tell them which hosts and ports answer inside the network."""
     return DeliveryOut(
-        id=d.id, rule_id=d.rule_id, kind=kind, event=d.event, status=d.status,
-        attempts=d.attempts, response_status=d.response_status if admin else None,
+        id=d.id,
+        rule_id=d.rule_id,
+        kind=kind,
+        event=d.event,
+        status=d.status,
+        attempts=d.attempts,
+        response_status=d.response_status if admin else None,
         error=d.error if admin or d.error is None else READER_ERROR,
-        payload=d.payload, created_at=d.created_at, scheduled_at=d.scheduled_at,
-        next_attempt_at=d.next_attempt_at, last_attempt_at=d.last_attempt_at,
-    )  # fmt: skip
+        payload=d.payload,
+        created_at=d.created_at,
+        scheduled_at=d.scheduled_at,
+        next_attempt_at=d.next_attempt_at,
+        last_attempt_at=d.last_attempt_at,
+    )
 
 
 # --- metrics -----------------------------------------------------------------------------
@@ -143,42 +148,29 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     """Only what the pipeline's rules need: a projection, two weeks of goodput, one run."""
     kinds = set(kinds)
     values: dict[str, object] = {}
-    if "cost_over_budget" in kinds and pipeline.monthly_budget_usd:
+    if AlertKind.COST_OVER_BUDGET in kinds and pipeline.monthly_budget_usd:
         values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline)
         values["budget_usd"] = pipeline.monthly_budget_usd
-    if "goodput_drop" in kinds:
+    if AlertKind.GOODPUT_DROP in kinds:
         values.update(_two_weeks(session, pipeline))
-    if "utilization_floor" in kinds:
-        latest = session.execute(
-            select(Run.run_id, Run.gpu_utilization)
-            .where(Run.pipeline_id == pipeline.id)
-            .order_by(Run.started_at.desc(), Run.id.desc())
-            .limit(1)
-        ).first()
+    if AlertKind.UTILIZATION_FLOOR in kinds:
+        latest = repository.latest_run_utilization(session, pipeline.id)
         if latest is not None:
             values["latest_run_id"], values["latest_utilization"] = latest
     return rules.Metrics(**values)  # type: ignore[arg-type]
 
 
 def _two_weeks(session: Session, pipeline: Pipeline) -> dict[str, object]:
-    span = repo.run_span(session, pipeline.id)
-    if span is None:
+    found = latest_weeks_goodput(session, pipeline)
+    if found is None:
         return {}
-    last = span[1].astimezone(UTC)
-    monday = (last - timedelta(days=last.weekday())).date()
-    this_week = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
-    previous_week = this_week - timedelta(weeks=1)
-    weeks = {
-        w.week_start: goodput_from_totals(w.goodput).overall
-        for w in repo.weekly_totals(
-            session, pipeline.id, previous_week, this_week + timedelta(weeks=1)
-        ).get(pipeline.id, [])
-    }
+    monday, weeks = found
+    previous = monday - timedelta(weeks=1)
     return {
         "goodput_latest": weeks.get(monday),
-        "goodput_previous": weeks.get(previous_week.date()),
+        "goodput_previous": weeks.get(previous),
         "latest_week": iso_week(monday),
-        "previous_week": iso_week(previous_week.date()),
+        "previous_week": iso_week(previous),
     }
 
 
@@ -201,9 +193,15 @@ def apply(
         rule.firing = event == "firing"
         rule.since = now
         body = rules.payload(
-            pipeline=pipeline, rule_id=rule.id, kind=rule.kind, event=event, value=value,
-            threshold=rule.threshold, metrics=metrics, at=now.isoformat(),
-        )  # fmt: skip
+            pipeline=pipeline,
+            rule_id=rule.id,
+            kind=rule.kind,
+            event=event,
+            value=value,
+            threshold=rule.threshold,
+            metrics=metrics,
+            at=now.isoformat(),
+        )
         notes.append(rules.Notification(rule.id, event, body))
     return notes
 
@@ -217,27 +215,24 @@ def evaluate(
     Returns the ids of the notifications queued or cancelled (empty: nothing changed).
     """
     now = now or datetime.now(UTC)
-    with db.transaction() as session:
+    with db.write() as session:
         pipeline = get_by_name(session, name)
-        rows = list(
-            session.scalars(
-                select(AlertRule)
-                .where(AlertRule.pipeline_id == pipeline.id, AlertRule.enabled.is_(True))
-                .order_by(AlertRule.id)
-                .with_for_update()
-            )
-        )
+        rows = repository.lock_enabled_rules(session, pipeline.id)
         if not rows:
             return []
         metrics = read_metrics(session, pipeline, {r.kind for r in rows})
         notes = apply(rows, metrics, pipeline.name, now)
         ids = [
             repository.enqueue(
-                session, n.rule_id, n.event, n.payload, now=now,
+                session,
+                n.rule_id,
+                n.event,
+                n.payload,
+                now=now,
                 min_interval=settings.alert_min_interval_seconds,
             ).id
             for n in notes
-        ]  # fmt: skip
+        ]
     if ids:
         WAKE.set()  # this process's sender looks at once
         log.info("alerts of %s: %s notification(s) queued", name, len(ids))
@@ -259,15 +254,8 @@ def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
         return []
     expires, indexed = db.caches.get("alert_rules", (0.0, frozenset()))
     if expires < time.monotonic():
-        with db.transaction(write=False, primary=True) as session:
-            indexed = frozenset(
-                session.scalars(
-                    select(Pipeline.name)
-                    .join(AlertRule, AlertRule.pipeline_id == Pipeline.id)
-                    .where(AlertRule.enabled.is_(True))
-                    .distinct()
-                )
-            )
+        with db.read_latest() as session:
+            indexed = repository.pipelines_with_enabled_rules(session)
         db.caches["alert_rules"] = (time.monotonic() + RULE_INDEX_SECONDS, indexed)
     return [n for n in wanted if n in indexed]
 
@@ -295,3 +283,8 @@ def page_section(session: Session, pipeline: Pipeline, limit: int = 10) -> dict[
         "deliveries": deliveries(session, pipeline, limit=limit),
         "outbox": repository.outbox_counts(session, pipeline.id),
     }
+
+
+def delivery_counts(session: Session) -> dict[str, int]:
+    """Stored notifications by status across every pipeline (delivered, failed, ...)."""
+    return repository.delivery_counts(session)

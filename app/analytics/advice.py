@@ -28,6 +28,7 @@ from app.analytics.service import (
     scaling_model,
     window,
 )
+from app.db.models import Pipeline
 from app.pipelines.service import get_by_name
 from app.planning.failures import (
     checkpoint_advice,
@@ -63,9 +64,12 @@ def scaling(
         per_month = runs_per_month(scenario.target(pipeline.runs_per_week), scenario.convention)
         monthly_g = statistics.median(r.facts.gpu_hours for r in base) * per_month
         advice = scaling_advice(
-            utilization, efficiency, model=model, monthly_gpu_hours=monthly_g,
+            utilization,
+            efficiency,
+            model=model,
+            monthly_gpu_hours=monthly_g,
             price_per_gpu_hour=_price(base, scenario),
-        )  # fmt: skip
+        )
     else:
         advice = ["No runs yet: record runs (and short probes at several worker counts) first."]
     prediction = None
@@ -83,20 +87,25 @@ def scaling(
             extrapolation=model.is_extrapolation(workers),
         )
     return ScalingOut(
-        pipeline=name, variant=chosen, table=table, model=model, advice=advice,
-        prediction=prediction, utilization=utilization,
-    )  # fmt: skip
+        pipeline=name,
+        variant=chosen,
+        table=table,
+        model=model,
+        advice=advice,
+        prediction=prediction,
+        utilization=utilization,
+    )
+
+
+def _default_variant(session: Session, pipeline: Pipeline) -> str:
+    """The production variant (else the most-run one, else "baseline")."""
+    names = default_variants(_variant_names(session, pipeline), pipeline.production_variant)
+    return (names or ["baseline"])[0]
 
 
 def levers(session: Session, name: str, *, variant: str | None, scenario: Scenario) -> LeversOut:
     pipeline = get_by_name(session, name)
-    chosen = (
-        variant
-        or (
-            default_variants(_variant_names(session, pipeline), pipeline.production_variant)
-            or ["baseline"]
-        )[0]
-    )
+    chosen = variant or _default_variant(session, pipeline)
     rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
     target = scenario.target(pipeline.runs_per_week)
     per_month = runs_per_month(target, scenario.convention)
@@ -105,13 +114,21 @@ def levers(session: Session, name: str, *, variant: str | None, scenario: Scenar
     table = scaling_table(points) if points else []
     efficiency = table[-1].efficiency if len(table) >= 2 else None
     ranked = rank_levers(
-        [r.facts for r in rows], runs_per_month=per_month, price=scenario.price,
-        utilization=utilization, efficiency=efficiency,
-    )  # fmt: skip
+        [r.facts for r in rows],
+        runs_per_month=per_month,
+        price=scenario.price,
+        utilization=utilization,
+        efficiency=efficiency,
+    )
     return LeversOut(
-        pipeline=name, variant=chosen, runs_per_week=target, runs_per_month=per_month,
-        levers=ranked, scenario=echo(pipeline, scenario), window=window(chosen, rows),
-    )  # fmt: skip
+        pipeline=name,
+        variant=chosen,
+        runs_per_week=target,
+        runs_per_month=per_month,
+        levers=ranked,
+        scenario=echo(pipeline, scenario),
+        window=window(chosen, rows),
+    )
 
 
 def checkpoints(
@@ -127,15 +144,9 @@ def checkpoints(
     """Checkpoint advice at the scenario's cadence, price, failure rate and interval.
 
     Instances (failure domains) set the MTBF only; the GPU-hours a pause or a failure
-    costs are hours x the GPUs the runs pay for (median G / T), DOMAIN.md §4."""
+    costs are hours x the GPUs the runs pay for (median G / T), methodology.md §4."""
     pipeline = get_by_name(session, name)
-    chosen = (
-        variant
-        or (
-            default_variants(_variant_names(session, pipeline), pipeline.production_variant)
-            or ["baseline"]
-        )[0]
-    )
+    chosen = variant or _default_variant(session, pipeline)
     rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
     d = failure_defaults(session, pipeline)
     exposure = repo.failure_exposure(session, pipeline.id)
@@ -154,31 +165,47 @@ def checkpoints(
         return recorded
 
     n_instances = int(
-        pick("instances", instances, statistics.median(r.facts.workers for r in rows),
-             "recorded", "median workers of recent runs; each worker one failure domain")
-    )  # fmt: skip
+        pick(
+            "instances",
+            instances,
+            statistics.median(r.facts.workers for r in rows),
+            "recorded",
+            "median workers of recent runs; each worker one failure domain",
+        )
+    )
     rate = pick(
-        "failure_rate", scenario.failure_rate, d.rate, d.rate_source,
-        "interruptions per instance-hour" if d.rate_source == "recorded"
+        "failure_rate",
+        scenario.failure_rate,
+        d.rate,
+        d.rate_source,
+        "interruptions per instance-hour"
+        if d.rate_source == "recorded"
         else "planning default (fewer than 3 recorded interruptions)",
-    )  # fmt: skip
+    )
     interval = pick(
-        "checkpoint_interval_hours", scenario.checkpoint_interval_hours, d.interval_hours,
+        "checkpoint_interval_hours",
+        scenario.checkpoint_interval_hours,
+        d.interval_hours,
         "recorded" if exposure.interruptions else "default",
-        "2 x mean progress lost per failure" if exposure.interruptions
+        "2 x mean progress lost per failure"
+        if exposure.interruptions
         else "assumed hourly checkpoints",
-    )  # fmt: skip
+    )
     ckpt = statistics.median(r.facts.checkpoint_hours for r in rows)
     write = pick(
-        "checkpoint_write_hours", checkpoint_write_hours,
-        write_hours_per_checkpoint(ckpt, wall, interval), "recorded",
+        "checkpoint_write_hours",
+        checkpoint_write_hours,
+        write_hours_per_checkpoint(ckpt, wall, interval),
+        "recorded",
         "median blocking checkpoint hours / checkpoints per run",
-    )  # fmt: skip
+    )
     restart = pick(
-        "restart_hours", restart_hours, d.restart_hours,
+        "restart_hours",
+        restart_hours,
+        d.restart_hours,
         "recorded" if exposure.interruptions else "default",
         "mean resume + reschedule time per interruption",
-    )  # fmt: skip
+    )
     target = scenario.target(pipeline.runs_per_week)
     price = _price(rows, scenario)
     inputs["wall_clock_hours"] = InputSource(
@@ -188,21 +215,31 @@ def checkpoints(
         value=paid, source="recorded", note="median G / T of recent runs: what a lost hour costs"
     )
     inputs["price_per_gpu_hour"] = InputSource(
-        value=price, source="query" if scenario.price is not None else "recorded",
+        value=price,
+        source="query" if scenario.price is not None else "recorded",
         note="scenario price" if scenario.price is not None else "median price of recent runs",
-    )  # fmt: skip
+    )
     if write <= 0:
         raise _bad(
             "checkpoint_write_hours",
             "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
         )
     advice = checkpoint_advice(
-        write_hours=write, current_interval_hours=interval, workers=paid,
-        wall_clock_hours=wall, runs_per_month=runs_per_month(target, scenario.convention),
-        price_per_gpu_hour=price, failure_rate_per_instance_hour=rate, resume_hours=restart,
+        write_hours=write,
+        current_interval_hours=interval,
+        workers=paid,
+        wall_clock_hours=wall,
+        runs_per_month=runs_per_month(target, scenario.convention),
+        price_per_gpu_hour=price,
+        failure_rate_per_instance_hour=rate,
+        resume_hours=restart,
         instances=max(1, n_instances),
-    )  # fmt: skip
+    )
     return CheckpointsOut(
-        pipeline=name, inputs=inputs, failure_rate_estimate=estimate, advice=advice,
-        scenario=echo(pipeline, scenario), window=window(chosen, rows),
-    )  # fmt: skip
+        pipeline=name,
+        inputs=inputs,
+        failure_rate_estimate=estimate,
+        advice=advice,
+        scenario=echo(pipeline, scenario),
+        window=window(chosen, rows),
+    )

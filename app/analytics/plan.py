@@ -41,12 +41,14 @@ def _arm(runs: list[ArmRunIn], plan: PlanIn) -> list[RunFacts]:
         price = r.price_per_gpu_hour
         out.append(
             RunFacts(
-                workers=workers, wall_clock_hours=wall, gpu_hours=gpu_hours,
+                workers=workers,
+                wall_clock_hours=wall,
+                gpu_hours=gpu_hours,
                 gpu_utilization=r.gpu_utilization,
                 price_per_gpu_hour=price if price is not None else plan.price_per_gpu_hour,
                 quality_value=r.quality_value,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -108,9 +110,13 @@ def plan(body: PlanIn) -> PlanOut:
         )
     decay, value = _value(body, projection)
     return PlanOut(
-        projection=projection, scaling_model=model, checkpoints=advice, gate=gate,
-        decay=decay, cadence=value,
-    )  # fmt: skip
+        projection=projection,
+        scaling_model=model,
+        checkpoints=advice,
+        gate=gate,
+        decay=decay,
+        cadence=value,
+    )
 
 
 def _value(body: PlanIn, projection: Projection) -> tuple[DecayFit | None, CadenceValue | None]:
@@ -128,9 +134,12 @@ def _value(body: PlanIn, projection: Projection) -> tuple[DecayFit | None, Caden
         decay = Decay("linear", v.rate_per_week or 0.0)
     at = projection.cadences[0]
     return fit, cadence_value(
-        decay, value_usd_per_unit_month=v.quality_value_usd_per_unit_month,
-        cost_per_run_usd=at.cost_per_run_usd, weeks_per_month=projection.weeks_per_month,
-        wall_clock_hours=at.wall_clock_hours_per_run, budget_usd=body.budget_usd,
+        decay,
+        value_usd_per_unit_month=v.quality_value_usd_per_unit_month,
+        cost_per_run_usd=at.cost_per_run_usd,
+        weeks_per_month=projection.weeks_per_month,
+        wall_clock_hours=at.wall_clock_hours_per_run,
+        budget_usd=body.budget_usd,
         today_runs_per_week=body.current_runs_per_week,
         max_reliable_age_weeks=fit.max_reliable_age_weeks if fit else None,
-    )  # fmt: skip
+    )

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run
+from app.db.sql import dialect, effective_price, recorded_price
 from app.planning.goodput import GoodputTotals
 from app.planning.model import Interruption, RunFacts
 from app.planning.weekly import WeekTotals
@@ -53,21 +54,6 @@ def _greatest(a: ColumnElement[float], b: ColumnElement[float] | float) -> Colum
     return case((a > b, a), else_=b)
 
 
-def _dialect(session: Session) -> str:
-    return session.get_bind().dialect.name
-
-
-def effective_price() -> ColumnElement[float]:
-    """The price projections use: the run's own, else the pipeline's *current* price, so
-    a price change re-prices what the runs would cost from now on."""
-    return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
-
-
-def recorded_price() -> ColumnElement[float]:
-    """The price frozen on the run when it was stored (DOMAIN.md §2): recorded spend."""
-    return Run.billed_price_per_gpu_hour.expression
-
-
 @per_session
 def recent_runs(
     session: Session,
@@ -78,20 +64,34 @@ def recent_runs(
     chronological: bool = True,
 ) -> list[RunRow]:
     """The newest ``limit`` runs (of a variant), as planning inputs."""
-    hours = wall_clock(_dialect(session)).label("hours")
+    hours = wall_clock(dialect(session)).label("hours")
     stmt = (
         select(
-            Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours, Run.gpu_hours,
-            Run.gpu_utilization, effective_price().label("price"), Run.data_stall_hours,
-            Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.quality_value,
-            Run.interruption_count, Run.lost_progress_hours, Run.resume_hours,
-            Run.reschedule_hours, Run.utilization_source,
+            Run.id,
+            Run.run_id,
+            Run.variant,
+            Run.started_at,
+            Run.workers,
+            hours,
+            Run.gpu_hours,
+            Run.gpu_utilization,
+            effective_price().label("price"),
+            Run.data_stall_hours,
+            Run.checkpoint_hours,
+            Run.scheduling_wait_hours,
+            Run.mfu,
+            Run.quality_value,
+            Run.interruption_count,
+            Run.lost_progress_hours,
+            Run.resume_hours,
+            Run.reschedule_hours,
+            Run.utilization_source,
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pipeline_id)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
-    )  # fmt: skip
+    )
     if variant is not None:
         stmt = stmt.where(Run.variant == variant)
     rows = [_to_run_row(r) for r in session.execute(stmt)]
@@ -145,14 +145,21 @@ def weekly_totals(
     :func:`app.planning.economics.badput` (named causes scaled down to the idle time when
     they over-explain it, other idle never negative).
     """
-    dialect = _dialect(session)
-    t = wall_clock(dialect)
+    backend = dialect(session)
+    t = wall_clock(backend)
     weff = Run.gpu_hours / t
     price = recorded_price()
     progress = _greatest(
-        weff * (t - Run.reschedule_hours - Run.resume_hours - Run.lost_progress_hours
-                - Run.checkpoint_hours), 0.0,
-    )  # fmt: skip
+        weff
+        * (
+            t
+            - Run.reschedule_hours
+            - Run.resume_hours
+            - Run.lost_progress_hours
+            - Run.checkpoint_hours
+        ),
+        0.0,
+    )
     busy = _greatest(Run.gpu_utilization * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
     program = case(
         (Run.mfu.is_not(None), Run.mfu * progress), (busy > progress, progress), else_=busy
@@ -169,7 +176,7 @@ def weekly_totals(
         "failure": failure_hours * weff * scale,
         "other_idle": _greatest(idle - named, 0.0),
     }
-    week = week_start(dialect).label("week")
+    week = week_start(backend).label("week")
     columns = [
         Run.pipeline_id,
         week,
@@ -178,14 +185,15 @@ def weekly_totals(
         func.sum(weff * (Run.scheduling_wait_hours + t)).label("period"),
         func.sum(weff * (Run.scheduling_wait_hours + Run.reschedule_hours)).label("unavailable"),
         func.sum(weff * (t - Run.reschedule_hours)).label("held"),
-        func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours))
-        .label("runtime_loss"),
+        func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)).label(
+            "runtime_loss"
+        ),
         func.sum(cast(program, Float)).label("program"),
         func.sum(case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0)).label("mfu_hours"),
         func.sum(Run.gpu_hours * price).label("cost"),
         *[func.sum(cast(expr, Float)).label(f"g_{name}") for name, expr in causes.items()],
         *[func.sum(cast(expr * price, Float)).label(f"u_{name}") for name, expr in causes.items()],
-    ]  # fmt: skip
+    ]
     stmt = (
         select(*columns)
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
@@ -199,11 +207,15 @@ def weekly_totals(
     for r in session.execute(stmt):
         m = r._mapping
         totals = GoodputTotals(
-            runs=int(m["runs"]), gpu_hours=float(m["gpu_hours"]), period_gpu_hours=m["period"],
-            unavailable_gpu_hours=m["unavailable"], held_gpu_hours=m["held"],
-            runtime_loss_gpu_hours=m["runtime_loss"], program_gpu_hours=m["program"],
+            runs=int(m["runs"]),
+            gpu_hours=float(m["gpu_hours"]),
+            period_gpu_hours=m["period"],
+            unavailable_gpu_hours=m["unavailable"],
+            held_gpu_hours=m["held"],
+            runtime_loss_gpu_hours=m["runtime_loss"],
+            program_gpu_hours=m["program"],
             mfu_gpu_hours=float(m["mfu_hours"]),
-        )  # fmt: skip
+        )
         out.setdefault(r.pipeline_id, []).append(
             WeekTotals(
                 week_start=_as_date(m["week"]),
@@ -254,12 +266,13 @@ class VariantStats:
 @per_session
 def variants(session: Session, pipeline_id: int) -> list[VariantStats]:
     rows = session.execute(
-        select(Run.variant, func.count(), func.count(distinct(Run.workers)),
-               func.max(Run.started_at))
+        select(
+            Run.variant, func.count(), func.count(distinct(Run.workers)), func.max(Run.started_at)
+        )
         .where(Run.pipeline_id == pipeline_id)
         .group_by(Run.variant)
         .order_by(func.count().desc(), Run.variant)
-    )  # fmt: skip
+    )
     return [VariantStats(v, int(n), int(w), _aware(last)) for v, n, w, last in rows]
 
 
@@ -296,7 +309,7 @@ def worker_times(
     session: Session, pipeline_id: int, variant: str, limit: int = 500
 ) -> list[tuple[int, float]]:
     """(workers, wall clock hours) of a variant's newest runs, for the scaling fit."""
-    hours = wall_clock(_dialect(session))
+    hours = wall_clock(dialect(session))
     stmt = (
         select(Run.workers, hours)
         .where(Run.pipeline_id == pipeline_id, Run.variant == variant)

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from app.analytics import advice, service
+from app.analytics import advice, service, weekly
 from app.analytics import plan as plan_service
 from app.analytics.scenario import ScenarioDep
 from app.analytics.schemas import (
@@ -20,7 +20,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.deps import DatabaseDep, ReadablePipeline
-from app.errors import Invalid
+from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.schemas_common import Timestamp
 
@@ -63,11 +63,14 @@ def get_projection(
 ) -> ProjectionOut:
     """Monthly cost (median, p90, P(over budget)) at each cadence from each variant's
     newest runs, under the scenario; echoes the scenario and the run window used."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.projection(
-            session, name, variants=parse_variants(variant), cadences=parse_cadences(cadences),
+            session,
+            name,
+            variants=parse_variants(variant),
+            cadences=parse_cadences(cadences),
             scenario=scenario,
-        )  # fmt: skip
+        )
 
 
 @router.get("/pipelines/{name}/goodput", response_model=GoodputOut)
@@ -81,8 +84,8 @@ def get_goodput(
     ] = None,
 ) -> GoodputOut:
     """Scheduling x runtime x program goodput per ISO week, with badput by cause."""
-    with db.transaction(write=False) as session:
-        return service.goodput(session, name, weeks=weeks, until=until)
+    with db.read() as session:
+        return weekly.goodput(session, name, weeks=weeks, until=until)
 
 
 @router.get("/pipelines/{name}/gate", response_model=GateOut)
@@ -100,16 +103,25 @@ def get_gate(
     cost_basis: Annotated[Literal["median", "p90"] | None, Query()] = None,
 ) -> GateOut:
     """May the candidate move to the scenario's cadence? PASS, FAIL or INSUFFICIENT_DATA."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         pipeline = get_by_name(session, name)
         thresholds = service.thresholds_for(
-            pipeline, min_uplift_points=min_uplift_points, quality_margin=quality_margin,
-            alpha=alpha, min_runs=min_runs, power=power, cost_basis=cost_basis,
-        )  # fmt: skip
+            pipeline,
+            min_uplift_points=min_uplift_points,
+            quality_margin=quality_margin,
+            alpha=alpha,
+            min_runs=min_runs,
+            power=power,
+            cost_basis=cost_basis,
+        )
         return service.gate(
-            session, name, baseline=baseline, candidate=candidate, scenario=scenario,
+            session,
+            name,
+            baseline=baseline,
+            candidate=candidate,
+            scenario=scenario,
             thresholds=thresholds,
-        )  # fmt: skip
+        )
 
 
 @router.get("/pipelines/{name}/scaling", response_model=ScalingOut)
@@ -121,7 +133,7 @@ def get_scaling(
     workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
 ) -> ScalingOut:
     """Speedup and efficiency by worker count, the USL fit, and a prediction."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return advice.scaling(session, name, variant=variant, workers=workers, scenario=scenario)
 
 
@@ -130,7 +142,7 @@ def get_levers(
     name: ReadablePipeline, db: DatabaseDep, scenario: ScenarioDep, variant: Variant = None
 ) -> LeversOut:
     """Badput causes ranked by monthly cost at the scenario's cadence and price."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return advice.levers(session, name, variant=variant, scenario=scenario)
 
 
@@ -147,11 +159,16 @@ def get_checkpoints(
     restart_hours: Annotated[float | None, Query(ge=0, le=1000)] = None,
 ) -> CheckpointsOut:
     """Current vs Young/Daly optimal checkpoint interval, ETTR, and the monthly saving."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return advice.checkpoints(
-            session, name, variant=variant, scenario=scenario, instances=instances,
-            checkpoint_write_hours=checkpoint_write_hours, restart_hours=restart_hours,
-        )  # fmt: skip
+            session,
+            name,
+            variant=variant,
+            scenario=scenario,
+            instances=instances,
+            checkpoint_write_hours=checkpoint_write_hours,
+            restart_hours=restart_hours,
+        )
 
 
 @router.post("/plan", response_model=PlanOut)

@@ -8,12 +8,13 @@ the same scenario, and every figure computed from it agrees.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Depends, Query
 
-from app.errors import Invalid
+from app.exceptions import Invalid
 from app.planning.model import PlanningError
+from app.planning.projection import CALENDAR, MonthConvention
 from app.planning.scenario import Scenario
 
 
@@ -29,9 +30,9 @@ def parse_scenario(
     ] = None,
     checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
     weeks_per_month: Annotated[
-        Literal["calendar", "four_week"],
+        MonthConvention,
         Query(description="calendar = 52/12 weeks per month; four_week = 4"),
-    ] = "calendar",
+    ] = CALENDAR,
     budget: Annotated[
         float | None, Query(ge=0, le=1e12, description="USD per month (default: pipeline's)")
     ] = None,
@@ -39,11 +40,15 @@ def parse_scenario(
     """The scenario of one request; a 422 naming the field when it is not usable."""
     try:
         return Scenario(
-            cadence=cadence, price=price, utilization_target=utilization_target,
-            workers=workers, failure_rate=failure_rate,
+            cadence=cadence,
+            price=price,
+            utilization_target=utilization_target,
+            workers=workers,
+            failure_rate=failure_rate,
             checkpoint_interval_hours=checkpoint_interval_hours,
-            convention=weeks_per_month, budget=budget,
-        )  # fmt: skip
+            convention=weeks_per_month,
+            budget=budget,
+        )
     except PlanningError as exc:
         raise Invalid(str(exc), fields=[{"field": "scenario", "reason": str(exc)}]) from exc
 

@@ -12,13 +12,11 @@ from app.planning.failures import CheckpointAdvice, FailureRateEstimate
 from app.planning.gate import GateResult
 from app.planning.goodput import Goodput
 from app.planning.levers import Lever
-from app.planning.projection import Projection
+from app.planning.projection import CALENDAR, MonthConvention, Projection
 from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.scenario import RunWindow
 from app.planning.weekly import WeekSummary
 from app.schemas_common import StrictModel
-
-Convention = Literal["calendar", "four_week"]
 
 
 class ScenarioOut(BaseModel):
@@ -180,7 +178,7 @@ class DecayPointIn(StrictModel):
 
 
 class ValueIn(StrictModel):
-    """The value side of cadence (DOMAIN.md §8): what quality is worth and how fast it
+    """The value side of cadence (methodology.md §11): what quality is worth and how fast it
     decays, as a linear rate or as evaluated (age, value) points to fit."""
 
     quality_value_usd_per_unit_month: Budget
@@ -212,7 +210,7 @@ class PlanIn(StrictModel):
     )
     current_runs_per_week: RunsPerWeek = 1.0
     budget_usd: Budget | None = None
-    weeks_per_month: Convention = "calendar"
+    weeks_per_month: MonthConvention = CALENDAR
     what_if: WhatIfIn | None = None
     scaling_probes: list[ProbeIn] = Field(default_factory=list, max_length=100)
     checkpoints: CheckpointIn | None = None

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
-from app.analytics.schemas import GateOut, GoodputOut, ProjectionOut, ScenarioOut
+from app.analytics.schemas import GateOut, ProjectionOut, ScenarioOut
 from app.db.models import Pipeline
-from app.errors import Invalid
+from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
 from app.planning.gate import CostBasis, GateThresholds, evaluate_gate
-from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
 from app.planning.model import PlanningError
-from app.planning.projection import project_costs
+from app.planning.projection import CALENDAR, project_costs
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
 from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
-from app.planning.sources import gate_source_warnings, trend_source_warnings
-from app.planning.weekly import fill_weeks
+from app.planning.sources import gate_source_warnings
 from app.planning.whatif import WhatIf
 
 RECENT_RUNS = RUN_WINDOW  # one window for projection, gate, levers and checkpoints
@@ -172,10 +169,15 @@ def projection(
         rows = current if variant == chosen[0] else runs_of(session, pipeline, variant, RUN_WINDOW)
         windows[variant] = window(variant, rows)
         out[variant] = project_costs(
-            [r.facts for r in rows], wanted, convention=scenario.convention,
-            budget_usd=budget, current_runs_per_week=pipeline.runs_per_week,
-            what_if=what_if, scaling_model=model, current_runs=[r.facts for r in current],
-        )  # fmt: skip
+            [r.facts for r in rows],
+            wanted,
+            convention=scenario.convention,
+            budget_usd=budget,
+            current_runs_per_week=pipeline.runs_per_week,
+            what_if=what_if,
+            scaling_model=model,
+            current_runs=[r.facts for r in current],
+        )
     return ProjectionOut(
         pipeline=name,
         variants=chosen,
@@ -197,25 +199,8 @@ def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
     )
     if not rows:
         return None
-    proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention="calendar")
+    proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention=CALENDAR)
     return proj.cadences[0].monthly_cost_usd
-
-
-def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) -> GoodputOut:
-    pipeline = get_by_name(session, name)
-    span = repo.run_span(session, pipeline.id)
-    end = until or (span[1] if span else datetime.now(UTC))
-    end_monday = (end - timedelta(days=end.weekday())).date()
-    start_monday = end_monday - timedelta(weeks=weeks - 1)
-    since = datetime(start_monday.year, start_monday.month, start_monday.day, tzinfo=UTC)
-    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=weeks))
-    summaries = fill_weeks(rows.get(pipeline.id, []), start_monday, end_monday)
-    total = EMPTY_TOTALS
-    for r in rows.get(pipeline.id, []):
-        total = total + r.goodput
-    sources = repo.utilization_sources(session, pipeline.id, since, since + timedelta(weeks=weeks))
-    return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total),
-                      warnings=trend_source_warnings(sources))  # fmt: skip
 
 
 def gate(
@@ -241,11 +226,17 @@ def gate(
     cand_rows = repo.recent_runs(session, pipeline.id, variant=candidate, limit=RUN_WINDOW)
     what_if, model = scenario_inputs(session, pipeline, scenario)
     result = evaluate_gate(
-        [r.facts for r in base_rows], [r.facts for r in cand_rows],
-        higher_is_better=pipeline.higher_is_better, target_runs_per_week=target,
-        budget_usd=budget, convention=scenario.convention, thresholds=thresholds,
-        what_if=what_if, scaling_model=model, current_runs_per_week=pipeline.runs_per_week,
-    )  # fmt: skip
+        [r.facts for r in base_rows],
+        [r.facts for r in cand_rows],
+        higher_is_better=pipeline.higher_is_better,
+        target_runs_per_week=target,
+        budget_usd=budget,
+        convention=scenario.convention,
+        thresholds=thresholds,
+        what_if=what_if,
+        scaling_model=model,
+        current_runs_per_week=pipeline.runs_per_week,
+    )
     warnings = gate_source_warnings(
         (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)
     )
@@ -277,9 +268,12 @@ def thresholds_for(
     """Gate thresholds with the pipeline's power and cost basis unless given."""
     try:
         return GateThresholds(
-            min_utilization_uplift_points=min_uplift_points, quality_margin=quality_margin,
-            alpha=alpha, min_runs=min_runs, power=power or pipeline.gate_power,
+            min_utilization_uplift_points=min_uplift_points,
+            quality_margin=quality_margin,
+            alpha=alpha,
+            min_runs=min_runs,
+            power=power or pipeline.gate_power,
             cost_basis=cast(CostBasis, cost_basis or pipeline.gate_cost_basis),
-        )  # fmt: skip
+        )
     except PlanningError as exc:
         raise _bad("gate", str(exc)) from exc

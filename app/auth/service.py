@@ -10,13 +10,14 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.auth import repository
 from app.db.base import utcnow
+from app.db.engine import WriteSession
 from app.db.models import ApiToken
-from app.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
+from app.exceptions import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from app.schemas_common import identifier_error, nfc
 
 SCOPES = ("ingest", "read", "admin")
@@ -38,7 +39,7 @@ def parse_scopes(text: str | list[str]) -> list[str]:
 
 
 def create_token(
-    session: Session, name: str, scopes: str | list[str], pipelines: list[str] | None = None
+    session: WriteSession, name: str, scopes: str | list[str], pipelines: list[str] | None = None
 ) -> tuple[ApiToken, str]:
     """Create a token; returns the row and the secret, which is never stored."""
     name = nfc(name.strip())
@@ -64,11 +65,11 @@ def create_token(
 
 
 def list_tokens(session: Session) -> list[ApiToken]:
-    return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id)))
+    return repository.all_tokens(session)
 
 
-def revoke_token(session: Session, name: str) -> ApiToken:
-    row = session.scalar(select(ApiToken).where(ApiToken.name == name))
+def revoke_token(session: WriteSession, name: str) -> ApiToken:
+    row = repository.by_name(session, name)
     if row is None:
         raise NotFound(f"no token named {name!r}")
     if row.revoked_at is None:
@@ -89,6 +90,27 @@ class TokenInfo:
     def allows(self, pipeline: str) -> bool:
         """Whether this token's ``--pipeline`` limit (if any) includes ``pipeline``."""
         return self.pipelines is None or pipeline in self.pipelines
+
+
+def token_info(row: ApiToken) -> TokenInfo:
+    return TokenInfo(
+        id=row.id,
+        name=row.name,
+        scopes=tuple(row.scopes.split()),
+        pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
+        last_used_at=row.last_used_at,
+    )
+
+
+def live_by_id(session: Session, token_id: int, fingerprint: str) -> TokenInfo | None:
+    """The unrevoked token with this id whose hash starts with ``fingerprint`` (a
+    session's token: a rebuilt database that reuses the id does not match)."""
+    row = repository.by_id(session, token_id)
+    if row is None or row.revoked_at is not None:
+        return None
+    if not hmac.compare_digest(row.token_hash[: len(fingerprint)], fingerprint):
+        return None
+    return token_info(row)
 
 
 class TokenCache:
@@ -146,19 +168,13 @@ def check_scope(token: TokenInfo, scope: str) -> TokenInfo:
 def lookup(session: Session, secret: str) -> TokenInfo:
     """The live token with this secret, or 401."""
     digest = hash_token(secret)
-    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    row = repository.by_hash(session, digest)
     # The lookup is by hash; compare again in constant time so timing says nothing.
     if row is None or not hmac.compare_digest(row.token_hash, digest):
         raise Unauthorized("invalid token")
     if row.revoked_at is not None:
         raise Unauthorized("token has been revoked")
-    return TokenInfo(
-        id=row.id,
-        name=row.name,
-        scopes=tuple(row.scopes.split()),
-        pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
-        last_used_at=row.last_used_at,
-    )
+    return token_info(row)
 
 
 def needs_touch(token: TokenInfo) -> bool:
@@ -166,16 +182,11 @@ def needs_touch(token: TokenInfo) -> bool:
     return token.last_used_at is None or utcnow() - token.last_used_at > LAST_USED_RESOLUTION
 
 
-def touch(session: Session, token: TokenInfo) -> TokenInfo:
+def touch(session: WriteSession, token: TokenInfo) -> TokenInfo:
     """Record use (to the minute); returns the token with its new last-used time."""
     now = utcnow()
     stale = now - LAST_USED_RESOLUTION
-    session.execute(
-        update(ApiToken)
-        .where(ApiToken.id == token.id)
-        .where(or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < stale))
-        .values(last_used_at=now)
-    )
+    repository.touch(session, token.id, now, stale)
     return replace(token, last_used_at=now)
 
 

@@ -23,7 +23,7 @@ def get_cadence(
     variant: Variant = None,
 ) -> CadenceOut:
     """The cost-optimal retraining cadence: retraining spend plus the value lost to a
-    stale model, over cadences from monthly to daily (DOMAIN.md §8)."""
+    stale model, over cadences from monthly to daily (methodology.md §11)."""
     scenario = service.Scenario(p.what_if(), p.convention, p.budget, variant)
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.cadence(session, name, scenario)

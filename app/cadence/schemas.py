@@ -30,14 +30,20 @@ class DecayOut(BaseModel):
     @classmethod
     def of(cls, fit: DecayFit) -> DecayOut:
         return cls(
-            model=fit.decay.model, rate_per_week=fit.decay.rate_per_week,
-            rate_interval=fit.rate_interval, tau_weeks=fit.decay.tau_weeks,
-            tau_interval=fit.tau_interval, confidence=fit.confidence, points=fit.points,
+            model=fit.decay.model,
+            rate_per_week=fit.decay.rate_per_week,
+            rate_interval=fit.rate_interval,
+            tau_weeks=fit.decay.tau_weeks,
+            tau_interval=fit.tau_interval,
+            confidence=fit.confidence,
+            points=fit.points,
             age_range_weeks=fit.age_range_weeks,
             max_reliable_age_weeks=fit.max_reliable_age_weeks,
-            parameters=list(fit.parameters), aicc=fit.aicc, residual_sd=fit.residual_sd,
+            parameters=list(fit.parameters),
+            aicc=fit.aicc,
+            residual_sd=fit.residual_sd,
             notes=list(fit.notes),
-        )  # fmt: skip
+        )
 
 
 class Sensitivity(BaseModel):
@@ -72,13 +78,22 @@ class CadenceOut(BaseModel):
 
     @classmethod
     def build(cls, head: dict[str, object], fit: DecayFit, v: CadenceValue) -> CadenceOut:
-        return cls.model_validate({
-            **head, "decay": DecayOut.of(fit), "curve": list(v.curve), "optimum": v.optimum,
-            "best_feasible": v.best_feasible, "max_runs_per_week": v.max_runs_per_week,
-            "sensitivity": Sensitivity(
-                half_value_runs_per_week=v.optimum_at_half_value,
-                double_value_runs_per_week=v.optimum_at_double_value,
-            ),
-            "today": v.today, "weekly": v.weekly, "saving_vs_weekly_usd": v.saving_vs_weekly_usd,
-            "sentence": v.sentence, "notes": list(v.notes),
-        })  # fmt: skip
+        return cls.model_validate(
+            {
+                **head,
+                "decay": DecayOut.of(fit),
+                "curve": list(v.curve),
+                "optimum": v.optimum,
+                "best_feasible": v.best_feasible,
+                "max_runs_per_week": v.max_runs_per_week,
+                "sensitivity": Sensitivity(
+                    half_value_runs_per_week=v.optimum_at_half_value,
+                    double_value_runs_per_week=v.optimum_at_double_value,
+                ),
+                "today": v.today,
+                "weekly": v.weekly,
+                "saving_vs_weekly_usd": v.saving_vs_weekly_usd,
+                "sentence": v.sentence,
+                "notes": list(v.notes),
+            }
+        )

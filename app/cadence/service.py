@@ -9,12 +9,13 @@ from sqlalchemy.orm import Session
 
 from app.analytics import service as analytics
 from app.cadence.schemas import CadenceOut
-from app.errors import Invalid
 from app.evaluations.service import quality_points
+from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.cadence_value import cadence_value
 from app.planning.decay import MIN_POINTS, DecayFit, fit_decay
 from app.planning.model import PlanningError
+from app.planning.projection import CALENDAR
 from app.planning.scenario import Scenario as PlanningScenario
 from app.planning.whatif import WhatIf
 
@@ -28,7 +29,7 @@ class Scenario:
     """The planning scenario of the other endpoints (what-ifs, month, budget, variant)."""
 
     what_if: WhatIf
-    convention: str = "calendar"
+    convention: str = CALENDAR
     budget: float | None = None
     variant: str | None = None
 
@@ -61,30 +62,45 @@ def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
     fit = decay_fit(session, name)
     w = scenario.what_if
     planning = PlanningScenario(
-        price=w.price, utilization_target=w.utilization_target, workers=w.workers,
+        price=w.price,
+        utilization_target=w.utilization_target,
+        workers=w.workers,
         failure_rate=w.failure_rate_per_instance_hour,
         checkpoint_interval_hours=w.checkpoint_interval_hours,
-        convention=scenario.convention, budget=scenario.budget,
-    )  # fmt: skip
+        convention=scenario.convention,
+        budget=scenario.budget,
+    )
     out = analytics.projection(
-        session, name, variants=[scenario.variant] if scenario.variant else None,
-        cadences=[1.0], scenario=planning,
-    )  # fmt: skip
+        session,
+        name,
+        variants=[scenario.variant] if scenario.variant else None,
+        cadences=[1.0],
+        scenario=planning,
+    )
     variant = out.variants[0]
     proj = out.projections[variant]
     at = next(c for c in proj.cadences if c.runs_per_week == 1.0)
     budget = scenario.budget if scenario.budget is not None else pipeline.monthly_budget_usd
     result = cadence_value(
-        fit.decay, value_usd_per_unit_month=value, cost_per_run_usd=at.cost_per_run_usd,
-        weeks_per_month=proj.weeks_per_month, wall_clock_hours=at.wall_clock_hours_per_run,
-        budget_usd=budget, today_runs_per_week=pipeline.runs_per_week,
+        fit.decay,
+        value_usd_per_unit_month=value,
+        cost_per_run_usd=at.cost_per_run_usd,
+        weeks_per_month=proj.weeks_per_month,
+        wall_clock_hours=at.wall_clock_hours_per_run,
+        budget_usd=budget,
+        today_runs_per_week=pipeline.runs_per_week,
         max_reliable_age_weeks=fit.max_reliable_age_weeks,
-    )  # fmt: skip
+    )
     head = {
-        "pipeline": name, "variant": variant, "quality_metric": pipeline.quality_metric,
-        "higher_is_better": pipeline.higher_is_better, "value_usd_per_unit_month": value,
-        "value_usd_per_hundredth_month": value / 100.0, "cost_per_run_usd": at.cost_per_run_usd,
+        "pipeline": name,
+        "variant": variant,
+        "quality_metric": pipeline.quality_metric,
+        "higher_is_better": pipeline.higher_is_better,
+        "value_usd_per_unit_month": value,
+        "value_usd_per_hundredth_month": value / 100.0,
+        "cost_per_run_usd": at.cost_per_run_usd,
         "wall_clock_hours": at.wall_clock_hours_per_run,
-        "weeks_per_month": proj.weeks_per_month, "budget_usd": budget,
-    }  # fmt: skip
+        "weeks_per_month": proj.weeks_per_month,
+        "budget_usd": budget,
+    }
     return CadenceOut.build(head, fit, result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NewType
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -83,6 +83,34 @@ def _sqlite_engine(settings: Settings, url_text: str, **overrides: Any) -> Engin
     return engine
 
 
+# Reads and writes are distinct types: a function that writes takes a ``WriteSession``,
+# which only ``Database.write`` hands out, so mypy refuses a read session (perhaps a
+# replica's) where a write is needed. Reading functions take ``ReadSession``, which
+# both are.
+ReadSession = Session
+WriteSession = NewType("WriteSession", Session)
+
+
+@contextmanager
+def _unit_of_work(session: Session) -> Iterator[Session]:
+    """Commit on success, roll back on error, always close.
+
+    Endpoints open their unit of work inside their own body, so a transaction begins
+    and ends within one worker thread. Holding a lock (SQLite's write lock, a
+    PostgreSQL row lock) across FastAPI's thread hops lets requests that wait for that
+    lock take every worker thread, and the holder can never commit (160 racing retries
+    did exactly that; the concurrency test caught it). See ARCHITECTURE.md.
+    """
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
 class Database:
     """The engine plus two session factories: reads, and writes (which lock early on SQLite).
 
@@ -116,32 +144,33 @@ class Database:
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
 
-    def session(self, write: bool = False, primary: bool = False) -> Session:
-        """A session for writes, for reads that must see the latest commit (``primary``),
-        or for reads a replica may answer (the default)."""
-        factory: sessionmaker[Session] = (
-            self.write_sessions if write else self.primary_reads if primary else self.read_sessions
-        )
-        return factory()
+    def read_session(self) -> ReadSession:
+        """A session a replica may answer; the caller commits or closes it."""
+        session: ReadSession = self.read_sessions()
+        return session
+
+    def write_session(self) -> WriteSession:
+        """A session on the primary that locks early on SQLite; the caller commits it."""
+        return WriteSession(self.write_sessions())
 
     @contextmanager
-    def transaction(self, write: bool = True, primary: bool = False) -> Iterator[Session]:
-        """One unit of work: commit on success, roll back on error, always close.
-
-        Write endpoints open it inside their own body, so a transaction begins and
-        ends within one worker thread. Holding a lock (SQLite's write lock, a
-        PostgreSQL row lock) across FastAPI's thread hops lets requests that wait
-        for that lock take every worker thread, and the holder can never commit.
-        """
-        session = self.session(write=write, primary=primary)
-        try:
+    def read(self) -> Iterator[ReadSession]:
+        """A unit of work that only reads, and may read from the replica."""
+        with _unit_of_work(self.read_sessions()) as session:
             yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.close()
+
+    @contextmanager
+    def read_latest(self) -> Iterator[ReadSession]:
+        """A unit of work that only reads, on the primary: it sees the latest commit
+        (token checks, a just-written alert state)."""
+        with _unit_of_work(self.primary_reads()) as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[WriteSession]:
+        """A unit of work that writes, on the primary (SQLite: ``BEGIN IMMEDIATE``)."""
+        with _unit_of_work(self.write_sessions()) as session:
+            yield WriteSession(session)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -42,7 +42,7 @@ class Pipeline(CreatedAt, Base):
     gate_cost_basis: Mapped[str] = mapped_column(String(8), default="p90", server_default="p90")
     # Power "runs still needed" is computed for.
     gate_power: Mapped[float] = mapped_column(Double, default=0.8, server_default="0.8")
-    # What one unit of the quality metric is worth, USD per month (DOMAIN.md §8); unset:
+    # What one unit of the quality metric is worth, USD per month (methodology.md §11); unset:
     # the cost-optimal cadence cannot be computed.
     quality_value_usd_per_unit_month: Mapped[float | None] = mapped_column(Double, nullable=True)
     # The API token whose ingest or PUT created it (null: the CLI, the demo, older rows),
@@ -134,7 +134,7 @@ class Interruption(Base):
 
 class Evaluation(CreatedAt, Base):
     """The serving model's quality at one moment: the model is run ``run_pk``, its age
-    ``evaluated_at`` - that run's ``finished_at`` (app/evaluations, DOMAIN.md §8)."""
+    ``evaluated_at`` - that run's ``finished_at`` (app/evaluations, methodology.md §11)."""
 
     __tablename__ = "evaluation"
 
@@ -182,9 +182,6 @@ class SignedOutSession(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
-ALERT_KINDS = ("cost_over_budget", "goodput_drop", "utilization_floor")
-
-
 class AlertRule(CreatedAt, Base):
     """A budget or goodput alert on one pipeline, with its current state (app/alerts)."""
 
@@ -194,8 +191,9 @@ class AlertRule(CreatedAt, Base):
     pipeline_id: Mapped[int] = mapped_column(
         ForeignKey("pipeline.id", ondelete="CASCADE"), index=True
     )
-    # cost_over_budget: percent of budget; goodput_drop: points week over week;
-    # utilization_floor: a fraction 0..1.
+    # One of app.alerts.rules.AlertKind (the check below lists the same names; a test
+    # keeps them equal). Thresholds: cost_over_budget: percent of budget;
+    # goodput_drop: points week over week; utilization_floor: a fraction 0..1.
     kind: Mapped[str] = mapped_column(String(32))
     threshold: Mapped[float] = mapped_column(Double)
     webhook_url: Mapped[str] = mapped_column(String(2000))

@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import DatabaseDep, Ingestor, ReadablePipeline, SettingsDep
-from app.errors import Invalid
 from app.evaluations import service
 from app.evaluations.schemas import EvaluationBatchIn, EvaluationBatchOut, EvaluationPage
+from app.exceptions import Invalid
 from app.runs.router import json_body, parse_body
 from app.schemas_common import slug_or_422
 
@@ -54,7 +54,7 @@ async def post_evaluations(
 def _store(
     db: Database, name: str, batch: EvaluationBatchIn, token: TokenInfo
 ) -> EvaluationBatchOut:
-    with db.transaction() as session:
+    with db.write() as session:
         return service.ingest(session, name, batch.evaluations, token=token)
 
 
@@ -67,5 +67,5 @@ def list_evaluations(
     cursor: str | None = None,
 ) -> EvaluationPage:
     """Evaluations, newest first. Follow `next_cursor` for the next page."""
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.list_page(session, name, run_id=run_id, cursor=cursor, limit=limit)

@@ -11,12 +11,12 @@ from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.models import Pipeline
-from app.errors import Conflict, Invalid
 from app.evaluations import repository
 from app.evaluations.schemas import EvaluationBatchOut, EvaluationIn, EvaluationOut, EvaluationPage
+from app.exceptions import Conflict, Invalid
 from app.pipelines.service import get_by_name
 from app.planning.decay import QualityPoint
-from app.runs.service import decode_cursor, encode_cursor
+from app.runs.listing import decode_cursor, encode_cursor
 
 WEEK_SECONDS = 7 * 24 * 3600.0
 MAX_LIST_LIMIT = 1000
@@ -50,11 +50,16 @@ def ingest(
     repository.insert_new(
         session,
         [
-            {"pipeline_id": pipeline.id, "run_pk": k[0], "evaluated_at": k[1],
-             "metric": k[2], "value": item.value}
+            {
+                "pipeline_id": pipeline.id,
+                "run_pk": k[0],
+                "evaluated_at": k[1],
+                "metric": k[2],
+                "value": item.value,
+            }
             for k, item in fresh.items()
         ],
-    )  # fmt: skip
+    )
     rows = repository.stored(session, keys)
     _check_conflicts(items, keys, rows)  # a racing request may have stored other values
     out = [
@@ -75,25 +80,47 @@ def _validate(
         where = f"evaluations.{i}."
         metric = item.metric or pipeline.quality_metric
         if metric != pipeline.quality_metric:
-            fields.append({"field": where + "metric", "reason": (
-                f"pipeline {pipeline.name!r} measures {pipeline.quality_metric!r}, not "
-                f"{metric!r} (PUT the pipeline's quality_metric to change it)")})  # fmt: skip
+            fields.append(
+                {
+                    "field": where + "metric",
+                    "reason": (
+                        f"pipeline {pipeline.name!r} measures {pipeline.quality_metric!r}, not "
+                        f"{metric!r} (PUT the pipeline's quality_metric to change it)"
+                    ),
+                }
+            )
         found = runs.get(item.run_id)
         if found is None:
-            fields.append({"field": where + "run_id", "reason": (
-                f"no run {item.run_id!r} in pipeline {pipeline.name!r}: "
-                "post the run first (POST /api/v1/runs)")})  # fmt: skip
+            fields.append(
+                {
+                    "field": where + "run_id",
+                    "reason": (
+                        f"no run {item.run_id!r} in pipeline {pipeline.name!r}: "
+                        "post the run first (POST /api/v1/runs)"
+                    ),
+                }
+            )
             keys.append((-1, item.evaluated_at, metric))
             continue
         pk, finished = found
         if item.evaluated_at < finished:
-            fields.append({"field": where + "evaluated_at", "reason": (
-                f"{item.evaluated_at.isoformat()} is before run {item.run_id!r} finished "
-                f"({finished.isoformat()}); a model is evaluated once it exists")})  # fmt: skip
+            fields.append(
+                {
+                    "field": where + "evaluated_at",
+                    "reason": (
+                        f"{item.evaluated_at.isoformat()} is before run {item.run_id!r} finished "
+                        f"({finished.isoformat()}); a model is evaluated once it exists"
+                    ),
+                }
+            )
         key = _key_of(item, pk, metric)
         if key in first and not math.isclose(items[first[key]].value, item.value):
-            fields.append({"field": where + "value", "reason": (
-                f"repeats evaluations.{first[key]} with a different value")})  # fmt: skip
+            fields.append(
+                {
+                    "field": where + "value",
+                    "reason": (f"repeats evaluations.{first[key]} with a different value"),
+                }
+            )
         first.setdefault(key, i)
         keys.append(key)
     if fields:
@@ -118,10 +145,14 @@ def _check_conflicts(items: list[EvaluationIn], keys: list[Any], stored: dict[An
 
 def _out(row: Any, run_id: str, finished_at: datetime) -> EvaluationOut:
     return EvaluationOut(
-        id=row.id, run_id=run_id, evaluated_at=row.evaluated_at, metric=row.metric,
-        value=row.value, age_weeks=age_weeks(row.evaluated_at, finished_at),
+        id=row.id,
+        run_id=run_id,
+        evaluated_at=row.evaluated_at,
+        metric=row.metric,
+        value=row.value,
+        age_weeks=age_weeks(row.evaluated_at, finished_at),
         created_at=row.created_at,
-    )  # fmt: skip
+    )
 
 
 def list_page(

@@ -12,11 +12,11 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app.observability.logs import configure_logging
-from app.observability.metrics import Telemetry, TelemetryMiddleware, record_ingest
+from app.observability.metrics import Telemetry, TelemetryMiddleware
 from app.observability.router import router
 from app.settings import Settings
 
-__all__ = ["configure_logging", "install_observability", "record_ingest"]
+__all__ = ["configure_logging", "install_observability"]
 
 
 def install_observability(app: FastAPI, settings: Settings) -> None:

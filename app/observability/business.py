@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
-from app.analytics import repository as repo
+from app.alerts.service import delivery_counts
 from app.analytics.service import current_monthly_cost
-from app.db.models import AlertDelivery, Pipeline
-from app.planning.weekly import BADPUT_CAUSES, WeekSummary, fill_weeks
+from app.analytics.weekly import latest_week
+from app.pipelines.service import page
+from app.planning.weekly import BADPUT_CAUSES
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -40,26 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("cadence.observability")
 
 MAX_PIPELINES = 500
-
-
-def latest_week(session: Session, pipeline: Pipeline) -> WeekSummary | None:
-    """The summary of the latest ISO week with runs (goodput, badput by cause)."""
-    span = repo.run_span(session, pipeline.id)
-    if span is None:
-        return None
-    last = span[1].astimezone(UTC)
-    monday = (last - timedelta(days=last.weekday())).date()
-    since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
-    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=1))
-    weeks = rows.get(pipeline.id, [])
-    return fill_weeks(weeks, monday, monday)[0] if weeks else None
-
-
-def delivery_counts(session: Session) -> dict[str, int]:
-    rows = session.execute(
-        select(AlertDelivery.status, func.count()).group_by(AlertDelivery.status)
-    )
-    return {str(status): int(n) for status, n in rows}
 
 
 class BusinessCollector(Collector):
@@ -102,10 +80,8 @@ class BusinessCollector(Collector):
         try:
             if db is None:
                 raise RuntimeError("no database yet")
-            with db.transaction(write=False) as session:
-                pipelines = list(
-                    session.scalars(select(Pipeline).order_by(Pipeline.name).limit(MAX_PIPELINES))
-                )
+            with db.read() as session:
+                pipelines = page(session, limit=MAX_PIPELINES)
                 for p in pipelines:
                     if p.monthly_budget_usd is not None:
                         budget.add_metric([p.name], p.monthly_budget_usd)

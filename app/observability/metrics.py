@@ -31,11 +31,20 @@ BATCH_INGEST = "/api/v1/runs/batch"
 INGEST_PATHS = frozenset({SINGLE_INGEST, BATCH_INGEST})
 REJECTION_REASONS = frozenset(
     {
-        "validation_error", "conflict", "unauthorized", "forbidden", "payload_too_large",
-        "bad_request", "not_found", "method_not_allowed", "database_unavailable",
-        "statement_timeout", "internal_error", "rate_limited",
+        "validation_error",
+        "conflict",
+        "unauthorized",
+        "forbidden",
+        "payload_too_large",
+        "bad_request",
+        "not_found",
+        "method_not_allowed",
+        "database_unavailable",
+        "statement_timeout",
+        "internal_error",
+        "rate_limited",
     }
-)  # fmt: skip
+)
 QUIET_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # access lines at DEBUG
 MAX_BUFFERED_BODY = 4 * 1024 * 1024
 
@@ -90,13 +99,6 @@ class Telemetry:
             self.runs_ingested.labels("created").inc(created)
         if existing:
             self.runs_ingested.labels("existing").inc(existing)
-
-
-def record_ingest(app: FastAPI, created: int, existing: int) -> None:
-    """Hook for code that ingests runs outside the two POST routes."""
-    telemetry: Telemetry | None = getattr(app.state, "telemetry", None)
-    if telemetry is not None:
-        telemetry.record_ingest(created, existing)
 
 
 def route_template(scope: Scope) -> str:

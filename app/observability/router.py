@@ -10,8 +10,7 @@ from fastapi import APIRouter, Header, Request, Response
 from prometheus_client import generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from app.auth.service import check_scope, hash_token, parse_bearer
-from app.deps import token_cache, verify
+from app.security.authenticator import bearer
 
 router = APIRouter(tags=["operations"])
 # The classic text format every Prometheus (2.x and 3.x) accepts; generate_latest writes it.
@@ -42,14 +41,7 @@ async def metrics(
     scope = request.app.state.settings.metrics_token_scope
     limit = None
     if scope:
-        secret = parse_bearer(authorization)
-        digest = hash_token(secret)
-        cache = token_cache(request)
-        token = cache.get(digest)
-        if token is None:
-            token = await run_in_threadpool(verify, request.app.state.database, secret)
-            cache.put(digest, token)
-        limit = check_scope(token, scope).pipelines
+        limit = (await bearer(request, authorization, scope)).pipelines
     # Business gauges read the database: off the event loop.
     body = await run_in_threadpool(generate_latest, request.app.state.telemetry.registry)
     if limit is not None:  # a token limited to pipelines sees only theirs

@@ -14,13 +14,13 @@ router = APIRouter(prefix="/api/v1/pipelines", tags=["pipelines"])
 def list_pipelines(db: DatabaseDep, viewer: Viewer) -> PipelineList:
     """Every pipeline the token may see (its `--pipeline` limit, if it has one)."""
     only = viewer.pipelines if viewer is not None else None
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return PipelineList(pipelines=service.list_all(session, only=only))
 
 
 @router.get("/{name}", response_model=PipelineOut)
 def get_pipeline(db: DatabaseDep, name: ReadablePipeline) -> PipelineOut:
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.describe(session, name)
 
 
@@ -34,6 +34,6 @@ def put_pipeline(
 ) -> PipelineOut:
     """Create or change a pipeline's price, budget, cadence and quality settings (admin)."""
     slug_or_422(name, "name")
-    with db.transaction() as session:
+    with db.write() as session:
         row = service.upsert(session, name, update, settings, token)
         return service.describe(session, row.name)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo
 from app.db.base import utcnow
+from app.db.engine import WriteSession
 from app.db.memo import per_session
-from app.db.models import Pipeline, Run
-from app.errors import Invalid, NotFound, RateLimited
+from app.db.models import Pipeline
+from app.exceptions import Invalid, NotFound, RateLimited
 from app.pipelines import repository
 from app.pipelines.schemas import PipelineOut, PipelineUpdate
 from app.settings import Settings
@@ -24,7 +24,7 @@ NULLABLE = ("monthly_budget_usd", "quality_value_usd_per_unit_month")
 
 @per_session
 def get_by_name(session: Session, name: str) -> Pipeline:
-    row = session.scalar(select(Pipeline).where(Pipeline.name == name))
+    row = repository.by_name(session, name)
     if row is None:
         raise NotFound(
             f"no pipeline named {name!r}; pipelines are created by their first run "
@@ -33,21 +33,10 @@ def get_by_name(session: Session, name: str) -> Pipeline:
     return row
 
 
-def _stats(session: Session, ids: list[int]) -> dict[int, tuple[int, datetime | None]]:
-    rows = session.execute(
-        select(Run.pipeline_id, func.count(), func.max(Run.started_at))
-        .where(Run.pipeline_id.in_(ids))
-        .group_by(Run.pipeline_id)
-    )
-    return {pid: (count, last) for pid, count, last in rows}
-
-
 def to_out(row: Pipeline, stats: tuple[int, datetime | None] = (0, None)) -> PipelineOut:
     out = PipelineOut.model_validate(row)
     out.run_count, last = stats
     if last is not None and last.tzinfo is None:  # SQLite aggregates lose the column type
-        from datetime import UTC
-
         last = datetime.fromisoformat(str(last)).replace(tzinfo=UTC)
     out.last_run_at = last
     return out
@@ -55,27 +44,24 @@ def to_out(row: Pipeline, stats: tuple[int, datetime | None] = (0, None)) -> Pip
 
 def list_all(session: Session, only: Sequence[str] | None = None) -> list[PipelineOut]:
     """Every pipeline, or those named in ``only`` (a token's pipeline limit)."""
-    stmt = select(Pipeline).order_by(Pipeline.name)
-    if only is not None:
-        stmt = stmt.where(Pipeline.name.in_(only))
-    rows = list(session.scalars(stmt))
-    stats = _stats(session, [r.id for r in rows])
+    rows = repository.by_names(session, only=only)
+    stats = repository.run_stats(session, [r.id for r in rows])
     return [to_out(r, stats.get(r.id, (0, None))) for r in rows]
 
 
 def describe(session: Session, name: str) -> PipelineOut:
     row = get_by_name(session, name)
-    return to_out(row, _stats(session, [row.id]).get(row.id, (0, None)))
+    return to_out(row, repository.run_stats(session, [row.id]).get(row.id, (0, None)))
 
 
 def upsert(
-    session: Session,
+    session: WriteSession,
     name: str,
     update: PipelineUpdate,
     settings: Settings,
     token: TokenInfo | None = None,
 ) -> Pipeline:
-    row = session.scalar(select(Pipeline).where(Pipeline.name == name))
+    row = repository.by_name(session, name)
     if row is None:
         check_creation(session, [name], token, settings, field="name")
         row = Pipeline(
@@ -95,6 +81,22 @@ def upsert(
         setattr(row, field, value)
     session.flush()
     return row
+
+
+def count(session: Session, *, only: Sequence[str] | None = None) -> int:
+    """How many pipelines there are (of those named in ``only``, a token's limit)."""
+    return repository.count(session, only=only)
+
+
+def page(
+    session: Session,
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+    only: Sequence[str] | None = None,
+) -> list[Pipeline]:
+    """Pipelines in name order (the overview and the weekly review list them)."""
+    return repository.by_names(session, offset=offset, limit=limit, only=only)
 
 
 CREATION_WINDOW = timedelta(hours=1)

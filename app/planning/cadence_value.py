@@ -1,4 +1,4 @@
-"""The cost-optimal retraining cadence: retraining spend against staleness (DOMAIN.md §8).
+"""The cost-optimal retraining cadence: retraining spend against staleness (methodology.md §11).
 
 At k runs per week with ``c`` USD per run and ``wpm`` weeks per month:
 

@@ -1,4 +1,4 @@
-"""How fast a model goes stale: quality against model age (DOMAIN.md §8).
+"""How fast a model goes stale: quality against model age (methodology.md §11).
 
 Evaluations report the serving model's quality at age ``a`` (weeks since its training run
 finished). Two models are fitted by least squares:

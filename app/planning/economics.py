@@ -1,4 +1,4 @@
-"""What a run cost and where its idle GPU time went (DOMAIN.md §2)."""
+"""What a run cost and where its idle GPU time went (methodology.md §2)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ Unit = Literal["gpu_hours", "usd"]
 
 
 def run_cost(gpu_hours: float, price: float) -> float:
-    """Cost of a run in USD: ``G * price_per_gpu_hour`` (DOMAIN.md §2)."""
+    """Cost of a run in USD: ``G * price_per_gpu_hour`` (methodology.md §2)."""
     if gpu_hours < 0 or price < 0:
         raise PlanningError("gpu_hours and price must be >= 0")
     return gpu_hours * price
@@ -56,7 +56,7 @@ class Badput:
 
 
 def badput(run: RunFacts) -> Badput:
-    """Split a run's GPU-hours into productive time and causes of idleness (DOMAIN.md §2).
+    """Split a run's GPU-hours into productive time and causes of idleness (methodology.md §2).
 
     With G the billed GPU-hours, u the utilization and Weff = G / T the effective workers:
 

@@ -1,4 +1,4 @@
-"""Failures and checkpoint intervals (DOMAIN.md §4; Young 1974, Daly 2006, Meta's ETTR)."""
+"""Failures and checkpoint intervals (methodology.md §4; Young 1974, Daly 2006, Meta's ETTR)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ DEFAULT_FAILURE_RATE = 4e-4
 
 
 def cluster_mtbf_hours(instances: int, failure_rate_per_instance_hour: float) -> float:
-    """Cluster mean time between failures M = 1 / (n * lambda) in hours (DOMAIN.md §4).
+    """Cluster mean time between failures M = 1 / (n * lambda) in hours (methodology.md §4).
 
     512 instances at 4e-4 per instance-hour: M = 1 / 0.2048 = 4.88 h. Infinite if lambda = 0.
     """
@@ -26,14 +26,14 @@ def cluster_mtbf_hours(instances: int, failure_rate_per_instance_hour: float) ->
 
 
 def expected_failures(wall_clock_hours: float, mtbf: float) -> float:
-    """Expected failures in a run of T hours: T / M (DOMAIN.md §4)."""
+    """Expected failures in a run of T hours: T / M (methodology.md §4)."""
     if wall_clock_hours < 0 or mtbf <= 0:
         raise PlanningError("wall clock must be >= 0 and MTBF > 0")
     return wall_clock_hours / mtbf
 
 
 def expected_loss_per_failure(interval: float, resume: float, reschedule: float) -> float:
-    """Wall-clock hours lost per failure: interval / 2 + resume + reschedule (DOMAIN.md §4).
+    """Wall-clock hours lost per failure: interval / 2 + resume + reschedule (methodology.md §4).
 
     On average a failure lands half-way between checkpoints, so half an interval of
     progress is redone. Multiply by the workers to get GPU-hours.
@@ -54,7 +54,7 @@ def young_interval(d: float, mtbf: float) -> float:
 
 
 def daly_interval(d: float, mtbf: float) -> float:
-    """Daly's (2006) higher-order optimum, in hours (DOMAIN.md §4).
+    """Daly's (2006) higher-order optimum, in hours (methodology.md §4).
 
     tau = sqrt(2 d M) * (1 + sqrt(d / (2M)) / 3 + (d / (2M)) / 9) - d   for d < 2M,
     tau = M                                                            otherwise.
@@ -69,7 +69,7 @@ def daly_interval(d: float, mtbf: float) -> float:
 
 
 def ettr(interval: float, restart_overhead: float, d: float, mtbf: float) -> float:
-    """Expected effective-training-time ratio (Meta's ETTR model, DOMAIN.md §4).
+    """Expected effective-training-time ratio (Meta's ETTR model, methodology.md §4).
 
     ETTR = (1 - (u0 + c / 2) / M) / (1 + d / c) for checkpoint interval c, restart
     overhead u0 (resume + reschedule) and blocking write time d; clamped to [0, 1].
@@ -142,7 +142,7 @@ def checkpoint_advice(
     reschedule_hours: float = 0.0,
     instances: int | None = None,
 ) -> CheckpointAdvice:
-    """Compare the current interval with Young's and Daly's optima (DOMAIN.md §4).
+    """Compare the current interval with Young's and Daly's optima (methodology.md §4).
 
     Instances (failure domains) set the MTBF only: M = 1 / (instances * lambda), with
     ``instances`` defaulting to one per paid GPU. ``workers`` is what the run pays for

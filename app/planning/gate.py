@@ -1,4 +1,4 @@
-"""The A/B gate: may the pipeline move to the faster cadence? (DOMAIN.md §7)."""
+"""The A/B gate: may the pipeline move to the faster cadence? (methodology.md §7)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.planning.model import PlanningError, RunFacts
-from app.planning.projection import Projection, project_costs
+from app.planning.projection import CALENDAR, Projection, project_costs
 from app.planning.scaling import ScalingModel
 from app.planning.sequential import DEFAULT_MAX_RUNS, SequentialDesign, sequential_decision
 from app.planning.welch import one_sided_bounds, p_value_above, runs_needed_per_arm, welch
@@ -74,8 +74,7 @@ class GateResult:
     """Verdict with every criterion's numbers; ``runs_needed_per_arm`` = the largest
     number of extra runs per arm any undecided criterion asks for (None if none can say),
     at ``power``; ``runs_needed_weeks`` = that many runs at the current cadence and
-    ``runs_needed_usd`` = their cost (one baseline and one candidate run each).
-    """
+    ``runs_needed_usd`` = their cost (one baseline and one candidate run each)."""
 
     verdict: Verdict
     criteria: tuple[CriterionResult, ...]
@@ -194,9 +193,16 @@ def _sequential_quality(
     design = SequentialDesign(alpha=th.alpha, min_runs=n0, max_runs=max(th.max_runs, n0))
     d = sequential_decision(baseline, candidate, -th.quality_margin, design, what)
     return CriterionResult(
-        "quality_non_inferiority", d.value, -th.quality_margin, d.interval, d.status,
-        d.reason, d.runs_needed_per_arm, d.p_value, unit="metric",
-    )  # fmt: skip
+        "quality_non_inferiority",
+        d.value,
+        -th.quality_margin,
+        d.interval,
+        d.status,
+        d.reason,
+        d.runs_needed_per_arm,
+        d.p_value,
+        unit="metric",
+    )
 
 
 def _cost(
@@ -214,13 +220,24 @@ def _cost(
     if not candidate:
         reason = "No candidate runs to project the monthly cost from."
         return CriterionResult(
-            name, None, budget_usd, None, "undecided", reason, th.min_runs,
-            unit="usd_per_month", basis=th.cost_basis,
-        ), None  # fmt: skip
+            name,
+            None,
+            budget_usd,
+            None,
+            "undecided",
+            reason,
+            th.min_runs,
+            unit="usd_per_month",
+            basis=th.cost_basis,
+        ), None
     proj = project_costs(
-        candidate, [target_runs_per_week], convention=convention, budget_usd=budget_usd,
-        what_if=what_if, scaling_model=scaling_model,
-    )  # fmt: skip
+        candidate,
+        [target_runs_per_week],
+        convention=convention,
+        budget_usd=budget_usd,
+        what_if=what_if,
+        scaling_model=scaling_model,
+    )
     cp = proj.cadences[0]
     value = cp.monthly_cost_p90_usd if th.cost_basis == "p90" else cp.monthly_cost_usd
     status: Status = "pass" if value <= budget_usd else "fail"
@@ -233,9 +250,16 @@ def _cost(
     )
     interval = (cp.monthly_cost_p10_usd, cp.monthly_cost_p90_usd)
     return CriterionResult(
-        name, value, budget_usd, interval, status, reason, None,
-        unit="usd_per_month", basis=th.cost_basis,
-    ), proj  # fmt: skip
+        name,
+        value,
+        budget_usd,
+        interval,
+        status,
+        reason,
+        None,
+        unit="usd_per_month",
+        basis=th.cost_basis,
+    ), proj
 
 
 def _quality_missing(
@@ -273,13 +297,13 @@ def evaluate_gate(
     higher_is_better: bool = True,
     target_runs_per_week: float,
     budget_usd: float,
-    convention: str = "calendar",
+    convention: str = CALENDAR,
     thresholds: GateThresholds | None = None,
     what_if: WhatIf | None = None,
     scaling_model: ScalingModel | None = None,
     current_runs_per_week: float | None = None,
 ) -> GateResult:
-    """Decide whether the candidate may run at the target cadence (DOMAIN.md §7).
+    """Decide whether the candidate may run at the target cadence (methodology.md §7).
 
     1. utilization_uplift, in percentage points (100 x utilization): Welch's t (1947) on
        candidate - baseline; pass if the one-sided (1 - alpha) lower bound >= the

@@ -1,4 +1,4 @@
-"""Goodput: scheduling x runtime x program (DOMAIN.md §3, after Google's ML goodput and
+"""Goodput: scheduling x runtime x program (methodology.md §3, after Google's ML goodput and
 Meta's effective-training-time accounting).
 
 Per run, with T the wall clock, Q the queue wait, and per interruption i the lost progress
@@ -12,7 +12,7 @@ tch_i, resume time trm_i and reschedule time tre_i:
   the whole run, so the pauses R removes are already idle time inside 1 - u; the proxy
   is the busy share of the forward-progress time,
   P = (u T - sum tch) / (T - tc - sum tre), so that R * P = (u T - sum tch) / (T - sum tre)
-  and nothing is counted twice (DOMAIN.md §3: T = 10, u = 0.5, C = 1, tch = trm = 0.5
+  and nothing is counted twice (methodology.md §3: T = 10, u = 0.5, C = 1, tch = trm = 0.5
   gives R = 0.8, P = 0.5625, overall 0.45, not 0.40).
 - Overall     S * R * Program. Each factor is clamped to [0, 1].
 
@@ -127,8 +127,9 @@ def run_totals(run: RunFacts) -> GoodputTotals:
     weff = run.effective_workers
     q, t = run.scheduling_wait_hours, run.wall_clock_hours
     tre = run.reschedule_hours
-    progress = max(0.0, weff * (t - tre - run.resume_hours - run.lost_progress_hours
-                                - run.checkpoint_hours))  # fmt: skip
+    progress = max(
+        0.0, weff * (t - tre - run.resume_hours - run.lost_progress_hours - run.checkpoint_hours)
+    )
     if run.mfu is not None:
         program = run.mfu * progress
     else:
@@ -156,7 +157,7 @@ def totals_from_runs(runs: Iterable[RunFacts]) -> GoodputTotals:
 
 
 def goodput_from_totals(t: GoodputTotals) -> Goodput:
-    """Goodput factors from summed GPU-hours (DOMAIN.md §3, GPU-hour weighted):
+    """Goodput factors from summed GPU-hours (methodology.md §3, GPU-hour weighted):
 
     - scheduling = (period - unavailable) / period
     - runtime    = (held - runtime_loss) / held   (0 if nothing was held)
@@ -189,13 +190,13 @@ def run_goodput(run: RunFacts) -> Goodput:
 
 
 def scheduling_goodput(run: RunFacts) -> float:
-    """S = (P - Q - sum tre) / P with P = Q + T, clamped to [0, 1] (DOMAIN.md §3)."""
+    """S = (P - Q - sum tre) / P with P = Q + T, clamped to [0, 1] (methodology.md §3)."""
     p = run.scheduling_wait_hours + run.wall_clock_hours
     return _share(p - run.scheduling_wait_hours - run.reschedule_hours, p)
 
 
 def runtime_goodput(run: RunFacts) -> float:
-    """R = (T - tc - sum tre) / (T - sum tre), clamped to [0, 1] (DOMAIN.md §3).
+    """R = (T - tc - sum tre) / (T - sum tre), clamped to [0, 1] (methodology.md §3).
 
     tc = sum(trm + tch) + checkpoint_hours: blocking checkpoint writes are added to the
     interruption cost tc because the GPUs are held but make no progress. R is 0 when the
@@ -220,7 +221,7 @@ def program_goodput(run: RunFacts) -> ProgramGoodput:
 
 
 def overall_goodput(run: RunFacts) -> float:
-    """Overall = S * R * Program for one run (DOMAIN.md §3)."""
+    """Overall = S * R * Program for one run (methodology.md §3)."""
     return scheduling_goodput(run) * runtime_goodput(run) * program_goodput(run).value
 
 

@@ -160,8 +160,16 @@ def rank_levers(
         )
         levers.append(
             Lever(
-                "workers", LABELS["workers"], extra_g, extra_usd, -extra_usd, -extra_usd,
-                0.0, True, REMEDIES["workers"], working,
+                "workers",
+                LABELS["workers"],
+                extra_g,
+                extra_usd,
+                -extra_usd,
+                -extra_usd,
+                0.0,
+                True,
+                REMEDIES["workers"],
+                working,
             )
-        )  # fmt: skip
+        )
     return levers

@@ -32,7 +32,7 @@ def _fraction(value: float, name: str) -> None:
 
 @dataclass(frozen=True)
 class Interruption:
-    """One failure during a run (DOMAIN.md §3).
+    """One failure during a run (methodology.md §3).
 
     ``lost_progress_hours`` (tch) is the time since the last checkpoint when it failed,
     ``resume_hours`` (trm) the time to resume once resources are back, and
@@ -58,7 +58,7 @@ class Interruption:
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What one finished training run cost and how it spent its time (DOMAIN.md §2).
+    """What one finished training run cost and how it spent its time (methodology.md §2).
 
     ``gpu_hours`` (G) is what was billed; usually ``workers * wall_clock_hours`` but it may
     be less when the worker count changed mid-run. Wall-clock durations (stalls,
@@ -122,7 +122,7 @@ class RunFacts:
 
     @property
     def cost_usd(self) -> float:
-        """G * price (DOMAIN.md §2)."""
+        """G * price (methodology.md §2)."""
         return self.gpu_hours * self.price_per_gpu_hour
 
 

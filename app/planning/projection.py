@@ -1,10 +1,11 @@
-"""Monthly cost at a chosen retraining cadence (DOMAIN.md §5)."""
+"""Monthly cost at a chosen retraining cadence (methodology.md §5)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -12,13 +13,16 @@ from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.whatif import WhatIf, apply_what_if
 
+# The month convention, named once: "calendar" months have 52/12 = 4.333 weeks (the
+# default), "four_week" months have 4 (the month many planning spreadsheets use).
+MonthConvention = Literal["calendar", "four_week"]
+CALENDAR: MonthConvention = "calendar"
 WEEKS_PER_MONTH: dict[str, float] = {"calendar": 52 / 12, "four_week": 4.0}
-"""Weeks in a month: 52/12 = 4.333 (calendar, default) or 4 (the 4-week spreadsheet month)."""
 
 BOOTSTRAP_RESAMPLES = 2000
 
 
-def weeks_per_month(convention: str = "calendar") -> float:
+def weeks_per_month(convention: str = CALENDAR) -> float:
     """52/12 for "calendar", 4 for "four_week"; PlanningError otherwise."""
     try:
         return WEEKS_PER_MONTH[convention]
@@ -28,8 +32,8 @@ def weeks_per_month(convention: str = "calendar") -> float:
         ) from None
 
 
-def runs_per_month(runs_per_week: float, convention: str = "calendar") -> float:
-    """Runs per month = k * weeks_per_month (DOMAIN.md §5): 1/week -> 4.333 or 4."""
+def runs_per_month(runs_per_week: float, convention: str = CALENDAR) -> float:
+    """Runs per month = k * weeks_per_month (methodology.md §5): 1/week -> 4.333 or 4."""
     if not (math.isfinite(runs_per_week) and runs_per_week >= 0):
         raise PlanningError("runs per week must be >= 0")
     return runs_per_week * weeks_per_month(convention)
@@ -119,7 +123,7 @@ def project_costs(
     runs: Sequence[RunFacts],
     cadences: Sequence[float],
     *,
-    convention: str = "calendar",
+    convention: str = CALENDAR,
     budget_usd: float | None = None,
     current_runs_per_week: float | None = None,
     what_if: WhatIf | None = None,
@@ -127,7 +131,7 @@ def project_costs(
     seed: int = 0,
     current_runs: Sequence[RunFacts] | None = None,
 ) -> Projection:
-    """Monthly cost at each cadence from recent runs of one variant (DOMAIN.md §5).
+    """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
     Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
     Then, at k runs per week, m = k * weeks_per_month(convention) and
@@ -264,7 +268,7 @@ def project_from_inputs(
     price_per_gpu_hour: float,
     cadences: Sequence[float],
     gpu_hours: float | None = None,
-    convention: str = "calendar",
+    convention: str = CALENDAR,
     budget_usd: float | None = None,
     current_runs_per_week: float | None = None,
     what_if: WhatIf | None = None,

@@ -1,4 +1,6 @@
-"""Scaling probe: speedup, efficiency and Gunther's Universal Scalability Law (DOMAIN.md §6)."""
+"""Scaling probe: speedup, efficiency and Gunther's Universal Scalability Law.
+
+See docs/methodology.md §6."""
 
 from __future__ import annotations
 
@@ -224,7 +226,7 @@ def scaling_advice(
     monthly_gpu_hours: float | None = None,
     price_per_gpu_hour: float | None = None,
 ) -> list[str]:
-    """Plain advice on adding workers (DOMAIN.md §6), with the same thresholds as the
+    """Plain advice on adding workers (methodology.md §6), with the same thresholds as the
     ranked levers (:data:`MIN_UTILIZATION_TO_SCALE`, :data:`MIN_EFFICIENCY_TO_SCALE`).
 
     Don't add workers while utilization < ``min_utilization`` or the efficiency E at the

@@ -1,4 +1,4 @@
-"""One scenario and one run window for every figure of a pipeline (DOMAIN.md §5).
+"""One scenario and one run window for every figure of a pipeline (methodology.md §5, §13).
 
 A scenario is what a reader asks "what if?" about: the cadence, the price, a utilization
 target, a worker count, a failure rate, a checkpoint interval, the month convention and
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.planning.model import PlanningError
-from app.planning.projection import weeks_per_month
+from app.planning.projection import CALENDAR, weeks_per_month
 from app.planning.whatif import WhatIf
 
 RUN_WINDOW = 20
@@ -35,7 +35,7 @@ class Scenario:
     - ``price``: USD per GPU-hour for every dollar figure (default: each run's own price,
       else the pipeline's current price).
     - ``utilization_target``, ``workers``, ``failure_rate``, ``checkpoint_interval_hours``:
-      what-ifs that *replace* what the runs recorded (DOMAIN.md §5).
+      what-ifs that *replace* what the runs recorded (methodology.md §5).
     - ``convention``: "calendar" (52/12 weeks a month) or "four_week".
     - ``budget``: USD per month (default: the pipeline's budget).
     """
@@ -46,7 +46,7 @@ class Scenario:
     workers: int | None = None
     failure_rate: float | None = None
     checkpoint_interval_hours: float | None = None
-    convention: str = "calendar"
+    convention: str = CALENDAR
     budget: float | None = None
 
     def __post_init__(self) -> None:

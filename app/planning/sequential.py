@@ -2,7 +2,7 @@
 
 Pipelines re-check the gate after each run. A fixed-sample test at level alpha, looked at
 after every run, passes a candidate that is truly worse by the margin far more often than
-alpha (five looks at a 1.96 cutoff: about 14%; DOMAIN.md §7). This module makes the quality
+alpha (five looks at a 1.96 cutoff: about 14%; methodology.md §12). This module makes the quality
 criterion group-sequential: the design states a maximum number of runs per arm ``N`` and
 a look after every run from ``min_runs`` to ``N``; the type-I error alpha is spent over
 the looks with the Lan-DeMets O'Brien-Fleming-type spending function

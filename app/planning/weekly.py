@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from app.planning.goodput import EMPTY_TOTALS, Goodput, GoodputTotals, goodput_from_totals
 
@@ -19,6 +19,21 @@ def iso_week(day: date) -> str:
     """``date(2026, 11, 2)`` -> ``"2026-W45"`` (ISO 8601 week, Monday first)."""
     year, week, _ = day.isocalendar()
     return f"{year}-W{week:02d}"
+
+
+def monday_of(moment: date | datetime) -> date:
+    """The Monday of the ISO week holding ``moment``; a datetime is read in UTC.
+
+    The one place the week boundary is spelled: SQL groups runs into the same weeks
+    (``date_trunc('week', started_at AT TIME ZONE 'UTC')``).
+    """
+    day = moment.astimezone(UTC).date() if isinstance(moment, datetime) else moment
+    return day - timedelta(days=day.weekday())
+
+
+def utc_midnight(day: date) -> datetime:
+    """``date(2026, 11, 2)`` -> ``2026-11-02T00:00:00+00:00``: a week's start as a bound."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def week_monday(label: str) -> date:
@@ -74,8 +89,8 @@ def fill_weeks(rows: Iterable[WeekTotals], first: date, last: date) -> list[Week
     goodput, rather than a goodput of 0).
     """
     by_week = {r.week_start: r for r in rows}
-    monday = first - timedelta(days=first.weekday())
-    end = last - timedelta(days=last.weekday())
+    monday = monday_of(first)
+    end = monday_of(last)
     out = []
     while monday <= end:
         totals = by_week.get(monday) or WeekTotals(monday, EMPTY_TOTALS, 0.0)

@@ -86,7 +86,7 @@ def runs_needed_per_arm(
     |gap| >= (t_{1-alpha}(df(n)) + t_{power}(df(n))) * se(n) (the usual power
     calculation, Welch's df). ``power`` = 0.5 is the n at which the observed difference
     would just clear the bound, which decides only about half the time; the gate asks
-    for 0.8 (DOMAIN.md §7). Start from the normal approximation
+    for 0.8 (methodology.md §7). Start from the normal approximation
     n = ceil((z_{1-alpha} + z_power)^2 (vb + vc) / gap^2) (a lower bound) and step up.
     None when gap = 0 (the estimate sits exactly on the threshold: no n decides it)
     or the answer exceeds a million runs.

@@ -1,4 +1,4 @@
-"""What-if adjustments to one observed run (DOMAIN.md §5)."""
+"""What-if adjustments to one observed run (methodology.md §5)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def apply_what_if(
 ) -> tuple[AdjustedRun, list[str]]:
     """Apply the what-ifs to one run, in this order, and return warnings for skipped ones.
 
-    A what-if *replaces* what the run recorded, never adds to it (DOMAIN.md §5), and every
+    A what-if *replaces* what the run recorded, never adds to it (methodology.md §5), and every
     step starts from the effective workers Weff = G / T, so a what-if equal to today's
     value changes nothing.
 
@@ -83,9 +83,9 @@ def apply_what_if(
        M = 1 / (Weff * lambda) (each GPU one instance). lambda = 0 gives T0, so fewer
        failures never cost more. G1 = Weff * T1.
     2. workers N (needs a scaling model): T2 = T1 * C(Weff) / C(N), G2 = N * T2
-       (Gunther's USL / Amdahl, DOMAIN.md §6);
+       (Gunther's USL / Amdahl, methodology.md §6);
     3. utilization target: G and T scale by u_now / u_target (same useful work at a
-       higher busy fraction, DOMAIN.md §5); skipped when the run's u is 0;
+       higher busy fraction, methodology.md §5); skipped when the run's u is 0;
     4. price replaces the run's price. Cost = G * price.
     """
     warnings: list[str] = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.dashboard.runs_table import CSV_COLUMNS, csv_value
+from app.runs.listing import CSV_COLUMNS, csv_value
 from app.runs.schemas import RunIn, RunOut
 from app.spreadsheet import text_from_cell
 

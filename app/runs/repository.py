@@ -16,6 +16,7 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    func,
     insert,
     or_,
     select,
@@ -25,11 +26,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.base import utcnow
+from app.db.copy import copy_rows, copy_tuples, driver_cursor
+from app.db.engine import WriteSession
 from app.db.models import Interruption, Pipeline, Run
-
-
-def dialect(session: Session) -> str:
-    return session.get_bind().dialect.name
+from app.db.sql import dialect, effective_price
 
 
 def _insert(session: Session, table: Any) -> Any:
@@ -54,7 +54,7 @@ _PIPELINE_REF = select(
 
 
 def ensure_pipelines(
-    session: Session,
+    session: WriteSession,
     names: Iterable[str],
     defaults: dict[str, dict[str, Any]],
     before_create: Callable[[list[str]], None] | None = None,
@@ -90,27 +90,43 @@ def runs_by_key(session: Session, keys: Sequence[tuple[int, str]]) -> dict[tuple
     return {(r.pipeline_id, r.run_id): r for r in rows}
 
 
-# Bulk inserts on PostgreSQL: COPY the batch into a temporary table, then one
-# INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING. Measured with pyinstrument on
-# a 1000-run batch: a multi-row VALUES list (~23 placeholders per run) spent most of its
-# time in psycopg re-parsing the statement, unnest() over array parameters most of the
-# rest dumping arrays in Python; COPY's row writer is psycopg's C code.
+# Bulk inserts on PostgreSQL: COPY the batch into a temporary table, then one INSERT ...
+# SELECT ... ON CONFLICT DO NOTHING RETURNING. Measured (pyinstrument, 1000-run batch): a
+# multi-row VALUES list (~23 placeholders per run) spent most of its time re-parsing the
+# statement, unnest() over arrays most of the rest dumping arrays; COPY's writer is C.
 PG_TYPES = {
-    "pipeline_id": "int4", "run_id": "text", "variant": "text",
-    "started_at": "timestamptz", "finished_at": "timestamptz", "workers": "int4",
-    "gpu_type": "text", "gpu_hours": "float8", "gpu_utilization": "float8",
+    "pipeline_id": "int4",
+    "run_id": "text",
+    "variant": "text",
+    "started_at": "timestamptz",
+    "finished_at": "timestamptz",
+    "workers": "int4",
+    "gpu_type": "text",
+    "gpu_hours": "float8",
+    "gpu_utilization": "float8",
     "utilization_source": "text",
-    "price_per_gpu_hour": "float8", "billed_price_per_gpu_hour": "float8",
-    "quality_metric": "text", "quality_value": "float8",
-    "data_stall_hours": "float8", "checkpoint_hours": "float8",
-    "scheduling_wait_hours": "float8", "mfu": "float8", "tags": "text",
-    "interruption_count": "int4", "lost_progress_hours": "float8",
-    "resume_hours": "float8", "reschedule_hours": "float8",
-}  # fmt: skip
+    "price_per_gpu_hour": "float8",
+    "billed_price_per_gpu_hour": "float8",
+    "quality_metric": "text",
+    "quality_value": "float8",
+    "data_stall_hours": "float8",
+    "checkpoint_hours": "float8",
+    "scheduling_wait_hours": "float8",
+    "mfu": "float8",
+    "tags": "text",
+    "interruption_count": "int4",
+    "lost_progress_hours": "float8",
+    "resume_hours": "float8",
+    "reschedule_hours": "float8",
+}
 PG_INTERRUPTION_TYPES = {
-    "run_pk": "int8", "position": "int4", "lost_progress_hours": "float8",
-    "resume_hours": "float8", "reschedule_hours": "float8", "cause": "text",
-}  # fmt: skip
+    "run_pk": "int8",
+    "position": "int4",
+    "lost_progress_hours": "float8",
+    "resume_hours": "float8",
+    "reschedule_hours": "float8",
+    "cause": "text",
+}
 BULK_THRESHOLD = 8
 _RUN_COLUMNS = ", ".join(PG_TYPES)
 _PG_STAGE = (
@@ -126,22 +142,12 @@ _PG_MERGE = (
 )
 
 
-def _driver_cursor(session: Session) -> Any:
-    """A psycopg cursor on the session's own connection, inside its transaction."""
-    return session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-
-
-def _copy(cursor: Any, table: str, types: dict[str, str], rows: Iterable[tuple[Any, ...]]) -> None:
-    with cursor.copy(f"COPY {table} ({', '.join(types)}) FROM STDIN (FORMAT BINARY)") as copy:
-        copy.set_types(list(types.values()))
-        for row in rows:
-            copy.write_row(row)
-
-
-def _pg_insert_runs(session: Session, values: list[dict[str, Any]], now: datetime) -> list[Any]:
-    with _driver_cursor(session) as cursor:
+def _pg_insert_runs(
+    session: WriteSession, values: list[dict[str, Any]], now: datetime
+) -> list[Any]:
+    with driver_cursor(session) as cursor:
         cursor.execute(_PG_STAGE)
-        _copy(cursor, "incoming_run", PG_TYPES, _rows(values, PG_TYPES))
+        copy_rows(cursor, "incoming_run", PG_TYPES, copy_tuples(values, PG_TYPES))
         cursor.execute(_PG_MERGE, {"created_at": now})
         rows = list(cursor.fetchall())
         # Dropped now, not at commit: in tests a request is a savepoint of one transaction.
@@ -149,21 +155,8 @@ def _pg_insert_runs(session: Session, values: list[dict[str, Any]], now: datetim
     return rows
 
 
-def _rows(values: list[dict[str, Any]], types: dict[str, str]) -> Iterable[tuple[Any, ...]]:
-    """Tuples in column order; floats as floats and tags as JSON text, for binary COPY."""
-    floats = [n for n, t in types.items() if t == "float8"]
-    for v in values:
-        row = dict(v)
-        for name in floats:
-            if row[name] is not None:
-                row[name] = float(row[name])
-        if "tags" in row:
-            row["tags"] = json.dumps(row["tags"])
-        yield tuple(row[n] for n in types)
-
-
 def insert_runs(
-    session: Session, values: list[dict[str, Any]]
+    session: WriteSession, values: list[dict[str, Any]]
 ) -> dict[tuple[int, str], tuple[int, datetime]]:
     """Insert runs, skipping any whose (pipeline, run_id) exists: {key: (id, created_at)}."""
     if not values:
@@ -210,7 +203,10 @@ _PG_INSERT_ONE = (
 
 
 def insert_one_pg(
-    session: Session, pipeline: str, values: dict[str, Any], interruptions: list[dict[str, Any]]
+    session: WriteSession,
+    pipeline: str,
+    values: dict[str, Any],
+    interruptions: list[dict[str, Any]],
 ) -> tuple[PipelineRef, int | None, datetime] | None:
     """One run and its interruptions in one round trip (PostgreSQL).
 
@@ -230,7 +226,7 @@ def insert_one_pg(
         "i_reschedule": [float(i["reschedule_hours"]) for i in interruptions],
         "i_cause": [i["cause"] for i in interruptions],
     }
-    with _driver_cursor(session) as cursor:
+    with driver_cursor(session) as cursor:
         cursor.execute(_PG_INSERT_ONE, params)
         row = cursor.fetchone()
     if row is None:
@@ -238,13 +234,16 @@ def insert_one_pg(
     return PipelineRef(row[0], row[1], row[2], row[3]), row[4], now
 
 
-def insert_interruptions(session: Session, values: list[dict[str, Any]]) -> None:
+def insert_interruptions(session: WriteSession, values: list[dict[str, Any]]) -> None:
     if not values:
         return
     if dialect(session) == "postgresql" and len(values) >= BULK_THRESHOLD:
-        with _driver_cursor(session) as cursor:
-            _copy(
-                cursor, "interruption", PG_INTERRUPTION_TYPES, _rows(values, PG_INTERRUPTION_TYPES)
+        with driver_cursor(session) as cursor:
+            copy_rows(
+                cursor,
+                "interruption",
+                PG_INTERRUPTION_TYPES,
+                copy_tuples(values, PG_INTERRUPTION_TYPES),
             )
         return
     session.execute(insert(INTERRUPTION_TABLE), values)
@@ -253,16 +252,31 @@ def insert_interruptions(session: Session, values: list[dict[str, Any]]) -> None
 # Reading runs for the API: plain rows (Core), not ORM objects. 1000 runs as ORM objects
 # with their pipeline and interruptions took ~55 ms; as rows they take a fraction.
 _OUT_COLUMNS = (
-    Run.id, Pipeline.name.label("pipeline"),
+    Run.id,
+    Pipeline.name.label("pipeline"),
     Pipeline.price_per_gpu_hour.label("pipeline_price"),
-    Pipeline.quality_metric.label("pipeline_metric"), Run.run_id, Run.variant,
-    Run.started_at, Run.finished_at, Run.workers, Run.gpu_type, Run.gpu_utilization,
-    Run.gpu_hours, Run.price_per_gpu_hour, Run.billed_price_per_gpu_hour,
-    Run.quality_metric, Run.quality_value,
-    Run.data_stall_hours, Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.tags,
+    Pipeline.quality_metric.label("pipeline_metric"),
+    Run.run_id,
+    Run.variant,
+    Run.started_at,
+    Run.finished_at,
+    Run.workers,
+    Run.gpu_type,
+    Run.gpu_utilization,
     Run.utilization_source,
-    Run.created_at, Run.interruption_count,
-)  # fmt: skip
+    Run.gpu_hours,
+    Run.price_per_gpu_hour,
+    Run.billed_price_per_gpu_hour,
+    Run.quality_metric,
+    Run.quality_value,
+    Run.data_stall_hours,
+    Run.checkpoint_hours,
+    Run.scheduling_wait_hours,
+    Run.mfu,
+    Run.tags,
+    Run.created_at,
+    Run.interruption_count,
+)
 
 
 def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
@@ -278,10 +292,16 @@ def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
             else key.in_(with_breaks)
         )
         found = session.execute(
-            select(Interruption.run_pk, Interruption.lost_progress_hours,
-                   Interruption.resume_hours, Interruption.reschedule_hours, Interruption.cause)
-            .where(match).order_by(Interruption.run_pk, Interruption.position)
-        )  # fmt: skip
+            select(
+                Interruption.run_pk,
+                Interruption.lost_progress_hours,
+                Interruption.resume_hours,
+                Interruption.reschedule_hours,
+                Interruption.cause,
+            )
+            .where(match)
+            .order_by(Interruption.run_pk, Interruption.position)
+        )
         for i in found:
             by_run.setdefault(i.run_pk, []).append(i)
     return [(r, by_run.get(r.id, [])) for r in rows]
@@ -300,7 +320,7 @@ def run_pipeline_id(session: Session, pk: int) -> int | None:
     return session.scalar(select(RUN_TABLE.c.pipeline_id).where(RUN_TABLE.c.id == pk))
 
 
-def delete_run(session: Session, pk: int) -> None:
+def delete_run(session: WriteSession, pk: int) -> None:
     """Delete a run (its interruptions follow by ON DELETE CASCADE) without reading it:
     a row stored before timestamps were range-checked may not load (year 10000)."""
     session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
@@ -318,13 +338,13 @@ def pipeline_name(session: Session, pipeline_id: int) -> str:
 def list_runs(
     session: Session,
     *,
-    pipeline_id: int | None,
-    only: Sequence[str] | None = None,
-    variant: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    after: tuple[datetime, int] | None,
     limit: int,
+    pipeline_id: int | None = None,
+    only: Sequence[str] | None = None,
+    variant: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    after: tuple[datetime, int] | None = None,
 ) -> list[tuple[Any, list[Any]]]:
     """Newest first, keyset-paginated on (started_at, id); ``only``: these pipelines."""
     stmt = _runs_query()
@@ -345,3 +365,36 @@ def list_runs(
         )
     stmt = stmt.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)
     return _read(session, stmt)
+
+
+# The runs table of the pipeline page: sortable columns (cost is computed, like the API's).
+SORTS: dict[str, Any] = {
+    "started_at": Run.started_at,
+    "variant": Run.variant,
+    "workers": Run.workers,
+    "gpu_hours": Run.gpu_hours,
+    "gpu_utilization": Run.gpu_utilization,
+    "quality_value": Run.quality_value,
+    "cost_usd": Run.gpu_hours * effective_price(),
+}
+
+
+def count_runs(session: Session, pipeline_id: int) -> int:
+    return int(session.scalar(select(func.count()).where(Run.pipeline_id == pipeline_id)) or 0)
+
+
+def sorted_run_ids(
+    session: Session, pipeline_id: int, *, sort: str, descending: bool, offset: int, limit: int
+) -> list[int]:
+    """One page of a pipeline's run ids in the order of ``SORTS[sort]`` (ties by id)."""
+    key = SORTS[sort]
+    order = [key.desc() if descending else key.asc(), Run.id.desc() if descending else Run.id]
+    stmt = (
+        select(Run.id)
+        .join(Pipeline, Pipeline.id == Run.pipeline_id)
+        .where(Run.pipeline_id == pipeline_id)
+        .order_by(*order)
+        .offset(offset)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))

@@ -9,14 +9,12 @@ from pydantic_core import to_json
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from app.alerts.service import evaluate_after_ingest, pipelines_with_rules
-from app.auth.service import TokenInfo, check_pipeline_allowed
+from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep, Viewer
-from app.errors import Invalid
-from app.pipelines.service import get_by_name
-from app.runs import repository, service
-from app.runs.schemas import BatchItem, BatchOut, RunBatchIn, RunIn, RunOut, RunPage
+from app.exceptions import Invalid
+from app.runs import flows, listing, service
+from app.runs.schemas import BatchOut, RunBatchIn, RunIn, RunOut, RunPage
 from app.schemas_common import Timestamp
 from app.settings import Settings
 
@@ -66,27 +64,24 @@ async def post_run(
 
     Parsing, storing and answering happen in one worker-thread hop; the body is
     validated from its bytes and the answer serialised once (see ``post_batch``).
+    Storing, then evaluating the pipeline's alert rules, is ``flows.record_run``.
     """
     raw = await request.body()
     return await run_in_threadpool(store_run, db, raw, token, settings)
 
 
 def store_run(db: Database, raw: bytes, token: TokenInfo, settings: Settings) -> Response:
-    run = parse_body(RunIn, raw)
-    with db.transaction() as session:
-        [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
-        stored = service.created_out(result) if result.created else service.get(session, result.pk)
-    code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-    response = Response(stored.model_dump_json(), status_code=code, media_type="application/json")
-    if result.created:  # alert rules of this pipeline, after the response is sent
-        response.background = alert_task(db, settings, [run.pipeline])
+    stored, created, follow_up = flows.record_run(db, parse_body(RunIn, raw), token, settings)
+    code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    return answer(stored.model_dump_json(), code, follow_up)
+
+
+def answer(body: str, code: int, follow_up: flows.FollowUp) -> Response:
+    """The JSON answer; the flow's follow-up (alert evaluation) runs after it is sent."""
+    response = Response(body, status_code=code, media_type="application/json")
+    if follow_up is not None:
+        response.background = BackgroundTask(follow_up)
     return response
-
-
-def alert_task(db: Database, settings: Settings, names: list[str]) -> BackgroundTask | None:
-    """Evaluate the alert rules of these pipelines after the response, if they have any."""
-    with_rules = pipelines_with_rules(db, names)
-    return BackgroundTask(evaluate_after_ingest, db, settings, with_rules) if with_rules else None
 
 
 @router.post(
@@ -111,19 +106,9 @@ async def post_batch(
             f"a batch holds at most {settings.max_batch_runs} runs; got {len(batch.runs)}",
             fields=[{"field": "runs", "reason": f"more than {settings.max_batch_runs} items"}],
         )
-    body, task = await run_in_threadpool(store_batch_and_alert, db, batch, token, settings)
+    body, follow_up = await run_in_threadpool(flows.record_batch, db, batch, token, settings)
     code = status.HTTP_201_CREATED if body.created else status.HTTP_200_OK
-    response = Response(body.model_dump_json(), status_code=code, media_type="application/json")
-    response.background = task
-    return response
-
-
-def store_batch_and_alert(
-    db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings
-) -> tuple[BatchOut, BackgroundTask | None]:
-    body = store_batch(db, batch, token, settings)
-    names = sorted({r.pipeline for r in body.runs if r.status == "created"})
-    return body, alert_task(db, settings, names)
+    return answer(body.model_dump_json(), code, follow_up)
 
 
 def parse_body(model: type[M], raw: bytes) -> M:
@@ -135,26 +120,6 @@ def parse_body(model: type[M], raw: bytes) -> M:
         raise RequestValidationError(errors) from None
 
 
-def store_batch(db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings) -> BatchOut:
-    with db.transaction() as session:
-        results = service.ingest(session, batch.runs, token=token, settings=settings, batch=True)
-    created = sum(r.created for r in results)
-    return BatchOut.model_construct(
-        created=created,
-        existing=len(results) - created,
-        runs=[
-            BatchItem.model_construct(
-                index=r.index,
-                id=r.pk,
-                run_id=r.run.run_id,
-                pipeline=r.run.pipeline,
-                status="created" if r.created else "existing",
-            )
-            for r in results
-        ],
-    )
-
-
 @router.get("", response_model=RunPage)
 def list_runs(
     db: DatabaseDep,
@@ -163,31 +128,21 @@ def list_runs(
     variant: str | None = None,
     since: Annotated[Timestamp | None, Query(description="started_at >= since")] = None,
     until: Annotated[Timestamp | None, Query(description="started_at < until")] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_LIST_LIMIT)] = 100,
+    limit: Annotated[int, Query(ge=1, le=listing.MAX_LIST_LIMIT)] = 100,
     cursor: str | None = None,
 ) -> Response:
     """Runs, newest first. Follow `next_cursor` for the next page."""
-    after = service.decode_cursor(cursor) if cursor else None
-    if pipeline:
-        check_pipeline_allowed(viewer, pipeline)
-    with db.transaction(write=False) as session:
-        pipeline_id = get_by_name(session, pipeline).id if pipeline else None
-        rows = repository.list_runs(
+    with db.read() as session:
+        body = listing.list_page(
             session,
-            pipeline_id=pipeline_id,
-            only=viewer.pipelines if viewer is not None and not pipeline else None,
+            viewer=viewer,
+            pipeline=pipeline,
             variant=variant,
             since=since,
             until=until,
-            after=after,
-            limit=limit + 1,
+            cursor=cursor,
+            limit=limit,
         )
-        page = rows[:limit]
-        more = len(rows) > limit
-        body = {
-            "runs": [service.out_dict(*r) for r in page],
-            "next_cursor": service.encode_cursor(page[-1][0]) if more and page else None,
-        }
     # Serialised once, here, by pydantic-core: returning a model would make FastAPI dump
     # and re-validate up to 1000 runs (response_model still documents the shape).
     return Response(to_json(body), media_type="application/json")
@@ -195,13 +150,13 @@ def list_runs(
 
 @router.get("/{pk}", response_model=RunOut)
 def get_run(pk: RunPk, db: DatabaseDep, viewer: Viewer) -> RunOut:
-    with db.transaction(write=False) as session:
+    with db.read() as session:
         return service.get(session, pk, viewer)
 
 
 @router.delete("/{pk}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_run(pk: RunPk, db: DatabaseDep, token: Admin) -> Response:
     """Delete one run and its interruptions (admin)."""
-    with db.transaction() as session:
+    with db.write() as session:
         service.delete(session, pk, token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +13,10 @@ from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.base import utcnow
+from app.db.engine import WriteSession
 from app.db.models import Run
-from app.errors import Conflict, Invalid, NotFound
+from app.db.sql import dialect
+from app.exceptions import Conflict, Invalid, NotFound
 from app.pipelines.service import check_creation
 from app.runs import repository
 from app.runs.repository import PipelineRef
@@ -25,13 +24,24 @@ from app.runs.schemas import InterruptionOut, RunIn, RunOut
 from app.runs.validation import cross_field_errors, interruption_values, stored_values
 from app.settings import Settings
 
-MAX_LIST_LIMIT = 1000
 COMPARED = (
-    "variant", "started_at", "finished_at", "workers", "gpu_type", "gpu_hours",
-    "gpu_utilization", "utilization_source", "price_per_gpu_hour", "quality_metric",
+    "variant",
+    "started_at",
+    "finished_at",
+    "workers",
+    "gpu_type",
+    "gpu_hours",
+    "gpu_utilization",
+    "utilization_source",
+    "price_per_gpu_hour",
+    "quality_metric",
     "quality_value",
-    "data_stall_hours", "checkpoint_hours", "scheduling_wait_hours", "mfu", "tags",
-)  # fmt: skip
+    "data_stall_hours",
+    "checkpoint_hours",
+    "scheduling_wait_hours",
+    "mfu",
+    "tags",
+)
 
 
 @dataclass
@@ -45,7 +55,7 @@ class Ingested:
 
 
 def ingest(
-    session: Session,
+    session: WriteSession,
     runs: list[RunIn],
     *,
     token: TokenInfo | None,
@@ -64,7 +74,7 @@ def ingest(
         for name in sorted({r.pipeline for r in runs}):
             check_pipeline_allowed(token, name)
 
-    if len(runs) == 1 and repository.dialect(session) == "postgresql":
+    if len(runs) == 1 and dialect(session) == "postgresql":
         done = _insert_one(session, runs[0])
         if done is not None:
             return [done]
@@ -96,10 +106,13 @@ def ingest(
         (runs[i] for i in first.values()), key=lambda r: (pipelines[r.pipeline].id, r.run_id)
     )
     values = [
-        {"pipeline_id": pipelines[r.pipeline].id, **stored_values(r),
-         "billed_price_per_gpu_hour": billed_price(r, pipelines[r.pipeline])}
+        {
+            "pipeline_id": pipelines[r.pipeline].id,
+            **stored_values(r),
+            "billed_price_per_gpu_hour": billed_price(r, pipelines[r.pipeline]),
+        }
         for r in unique
-    ]  # fmt: skip
+    ]
     inserted = repository.insert_runs(session, values)
     skipped = [r for r in unique if (pipelines[r.pipeline].id, r.run_id) not in inserted]
     existing: dict[tuple[int, str], Run] = {}
@@ -133,14 +146,12 @@ def ingest(
 
 def billed_price(run: RunIn, pipeline: PipelineRef) -> float:
     """The price frozen on a run when it is stored: its own, else the pipeline's now."""
-    return (
-        run.price_per_gpu_hour
-        if run.price_per_gpu_hour is not None
-        else (pipeline.price_per_gpu_hour)
-    )
+    if run.price_per_gpu_hour is not None:
+        return run.price_per_gpu_hour
+    return pipeline.price_per_gpu_hour
 
 
-def _insert_one(session: Session, run: RunIn) -> Ingested | None:
+def _insert_one(session: WriteSession, run: RunIn) -> Ingested | None:
     """The common case on PostgreSQL, a new run of a known pipeline, in one statement.
 
     None sends the run down the general path: a new pipeline, or a run_id that exists
@@ -315,25 +326,40 @@ def out_dict(row: Any, interruptions: list[Any]) -> dict[str, Any]:
     """
     price = row.billed_price_per_gpu_hour  # frozen at ingest: recorded spend never moves
     return {
-        "id": row.id, "pipeline": row.pipeline, "run_id": row.run_id, "variant": row.variant,
-        "started_at": row.started_at, "finished_at": row.finished_at, "workers": row.workers,
-        "gpu_type": row.gpu_type, "gpu_utilization": row.gpu_utilization,
+        "id": row.id,
+        "pipeline": row.pipeline,
+        "run_id": row.run_id,
+        "variant": row.variant,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "workers": row.workers,
+        "gpu_type": row.gpu_type,
+        "gpu_utilization": row.gpu_utilization,
         "utilization_source": row.utilization_source,
-        "gpu_hours": row.gpu_hours, "price_per_gpu_hour": row.price_per_gpu_hour,
+        "gpu_hours": row.gpu_hours,
+        "price_per_gpu_hour": row.price_per_gpu_hour,
         "quality_metric": row.quality_metric or row.pipeline_metric,
-        "quality_value": row.quality_value, "data_stall_hours": row.data_stall_hours,
+        "quality_value": row.quality_value,
+        "data_stall_hours": row.data_stall_hours,
         "checkpoint_hours": row.checkpoint_hours,
-        "scheduling_wait_hours": row.scheduling_wait_hours, "mfu": row.mfu,
+        "scheduling_wait_hours": row.scheduling_wait_hours,
+        "mfu": row.mfu,
         "interruptions": [
-            {"lost_progress_hours": i.lost_progress_hours, "resume_hours": i.resume_hours,
-             "reschedule_hours": i.reschedule_hours, "cause": i.cause}
+            {
+                "lost_progress_hours": i.lost_progress_hours,
+                "resume_hours": i.resume_hours,
+                "reschedule_hours": i.reschedule_hours,
+                "cause": i.cause,
+            }
             for i in interruptions
         ],
-        "tags": row.tags, "created_at": row.created_at,
+        "tags": row.tags,
+        "created_at": row.created_at,
         "wall_clock_hours": (row.finished_at - row.started_at).total_seconds() / 3600.0,
-        "effective_price_per_gpu_hour": price, "cost_usd": row.gpu_hours * price,
+        "effective_price_per_gpu_hour": price,
+        "cost_usd": row.gpu_hours * price,
         "idle_gpu_hours": (1.0 - row.gpu_utilization) * row.gpu_hours,
-    }  # fmt: skip
+    }
 
 
 def to_out(row: Any, interruptions: list[Any]) -> RunOut:
@@ -352,7 +378,11 @@ def get(session: Session, pk: int, token: TokenInfo | None = None) -> RunOut:
     return to_out(*found)
 
 
-def delete(session: Session, pk: int, token: TokenInfo | None = None) -> None:
+def run_count(session: Session, pipeline_id: int) -> int:
+    return repository.count_runs(session, pipeline_id)
+
+
+def delete(session: WriteSession, pk: int, token: TokenInfo | None = None) -> None:
     # Only the pipeline id is read: a row stored before timestamps were range-checked
     # (year 10000) may not load, and must still be deletable.
     pipeline_id = repository.run_pipeline_id(session, pk)
@@ -361,20 +391,3 @@ def delete(session: Session, pk: int, token: TokenInfo | None = None) -> None:
     if token is not None and not token.allows(repository.pipeline_name(session, pipeline_id)):
         raise NotFound(f"no run with id {pk}")
     repository.delete_run(session, pk)
-
-
-def encode_cursor(run: Any) -> str:
-    raw = json.dumps([run.started_at.isoformat(), run.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        started, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return datetime.fromisoformat(started), int(pk)
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
-        raise Invalid(
-            "cursor is not one this server issued",
-            fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
-        ) from exc

@@ -2,6 +2,8 @@
 
 - ``headers``: CSP, nosniff, frame and referrer policies, ``no-store``, on every response
   (``SecuredFastAPI`` puts them outside every other layer).
+- ``authenticator``: the one place a bearer token or a session cookie is resolved;
+  ``require_scope`` for the API's writes.
 - ``gate``: in ``CADENCE_READ_ACCESS=token``, reads need a ``read`` token or a session.
 - ``sessions``: the signed session cookie and the CSRF double submit; ``signing``: HMAC.
 - ``router``: ``/login`` and ``/logout``.
@@ -18,7 +20,7 @@ from app.security.headers import SecuredFastAPI, SecurityHeaders
 from app.security.router import router
 from app.security.sessions import STATE_KEY, Security, SignedIn
 from app.settings import Settings
-from app.web import templates
+from app.templating import templates
 
 __all__ = ["SecuredFastAPI", "SecurityHeaders", "install_security"]
 

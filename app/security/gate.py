@@ -8,10 +8,10 @@ needs a read-capable credential except
 - API writes (``POST``/``PUT``/``DELETE`` under ``/api/``, except ``POST /api/v1/plan``,
   which only reads), which keep their own ``ingest``/``admin`` checks.
 
-A credential is ``Authorization: Bearer <token>`` with the ``read`` or ``admin`` scope
-(checked exactly like the write scopes, through the same token cache), or a valid
-session cookie (``app.security.sessions``). Without one, a browser asking for HTML is
-sent (303) to ``/login?next=<path>``; anything else gets the usual 401 JSON error.
+A credential is ``Authorization: Bearer <token>`` with the ``read`` or ``admin`` scope,
+or a valid session cookie, both resolved by ``app.security.authenticator``. Without
+one, a browser asking for HTML is sent (303) to ``/login?next=<path>``; anything else
+gets the usual 401 JSON error.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.auth.service import TokenInfo, check_scope, hash_token, parse_bearer
-from app.deps import TOKEN_STATE, token_cache, verify
-from app.errors import CadenceError, Unauthorized, error_body, wants_html
+from app.auth.service import TokenInfo
+from app.exception_handlers import cadence_error_body, error_body, wants_html
+from app.exceptions import CadenceError, Unauthorized
+from app.security import authenticator
 from app.security.sessions import SESSION_COOKIE, STATE_KEY, Security, SignedIn
 
 log = logging.getLogger("cadence.security")
@@ -69,9 +69,9 @@ class ReadAccessGate:
             return
         request = Request(scope)
         try:
-            credential = await self._authenticate(request)
+            credential = await authenticator.credential(request, "read")
         except CadenceError as exc:
-            body = error_body(exc.code, exc.message, exc.fields, **exc.extra)
+            body = cadence_error_body(exc)
             await JSONResponse(body, exc.status_code, exc.headers)(scope, receive, send)
             return
         except (OperationalError, PoolTimeout) as exc:
@@ -83,7 +83,7 @@ class ReadAccessGate:
             await self._challenge(request)(scope, receive, send)
             return
         token, from_session = credential
-        scope.setdefault("state", {})[TOKEN_STATE] = token  # its pipeline limit binds reads
+        scope.setdefault("state", {})[authenticator.TOKEN_STATE] = token  # its limit binds reads
         new_csrf = self._remember(scope, request, token) if from_session else None
         if new_csrf is None:
             await self.app(scope, receive, send)
@@ -97,24 +97,6 @@ class ReadAccessGate:
             await send(message)
 
         await self.app(scope, receive, send_with_cookie)
-
-    async def _authenticate(self, request: Request) -> tuple[TokenInfo, bool] | None:
-        """(token, whether it came from a session cookie), or None: not signed in.
-
-        A bearer token that is bad or lacks the scope raises (401/403), as on writes.
-        """
-        authorization = request.headers.get("authorization")
-        if authorization is not None:
-            secret = parse_bearer(authorization)
-            digest = hash_token(secret)
-            cache = token_cache(request)
-            token = cache.get(digest)
-            if token is None:
-                token = await run_in_threadpool(verify, request.app.state.database, secret)
-                cache.put(digest, token)
-            return check_scope(token, "read"), False
-        token = await self.security.session_token(request, request.app.state.database)
-        return None if token is None else (token, True)
 
     def _remember(self, scope: Scope, request: Request, token: TokenInfo) -> str | None:
         """Put the session on request.state for templates; a CSRF cookie if it has none."""
@@ -132,7 +114,7 @@ class ReadAccessGate:
             response = RedirectResponse(login_url(request.scope), status_code=303)
         else:
             exc = Unauthorized(SIGN_IN_MESSAGE)
-            response = JSONResponse(error_body(exc.code, exc.message), exc.status_code, exc.headers)
+            response = JSONResponse(cadence_error_body(exc), exc.status_code, exc.headers)
         if SESSION_COOKIE in request.cookies:  # expired, tampered or revoked: drop it
             self.security.clear_session(response, request)
         return response

@@ -14,10 +14,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo, hash_token
-from app.deps import DatabaseDep, verify
-from app.errors import Unauthorized
+from app.exceptions import Unauthorized
+from app.security.authenticator import session_token, sign_out, verify
 from app.security.sessions import CSRF_FIELD, Security, can_read, security_of
-from app.web import render_error_page, templates
+from app.templating import render_error_page, templates
 
 router = APIRouter(include_in_schema=False)
 MAX_FORM_BYTES = 8192
@@ -97,18 +97,17 @@ def redirect(target: str) -> RedirectResponse:
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(
     request: Request,
-    db: DatabaseDep,
     next_: Annotated[str | None, Query(alias="next", max_length=2048)] = None,
 ) -> Response:
     security = security_of(request)
     target = safe_next(next_)
-    if not security.token_mode or await security.session_token(request, db) is not None:
+    if not security.token_mode or await session_token(request) is not None:
         return redirect(target)  # nothing to sign in to, or already signed in
     return login_page(request, security, target)
 
 
 @router.post("/login", response_class=HTMLResponse)
-async def login(request: Request, db: DatabaseDep) -> Response:
+async def login(request: Request) -> Response:
     security = security_of(request)
     form = await read_form(request)
     target = safe_next(form.get("next"))
@@ -121,7 +120,7 @@ async def login(request: Request, db: DatabaseDep) -> Response:
     if not secret or len(secret) > MAX_TOKEN_CHARS:
         return login_page(request, security, target, error="Enter an API token.", status=401)
     try:
-        token: TokenInfo = await run_in_threadpool(verify, db, secret)
+        token: TokenInfo = await run_in_threadpool(verify, request.app.state.database, secret)
     except Unauthorized as exc:
         message = f"Sign-in failed: {exc.message}. Check the token and try again."
         return login_page(request, security, target, error=message, status=401)
@@ -139,12 +138,12 @@ async def login(request: Request, db: DatabaseDep) -> Response:
 
 
 @router.post("/logout")
-async def logout(request: Request, db: DatabaseDep) -> Response:
+async def logout(request: Request) -> Response:
     security = security_of(request)
     form = await read_form(request)
     if not security.csrf_ok(request, form.get(CSRF_FIELD)):
         return render_error_page(request, 403, CSRF_FAILED)
-    await security.sign_out(request, db)
+    await sign_out(request)
     response = redirect("/login" if security.token_mode else "/")
     security.clear_session(response, request)
     return response

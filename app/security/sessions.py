@@ -7,9 +7,10 @@ holds, ``exp`` is in the future, it was not signed out, and the token it names i
 live (not revoked, still has the ``read`` or ``admin`` scope, and its hash still starts
 with ``fp``, so a rebuilt database that reuses the id does not inherit old sessions).
 Signing out records ``sid`` in ``signed_out_session`` (until ``exp``), so a copied
-cookie dies with the original. Liveness is cached like bearer tokens (``TokenCache``,
-``CADENCE_TOKEN_CACHE_SECONDS``): a revocation, or a sign-out seen by another worker,
-ends sessions within that time without a query per request.
+cookie dies with the original. The look-ups and their cache are the authenticator's
+(``app.security.authenticator``), shared with bearer tokens: a revocation, or a sign-out
+seen by another worker, ends sessions within ``CADENCE_TOKEN_CACHE_SECONDS`` without a
+query per request.
 
 CSRF (double submit): a random ``cadence_csrf`` cookie (SameSite=Strict) and, in each
 state-changing form, a hidden ``csrf`` field holding HMAC(key, cookie value). A POST is
@@ -18,22 +19,15 @@ accepted only when the field is the MAC of the cookie it arrived with.
 
 from __future__ import annotations
 
-import hmac
 import re
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request, Response
-from sqlalchemy import delete, select
-from starlette.concurrency import run_in_threadpool
 
-from app.auth.service import TokenCache, TokenInfo
-from app.db.base import utcnow
-from app.db.engine import Database
-from app.db.models import ApiToken, SignedOutSession
+from app.auth.service import TokenInfo
 from app.security.signing import Signer
 from app.settings import Settings
 
@@ -59,14 +53,6 @@ class SignedIn:
     csrf: str  # the hidden-field value for this browser's CSRF cookie
 
 
-def fingerprint(token_hash: str) -> str:
-    return token_hash[:FINGERPRINT_CHARS]
-
-
-def can_read(token: TokenInfo) -> bool:
-    return not READ_SCOPES.isdisjoint(token.scopes)
-
-
 @dataclass(frozen=True)
 class Claim:
     """What a well-signed, unexpired session cookie says."""
@@ -81,33 +67,12 @@ class Claim:
         return f"session:{self.token_id}:{self.fingerprint}:{self.sid}"
 
 
-def live_token(db: Database, claim: Claim) -> TokenInfo | None:
-    """The token a session names, if it and the session are still live; on the primary."""
-    with db.transaction(write=False, primary=True) as session:
-        if session.get(SignedOutSession, claim.sid) is not None:
-            return None
-        token_id, print_ = claim.token_id, claim.fingerprint
-        row = session.scalar(select(ApiToken).where(ApiToken.id == token_id))
-        if row is None or row.revoked_at is not None:
-            return None
-        if not hmac.compare_digest(fingerprint(row.token_hash), print_):
-            return None
-        return TokenInfo(
-            id=row.id,
-            name=row.name,
-            scopes=tuple(row.scopes.split()),
-            pipelines=tuple(row.pipelines) if row.pipelines is not None else None,
-            last_used_at=row.last_used_at,
-        )
+def fingerprint(token_hash: str) -> str:
+    return token_hash[:FINGERPRINT_CHARS]
 
 
-def record_sign_out(db: Database, claim: Claim) -> None:
-    """Remember a signed-out session until it would have expired; forget expired ones."""
-    with db.transaction() as session:
-        now = utcnow()
-        session.execute(delete(SignedOutSession).where(SignedOutSession.expires_at < now))
-        expires = datetime.fromtimestamp(claim.expires, UTC)
-        session.merge(SignedOutSession(sid=claim.sid, expires_at=expires))
+def can_read(token: TokenInfo) -> bool:
+    return not READ_SCOPES.isdisjoint(token.scopes)
 
 
 class Security:
@@ -117,7 +82,6 @@ class Security:
         self.settings = settings
         self.sessions = Signer(settings.secret_key, "session")
         self.csrf = Signer(settings.secret_key, "csrf")
-        self.cache = TokenCache(settings.token_cache_seconds)
         self.max_age = max(1, int(settings.session_hours * 3600))
 
     @property
@@ -153,28 +117,6 @@ class Security:
         if len(fp) != FINGERPRINT_CHARS or exp <= clock():
             return None
         return Claim(tid, fp, sid, exp)
-
-    async def session_token(self, request: Request, db: Database) -> TokenInfo | None:
-        """The live, read-capable token behind the request's session cookie, or None."""
-        claim = self.parse(request.cookies.get(SESSION_COOKIE))
-        if claim is None:
-            return None
-        token = self.cache.get(claim.cache_key)
-        if token is None:  # a miss needs the database: do it in a worker thread
-            token = await run_in_threadpool(live_token, db, claim)
-            if token is None:
-                return None
-            self.cache.put(claim.cache_key, token)
-        return token if can_read(token) else None
-
-    async def sign_out(self, request: Request, db: Database) -> None:
-        """End the request's session on the server too: copies of the cookie stop working
-        at once in this worker, and in others within ``CADENCE_TOKEN_CACHE_SECONDS``."""
-        claim = self.parse(request.cookies.get(SESSION_COOKIE))
-        if claim is None:
-            return
-        await run_in_threadpool(record_sign_out, db, claim)
-        self.cache.forget(claim.cache_key)
 
     def set_session(self, response: Response, request: Request, value: str) -> None:
         response.set_cookie(

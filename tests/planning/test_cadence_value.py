@@ -1,4 +1,4 @@
-"""The cost-optimal cadence (DOMAIN.md §8), checked against hand-worked numbers."""
+"""The cost-optimal cadence (methodology.md §11), checked against hand-worked numbers."""
 
 from __future__ import annotations
 
@@ -36,9 +36,14 @@ def test_domain_section_8_worked_check() -> None:
 
 def test_the_whole_answer_for_the_worked_numbers() -> None:
     out = cadence_value(
-        Decay("linear", 0.004), value_usd_per_unit_month=200_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=14, budget_usd=None, today_runs_per_week=1,
-    )  # fmt: skip
+        Decay("linear", 0.004),
+        value_usd_per_unit_month=200_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=14,
+        budget_usd=None,
+        today_runs_per_week=1,
+    )
     assert out.optimum.runs_per_week == pytest.approx(0.574170, abs=1e-6)
     # At k*: retrain = 0.57417 x 4.3333 x 280 = $696.66; staleness = 800 / (2 x 0.57417)
     # = $696.66 (equal at the optimum of a k + b/k); total 2 sqrt(400 x 1213.33) = $1,393.32.
@@ -63,26 +68,37 @@ def test_budget_and_run_length_limit_the_feasible_cadence() -> None:
     # retrain(k) <= 1000, k <= 1000 / (4.3333 x 280) = 0.82418/week; total is convex, so
     # the best feasible cadence is that cap.
     out = cadence_value(
-        Decay("linear", 0.004), value_usd_per_unit_month=2_000_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=14, budget_usd=1000,
-    )  # fmt: skip
+        Decay("linear", 0.004),
+        value_usd_per_unit_month=2_000_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=14,
+        budget_usd=1000,
+    )
     assert out.optimum.runs_per_week == pytest.approx(1.81568, abs=1e-5)
     assert out.best_feasible is not None
     assert out.best_feasible.runs_per_week == pytest.approx(0.824176, abs=1e-6)
     # A 100-hour run allows at most 168 / 100 = 1.68 runs/week.
     long = cadence_value(
-        Decay("linear", 0.004), value_usd_per_unit_month=2_000_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=100,
-    )  # fmt: skip
+        Decay("linear", 0.004),
+        value_usd_per_unit_month=2_000_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=100,
+    )
     assert long.max_runs_per_week == pytest.approx(1.68)
     assert long.best_feasible is not None and long.best_feasible.runs_per_week == pytest.approx(
         1.68
     )
     # A budget below one monthly run's cost (4.3333 x 280 x 12/52 = $280) leaves nothing.
     broke = cadence_value(
-        Decay("linear", 0.004), value_usd_per_unit_month=200_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=14, budget_usd=100,
-    )  # fmt: skip
+        Decay("linear", 0.004),
+        value_usd_per_unit_month=200_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=14,
+        budget_usd=100,
+    )
     assert broke.best_feasible is None and any("exceeds the budget" in n for n in broke.notes)
 
 
@@ -93,9 +109,12 @@ def test_exponential_optimum_is_found_numerically() -> None:
     decay = Decay("exponential", 0.01, amplitude=0.02, tau_weeks=2.0)
     assert decay.mean_loss(1.0) == pytest.approx(0.0042612, abs=1e-7)
     out = cadence_value(
-        decay, value_usd_per_unit_month=200_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=14,
-    )  # fmt: skip
+        decay,
+        value_usd_per_unit_month=200_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=14,
+    )
     # The grid optimum is a true local minimum: neighbours cost more.
     k = out.optimum.runs_per_week
     for other in (k * 0.98, k * 1.02):
@@ -108,9 +127,12 @@ def test_exponential_optimum_is_found_numerically() -> None:
 
 def test_no_decay_means_monthly_and_a_plain_sentence() -> None:
     out = cadence_value(
-        Decay("linear", -0.001), value_usd_per_unit_month=200_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=14,
-    )  # fmt: skip
+        Decay("linear", -0.001),
+        value_usd_per_unit_month=200_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=14,
+    )
     assert out.optimum.runs_per_week == pytest.approx(MONTHLY)
     assert out.optimum.staleness_usd == 0.0
     assert any("No decay" in n for n in out.notes)
@@ -119,9 +141,13 @@ def test_no_decay_means_monthly_and_a_plain_sentence() -> None:
 
 def test_far_extrapolation_is_flagged() -> None:
     out = cadence_value(
-        Decay("linear", 0.004), value_usd_per_unit_month=200_000, cost_per_run_usd=280,
-        weeks_per_month=WPM, wall_clock_hours=14, max_reliable_age_weeks=1.5,
-    )  # fmt: skip
+        Decay("linear", 0.004),
+        value_usd_per_unit_month=200_000,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=14,
+        max_reliable_age_weeks=1.5,
+    )
     # k* = 0.574 -> an interval of 1.74 weeks > 1.5: flagged, with a note.
     assert out.optimum.extrapolated
     assert any("extrapolation" in n for n in out.notes)
@@ -131,8 +157,11 @@ def test_far_extrapolation_is_flagged() -> None:
 def test_bad_inputs_are_refused() -> None:
     with pytest.raises(PlanningError):
         cadence_value(
-            Decay("linear", 0.004), value_usd_per_unit_month=-1, cost_per_run_usd=280,
-            weeks_per_month=WPM, wall_clock_hours=14,
-        )  # fmt: skip
+            Decay("linear", 0.004),
+            value_usd_per_unit_month=-1,
+            cost_per_run_usd=280,
+            weeks_per_month=WPM,
+            wall_clock_hours=14,
+        )
     with pytest.raises(PlanningError):
         Decay("exponential", 0.01, amplitude=0.02, tau_weeks=0.0)

@@ -1,4 +1,4 @@
-"""Fitting quality decay against model age (DOMAIN.md §8)."""
+"""Fitting quality decay against model age (methodology.md §11)."""
 
 from __future__ import annotations
 

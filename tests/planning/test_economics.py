@@ -1,4 +1,4 @@
-"""Run cost and the badput breakdown (DOMAIN.md §1-2)."""
+"""Run cost and the badput breakdown (methodology.md §1-2)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 
 from app.planning.economics import Badput, badput, badput_usd, run_cost
 from app.planning.model import Interruption, PlanningError, RunFacts
-from tests.planning.builders import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run, runs
 
 
 def test_run_cost() -> None:

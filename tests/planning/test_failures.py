@@ -1,4 +1,4 @@
-"""Failure rates, checkpoint intervals and ETTR (DOMAIN.md §4)."""
+"""Failure rates, checkpoint intervals and ETTR (methodology.md §4)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from app.planning.failures import (
     young_interval,
 )
 from app.planning.model import PlanningError
-from tests.planning.builders import PROPERTY
+from tests.fixtures.planning import PROPERTY
 
 FIVE_MIN = 5 / 60
 

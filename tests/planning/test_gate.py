@@ -1,4 +1,4 @@
-"""The A/B gate (DOMAIN.md §7)."""
+"""The A/B gate (methodology.md §7)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.model import PlanningError, RunFacts
-from tests.planning.builders import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run, runs
 
 BASE_UTIL = [0.36, 0.38, 0.40, 0.37, 0.39]  # mean 38, var 2.5 (points^2)
 CAND_UTIL = [0.68, 0.70, 0.72, 0.69, 0.71]  # mean 70, var 2.5

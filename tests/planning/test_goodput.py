@@ -1,4 +1,4 @@
-"""Goodput factors per run and GPU-hour weighted across runs (DOMAIN.md §3)."""
+"""Goodput factors per run and GPU-hour weighted across runs (methodology.md §3)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from app.planning.goodput import (
     totals_from_runs,
 )
 from app.planning.model import Interruption, RunFacts
-from tests.planning.builders import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run, runs
 
 
 def _example() -> RunFacts:

@@ -6,7 +6,7 @@ import pytest
 
 from app.planning.levers import rank_levers
 from app.planning.model import Interruption, PlanningError
-from tests.planning.builders import make_run
+from tests.fixtures.planning import make_run
 
 # All 8 workers x 14 h, 38% (idle 69.44 GPU-h), $2/GPU-h. Per-run GPU-hours (x Weff = 8):
 #   A: stall 4 h -> 32, checkpoint 1 h -> 8, failure 0, other 69.44 - 40 = 29.44, wait 2 h -> 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.planning.model import Interruption, PlanningError, RunFacts, effective_workers
-from tests.planning.builders import make_run
+from tests.fixtures.planning import make_run
 
 
 def test_effective_workers_equals_workers_when_g_is_w_times_t() -> None:

@@ -1,4 +1,4 @@
-"""Cadence cost projection and what-ifs (DOMAIN.md §1 worked example, §5)."""
+"""Cadence cost projection and what-ifs (methodology.md §1 worked example, §5)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app.planning.projection import (
 )
 from app.planning.scaling import ScalingPoint, fit_usl
 from app.planning.whatif import WhatIf, apply_what_if
-from tests.planning.builders import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run, runs
 
 BASELINE = make_run()  # 8 x 14 h = 112 GPU-h at 38%, $2/GPU-h
 PROBE_MODEL = fit_usl([ScalingPoint(8, 14.0), ScalingPoint(16, 13.0)])

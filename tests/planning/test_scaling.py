@@ -1,4 +1,4 @@
-"""Scaling probe: table, Amdahl / USL fits and advice (DOMAIN.md §6)."""
+"""Scaling probe: table, Amdahl / USL fits and advice (methodology.md §6)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app.planning.scaling import (
     scaling_table,
     usl_capacity,
 )
-from tests.planning.builders import PROPERTY
+from tests.fixtures.planning import PROPERTY
 
 PROBE = [
     ScalingPoint(8, 14.4),
@@ -58,7 +58,7 @@ def test_two_counts_fit_amdahl_through_both_points() -> None:
     assert m.s == pytest.approx(3 / 7) and m.k == 0.0
     assert m.predict_wall_clock(8) == pytest.approx(14.0)
     assert m.predict_wall_clock(16) == pytest.approx(13.0)
-    assert m.predict_gpu_hours(16) == pytest.approx(208.0)  # the DOMAIN.md "~208 GPU-hours"
+    assert m.predict_gpu_hours(16) == pytest.approx(208.0)  # methodology.md §1: "~208 GPU-hours"
     assert m.peak_workers is None
     assert m.is_extrapolation(32) and m.is_extrapolation(4) and not m.is_extrapolation(12)
     assert m.rms_log_error == pytest.approx(0.0, abs=1e-12)

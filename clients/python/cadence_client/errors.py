@@ -1,5 +1,5 @@
 """The errors the client raises. Their names differ from the server's own error classes
-(``app.errors``) so that code importing both never confuses them."""
+(``app.exceptions``) so that code importing both never confuses them."""
 
 from __future__ import annotations
 

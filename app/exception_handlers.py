@@ -1,0 +1,156 @@
+"""The one handler for every error: a stable JSON body for clients, a page for browsers.
+
+The classes live in ``app.exceptions`` (which imports nothing from the app); this module
+turns them, and framework and database errors, into responses. ``error_body`` is the
+only place an error body is built.
+
+Error body::
+
+    {"error": {"code": "validation_error", "message": "...",
+               "fields": [{"field": "runs.3.gpu_utilization", "reason": "..."}]}}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.exceptions import CadenceError
+from app.planning.model import PlanningError
+from app.schemas_common import PATTERN_REASONS
+from app.templating import render_error_page
+
+log = logging.getLogger("cadence.errors")
+
+
+def error_body(
+    code: str, message: str, fields: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if fields:
+        body["fields"] = fields
+    body.update(extra)
+    return {"error": body}
+
+
+def cadence_error_body(exc: CadenceError) -> dict[str, Any]:
+    return error_body(exc.code, exc.message, exc.fields, **exc.extra)
+
+
+def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "runs", 3, "gpu_utilization")`` -> ``"runs.3.gpu_utilization"``."""
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def validation_fields(errors: Any) -> list[dict[str, Any]]:
+    fields = []
+    for err in errors:
+        reason = str(err.get("msg", "invalid"))
+        reason = reason.removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            reason = "unknown field (check the spelling; see /docs for the accepted fields)"
+        elif err.get("type") == "string_pattern_mismatch":
+            reason = PATTERN_REASONS.get(str(err.get("ctx", {}).get("pattern")), reason)
+        elif err.get("type") == "timezone_aware":
+            reason = "timestamp needs a UTC offset, e.g. 2026-11-02T08:00:00+00:00"
+        fields.append({"field": field_name(err.get("loc", ())), "reason": reason})
+    return fields
+
+
+def wants_html(request: Request) -> bool:
+    if request.url.path.startswith("/api/"):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _respond(
+    request: Request, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Response:
+    if wants_html(request):
+        return render_error_page(request, status, body["error"]["message"], headers)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(CadenceError)
+    async def _cadence(request: Request, exc: CadenceError) -> Response:
+        body = cadence_error_body(exc)
+        return _respond(request, exc.status_code, body, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        fields = validation_fields(exc.errors())
+        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
+        body = error_body("validation_error", f"invalid request: {summary}", fields)
+        return _respond(request, 422, body)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return _respond(
+            request,
+            exc.status_code,
+            error_body(code, str(exc.detail)),
+            getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(PlanningError)
+    async def _planning(request: Request, exc: PlanningError) -> Response:
+        return _respond(request, 422, error_body("invalid_plan", str(exc)))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        body = error_body("internal_error", "something went wrong on our side; it has been logged")
+        return _respond(request, 500, body)
+
+    # Database errors that mean "retry later" answer 503 with Retry-After, never 500:
+    # OperationalError (connection refused or lost, server shutting down or starting up,
+    # a query cancelled by statement_timeout), InterfaceError (a closed connection),
+    # any DBAPIError SQLAlchemy classified as a disconnect, and an exhausted pool.
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(PoolTimeout)
+    async def _database_down(request: Request, exc: Exception) -> Response:
+        if query_cancelled(exc):
+            log.warning(
+                "query cancelled on %s %s: %s",
+                request.method,
+                request.url.path,
+                str(exc).splitlines()[0][:200],
+            )
+            body = error_body("statement_timeout", STATEMENT_TIMEOUT_MESSAGE)
+            return _respond(request, 503, body, {"Retry-After": "5"})
+        log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
+        body = error_body("database_unavailable", "the database is unavailable; retry shortly")
+        return _respond(request, 503, body, {"Retry-After": "5"})
+
+    @app.exception_handler(DBAPIError)
+    async def _database_error(request: Request, exc: DBAPIError) -> Response:
+        if exc.connection_invalidated:
+            return await _database_down(request, exc)
+        raise exc  # anything else is a bug: the 500 handler above logs it
+
+
+STATEMENT_TIMEOUT_MESSAGE = (
+    "the query took longer than the database's statement timeout; narrow the request"
+)
+
+
+def query_cancelled(exc: Exception) -> bool:
+    """PostgreSQL cancelled the statement (``statement_timeout``; SQLSTATE 57014)."""
+    try:
+        from psycopg.errors import QueryCanceled
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return False
+    return isinstance(getattr(exc, "orig", None), QueryCanceled)

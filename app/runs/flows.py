@@ -1,0 +1,63 @@
+"""Ingestion as a flow across features: store the runs, then evaluate the alert rules.
+
+The router parses and answers; this module says what happens, in which unit of work,
+and what follows once the answer is sent. Each step runs in the caller's worker thread
+(one hop per request: see ``app.runs.router``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from app.alerts.service import evaluate_after_ingest, pipelines_with_rules
+from app.auth.service import TokenInfo
+from app.db.engine import Database
+from app.runs import service
+from app.runs.schemas import BatchItem, BatchOut, RunBatchIn, RunIn, RunOut
+from app.settings import Settings
+
+# What to run after the response has been sent (None: nothing to do).
+FollowUp = Callable[[], None] | None
+
+
+def record_run(
+    db: Database, run: RunIn, token: TokenInfo, settings: Settings
+) -> tuple[RunOut, bool, FollowUp]:
+    """Store one run: (the stored run, whether it was new, the follow-up)."""
+    with db.write() as session:
+        [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
+        stored = service.created_out(result) if result.created else service.get(session, result.pk)
+    follow_up = alert_follow_up(db, settings, [run.pipeline]) if result.created else None
+    return stored, result.created, follow_up
+
+
+def record_batch(
+    db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings
+) -> tuple[BatchOut, FollowUp]:
+    """Store a batch, all or nothing: the answer and the follow-up."""
+    with db.write() as session:
+        results = service.ingest(session, batch.runs, token=token, settings=settings, batch=True)
+    created = sum(r.created for r in results)
+    body = BatchOut.model_construct(
+        created=created,
+        existing=len(results) - created,
+        runs=[
+            BatchItem.model_construct(
+                index=r.index,
+                id=r.pk,
+                run_id=r.run.run_id,
+                pipeline=r.run.pipeline,
+                status="created" if r.created else "existing",
+            )
+            for r in results
+        ],
+    )
+    names = sorted({r.pipeline for r in body.runs if r.status == "created"})
+    return body, alert_follow_up(db, settings, names)
+
+
+def alert_follow_up(db: Database, settings: Settings, names: list[str]) -> FollowUp:
+    """Evaluate the alert rules of these pipelines after the response, if they have any."""
+    with_rules = pipelines_with_rules(db, names)
+    return partial(evaluate_after_ingest, db, settings, with_rules) if with_rules else None

@@ -1,0 +1,131 @@
+"""Reading runs back: the API's keyset pages, the dashboard's sortable table and the CSV
+export (the API's JSON values, column by column; ``cadence export`` uses the same
+columns)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import io
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+from sqlalchemy.orm import Session
+
+from app.auth.service import TokenInfo, check_pipeline_allowed
+from app.db.engine import Database
+from app.exceptions import Invalid
+from app.pipelines.service import get_by_name
+from app.runs import repository, service
+from app.runs.schemas import RunOut
+from app.spreadsheet import cell_from_text
+
+MAX_LIST_LIMIT = 1000
+CSV_COLUMNS = list(RunOut.model_fields)
+SORTS = tuple(repository.SORTS)
+
+
+def table_page(
+    session: Session, pipeline_id: int, *, sort: str, descending: bool, number: int, size: int
+) -> tuple[list[RunOut], int]:
+    """One page of the runs table (1-based ``number``) and the total count."""
+    total = repository.count_runs(session, pipeline_id)
+    ids = repository.sorted_run_ids(
+        session,
+        pipeline_id,
+        sort=sort,
+        descending=descending,
+        offset=(number - 1) * size,
+        limit=size,
+    )
+    return [service.to_out(*r) for r in repository.load_runs(session, ids)], total
+
+
+def csv_value(value: Any) -> str:
+    """A JSON value as a CSV cell; text that a spreadsheet would run as a formula is
+    marked as text (``app.spreadsheet``). Used by the download and ``cadence export``."""
+    if isinstance(value, str):
+        return cell_from_text(value)
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return str(value)
+
+
+def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]:
+    """The header, then every run of the pipeline newest first, read in keyset pages."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    after = None
+    while True:
+        with db.read() as session:
+            rows = repository.list_runs(session, pipeline_id=pipeline_id, after=after, limit=chunk)
+            outs = [to_jsonable_python(service.out_dict(*r)) for r in rows]
+        for data in outs:  # the JSON values of GET /api/v1/runs, column by column
+            writer.writerow([csv_value(data[c]) for c in CSV_COLUMNS])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        if len(rows) < chunk:
+            return
+        after = (rows[-1][0].started_at, rows[-1][0].id)
+
+
+def list_page(
+    session: Session,
+    *,
+    viewer: TokenInfo | None,
+    pipeline: str | None,
+    variant: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    cursor: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    """One page of runs, newest first, as the API's JSON (``runs``, ``next_cursor``);
+    a viewer's pipeline limit narrows it (naming another pipeline is a 403)."""
+    after = decode_cursor(cursor) if cursor else None
+    if pipeline:
+        check_pipeline_allowed(viewer, pipeline)
+    pipeline_id = get_by_name(session, pipeline).id if pipeline else None
+    rows = repository.list_runs(
+        session,
+        pipeline_id=pipeline_id,
+        only=viewer.pipelines if viewer is not None and not pipeline else None,
+        variant=variant,
+        since=since,
+        until=until,
+        after=after,
+        limit=limit + 1,
+    )
+    page = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "runs": [service.out_dict(*r) for r in page],
+        "next_cursor": encode_cursor(page[-1][0]) if more and page else None,
+    }
+
+
+def encode_cursor(run: Any) -> str:
+    raw = json.dumps([run.started_at.isoformat(), run.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        started, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return datetime.fromisoformat(started), int(pk)
+    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
+        raise Invalid(
+            "cursor is not one this server issued",
+            fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
+        ) from exc

@@ -1,0 +1,134 @@
+"""Trend figures: weekly goodput, and utilization and quality per run over time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.planning.weekly import WeekSummary
+from app.web.figures_base import (
+    PALETTE,
+    Figure,
+    axis,
+    finite_or_none,
+    layout,
+    plot_time,
+    series_colour,
+)
+
+PERCENT_AXIS = {"tickformat": ".0%", "range": [0, 1.05]}
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run on the utilization/quality chart. ``utilization`` is a fraction in [0, 1];
+    ``quality`` is the pipeline's quality metric, None when the run reported none."""
+
+    started_at: datetime
+    variant: str
+    utilization: float
+    quality: float | None
+    run_id: str
+
+
+def goodput_trend_figure(weeks: Sequence[WeekSummary]) -> Figure:
+    """Scheduling, runtime, program and overall goodput per ISO week (gaps where no runs)."""
+    proxy = any(w.goodput.program_is_proxy for w in weeks)
+    program = "Program (utilization proxy)" if proxy else "Program (MFU)"
+    series = (
+        ("Scheduling", "scheduling", PALETTE["sky"], "dot"),
+        ("Runtime", "runtime", PALETTE["orange"], "dash"),
+        (program, "program", PALETTE["purple"], "dashdot"),
+        ("Overall", "overall", PALETTE["black"], "solid"),
+    )
+    x = [w.week for w in weeks]
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": name,
+            "x": x,
+            "y": [finite_or_none(getattr(w.goodput, field)) for w in weeks],
+            "customdata": [w.runs for w in weeks],
+            "connectgaps": False,
+            "line": {"color": colour, "dash": dash, "width": 3 if field == "overall" else 2},
+            "hovertemplate": "%{y:.1%} (runs: %{customdata})<extra>%{fullData.name}</extra>",
+        }
+        for name, field, colour, dash in series
+    ]
+    note = (
+        "GPU-hour weighted per ISO week: scheduling = (period − queue − reschedule) / period, "
+        "runtime = (held − resume − lost progress − blocking checkpoints) / held, "
+        "program = MFU (else utilization), overall = scheduling × runtime × program."
+    )
+    return {
+        "data": data,
+        "layout": layout(
+            "goodput_trend",
+            "Goodput by week",
+            note,
+            hovermode="x unified",
+            xaxis=axis("ISO week", type="category"),
+            yaxis=axis("Goodput (% of paid GPU time)", **PERCENT_AXIS),
+        ),
+    }
+
+
+def utilization_quality_figure(points: Sequence[RunPoint], quality_metric: str) -> Figure:
+    """Two stacked panels sharing the time axis: utilization (top) and the quality metric
+    (bottom) per run, one trace per variant in each, same colour per variant."""
+    by_variant: dict[str, list[RunPoint]] = {}
+    for p in points:
+        by_variant.setdefault(p.variant, []).append(p)
+    metric = quality_metric or "Quality"
+    data: list[dict[str, Any]] = []
+    for i, (variant, runs) in enumerate(by_variant.items()):
+        runs = sorted(runs, key=lambda p: plot_time(p.started_at))
+        style = {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": variant,
+            "legendgroup": f"variant-{i}",
+            "line": {"color": series_colour(i), "width": 2},
+            "marker": {"color": series_colour(i), "size": 7},
+        }
+        rated = [p for p in runs if finite_or_none(p.quality) is not None]
+        data.append(
+            {
+                **style,
+                "x": [plot_time(p.started_at) for p in runs],
+                "y": [finite_or_none(p.utilization) for p in runs],
+                "customdata": [p.run_id for p in runs],
+                "hovertemplate": "Run %{customdata}<br>%{x|%Y-%m-%d %H:%M} UTC"
+                "<br>utilization %{y:.1%}<extra>%{fullData.name}</extra>",
+            }
+        )
+        data.append(
+            {
+                **style,
+                "showlegend": False,
+                "yaxis": "y2",
+                "x": [plot_time(p.started_at) for p in rated],
+                "y": [p.quality for p in rated],
+                "customdata": [[p.run_id, metric] for p in rated],
+                "hovertemplate": "Run %{customdata[0]}<br>%{x|%Y-%m-%d %H:%M} UTC"
+                "<br>%{customdata[1]}: %{y:.4g}<extra>%{fullData.name}</extra>",
+            }
+        )
+    note = (
+        "Top: each run's time-averaged GPU busy fraction; bottom: its reported "
+        f"{metric} (runs without one are left out); x is the run's start time (UTC)."
+    )
+    return {
+        "data": data,
+        "layout": layout(
+            "utilization_quality",
+            f"Utilization and {metric}",
+            note,
+            xaxis=axis("Run start (UTC)", type="date", anchor="y2"),
+            yaxis=axis("GPU utilization (%)", domain=[0.55, 1.0], **PERCENT_AXIS),
+            yaxis2=axis(metric, domain=[0.0, 0.45], anchor="x"),
+        ),
+    }

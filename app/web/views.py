@@ -1,0 +1,333 @@
+"""What each page shows: planning results gathered for a template (no HTML here).
+
+Each function reads through the analytics layer (SQL aggregation) and the pure planning
+core, and turns results into figure dicts with the pure builders in ``figures``. Parts
+that cannot be computed yet (no runs, no candidate, no budget) become an empty-state
+message naming what to do next, never an empty chart.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.analytics import advice, reads
+from app.analytics import service as analytics
+from app.analytics import weekly as analytics_weekly
+from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
+from app.db.models import Pipeline
+from app.exceptions import Invalid
+from app.planning.economics import badput
+from app.planning.scenario import RUN_WINDOW, Scenario
+from app.planning.weekly import WeekSummary, fill_weeks, monday_of, utc_midnight
+from app.web import figures
+
+CHART_RUNS = 52
+TREND_WEEKS = 12
+
+
+@dataclass(frozen=True)
+class GateParams:
+    """The gate's own settings; its cadence, price and budget come from the scenario."""
+
+    baseline: str = "baseline"
+    candidate: str = "candidate"
+    min_uplift_points: float = 10.0
+    quality_margin: float = 0.01
+    alpha: float = 0.05
+
+
+@dataclass
+class Section:
+    """A figure (JSON-ready dict) or, when there is nothing to draw, a message."""
+
+    figure: dict[str, Any] | None = None
+    empty: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _section(fig: dict[str, Any], empty: str) -> Section:
+    return Section(figure=fig) if figures.has_data(fig) else Section(empty=empty)
+
+
+def projection_section(
+    session: Session, pipeline: Pipeline, s: Scenario
+) -> tuple[Section, ProjectionOut | None]:
+    cadences = sorted({1.0, 2.0, pipeline.runs_per_week})
+    try:
+        out = analytics.projection(
+            session, pipeline.name, variants=None, cadences=cadences, scenario=s
+        )
+    except Invalid as exc:
+        return Section(empty=exc.message), None
+    fig = figures.cost_projection_figure(out.projections, s.budget_or(pipeline.monthly_budget_usd))
+    return Section(figure=fig), out
+
+
+def headline(out: ProjectionOut | None) -> list[dict[str, Any]]:
+    """Monthly cost at the scenario's cadence per variant, against the budget and today."""
+    if out is None:
+        return []
+    target = out.scenario.target_runs_per_week
+    rows = []
+    for variant in out.variants:
+        proj = out.projections[variant]
+        at = next(c for c in proj.cadences if c.runs_per_week == target)
+        rows.append(
+            {
+                "variant": variant,
+                "runs_per_week": target,
+                "monthly_cost_usd": at.monthly_cost_usd,
+                "p10": at.monthly_cost_p10_usd,
+                "p90": at.monthly_cost_p90_usd,
+                "p_over_budget": at.p_over_budget,
+                "within_budget": at.within_budget,
+                "monthly_gpu_hours": at.monthly_gpu_hours,
+                "headroom_usd": at.headroom_usd,
+                "vs_current_ratio": at.vs_current_ratio,
+                "current_monthly_cost_usd": proj.current_monthly_cost_usd,
+                "window": out.windows[variant].label,
+                "working": list(at.working),
+                "warnings": list(proj.warnings),
+            }
+        )
+    return rows
+
+
+def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
+    return reads.variant_names(session, pipeline)
+
+
+def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
+    """Median utilization of the recent runs of the default variant (the slider's start)."""
+    names = analytics.default_variants(
+        variant_names(session, pipeline), pipeline.production_variant
+    )
+    if not names:
+        return None
+    rows = reads.recent_runs(session, pipeline, variant=names[0], limit=RUN_WINDOW)
+    return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
+
+
+def weekly(
+    session: Session, pipeline: Pipeline, weeks: int = TREND_WEEKS
+) -> tuple[list[WeekSummary], list[str]]:
+    """The weeks of the goodput trend, and its warnings (e.g. mixed utilization sources)."""
+    out = analytics_weekly.goodput(session, pipeline.name, weeks=weeks, until=None)
+    return out.weeks, out.warnings
+
+
+def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
+    hint = "No runs in these weeks yet: post runs to /api/v1/runs and they appear here."
+    return {
+        "goodput": _section(figures.goodput_trend_figure(summaries), hint),
+        "week_gpu": _section(figures.badput_by_week_figure(summaries, "gpu_hours"), hint),
+        "week_usd": _section(figures.badput_by_week_figure(summaries, "usd"), hint),
+    }
+
+
+def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
+    rows = reads.recent_runs(session, pipeline, limit=CHART_RUNS)
+    hint = "No runs yet: post one to /api/v1/runs (see the README) or run `cadence demo`."
+    gpu = [
+        figures.RunBadputRow(r.run_id, r.variant, r.started_at, badput(r.facts)) for r in rows[-26:]
+    ]
+    usd = [
+        figures.RunBadputRow(
+            b.label, b.variant, b.started_at, b.badput.usd(r.facts.price_per_gpu_hour)
+        )
+        for b, r in zip(gpu, rows[-26:], strict=True)
+    ]
+    points = [
+        figures.RunPoint(
+            r.started_at, r.variant, r.facts.gpu_utilization, r.facts.quality_value, r.run_id
+        )
+        for r in rows
+    ]
+    return {
+        "run_gpu": _section(figures.badput_by_run_figure(gpu, "gpu_hours"), hint),
+        "run_usd": _section(figures.badput_by_run_figure(usd, "usd"), hint),
+        "quality": _section(
+            figures.utilization_quality_figure(points, pipeline.quality_metric), hint
+        ),
+    }
+
+
+def gate_section(
+    session: Session, pipeline: Pipeline, g: GateParams, s: Scenario
+) -> tuple[GateOut | None, str | None]:
+    names = variant_names(session, pipeline)
+    missing = [v for v in (g.baseline, g.candidate) if v not in names]
+    if missing:
+        return None, (
+            f"No runs of variant {missing[0]!r} yet. Post runs with "
+            f'"variant": "{missing[0]}" (at least 3 per arm) to compare '
+            f"{g.baseline!r} with {g.candidate!r}. Variants so far: "
+            f"{', '.join(names) or 'none'}."
+        )
+    try:
+        thresholds = analytics.thresholds_for(
+            pipeline,
+            min_uplift_points=g.min_uplift_points,
+            quality_margin=g.quality_margin,
+            alpha=g.alpha,
+        )
+        return analytics.gate(
+            session,
+            pipeline.name,
+            baseline=g.baseline,
+            candidate=g.candidate,
+            scenario=s,
+            thresholds=thresholds,
+        ), None
+    except Invalid as exc:
+        return None, exc.message
+
+
+def scaling_section(
+    session: Session, pipeline: Pipeline, s: Scenario
+) -> tuple[Section, ScalingOut]:
+    out = advice.scaling(session, pipeline.name, variant=None, workers=None, scenario=s)
+    fig = figures.scaling_figure(out.table, out.model)
+    hint = (
+        "No scaling probes yet: record short runs of the same job at two or more worker "
+        'counts (same variant, e.g. "scaling-probe") to see speedup and efficiency.'
+    )
+    return (_section(fig, hint) if len(out.table) >= 2 else Section(empty=hint)), out
+
+
+def levers_section(
+    session: Session, pipeline: Pipeline, s: Scenario
+) -> tuple[LeversOut | None, str | None]:
+    try:
+        return advice.levers(session, pipeline.name, variant=None, scenario=s), None
+    except Invalid as exc:
+        return None, exc.message
+
+
+def checkpoint_section(
+    session: Session, pipeline: Pipeline, s: Scenario
+) -> tuple[Section, CheckpointsOut | None]:
+    try:
+        out = advice.checkpoints(
+            session,
+            pipeline.name,
+            variant=None,
+            scenario=s,
+            instances=None,
+            checkpoint_write_hours=None,
+            restart_hours=None,
+        )
+    except Invalid as exc:
+        return Section(empty=exc.message), None
+    i = out.inputs
+    fig = figures.checkpoint_figure(
+        out.advice,
+        write_hours=i["checkpoint_write_hours"].value,
+        workers=i["paid_gpus"].value,
+        wall_clock_hours=i["wall_clock_hours"].value,
+        restart_overhead_hours=i["restart_hours"].value,
+    )
+    return _section(fig, "Not enough data for checkpoint advice yet."), out
+
+
+# Overview and review ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Card:
+    pipeline: Pipeline
+    monthly_cost_usd: float | None
+    budget_usd: float | None
+    this_week: float | None
+    last_week: float | None
+    verdict: str | None
+    verdict_note: str
+    sparkline: dict[str, Any] | None
+    runs: int
+
+
+def card(session: Session, pipeline: Pipeline, today: date) -> Card:
+    rows = reads.recent_runs(session, pipeline, limit=12)
+    monthly = analytics.current_monthly_cost(session, pipeline) if rows else None
+    monday = monday_of(today)
+    since = utc_midnight(monday) - timedelta(weeks=1)
+    totals = analytics_weekly.week_totals(session, pipeline, since, since + timedelta(weeks=2))
+    weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
+    verdict, note = None, "no candidate runs yet"
+    gate, message = gate_section(session, pipeline, GateParams(), Scenario())
+    if gate is not None:
+        verdict, note = gate.result.verdict, gate.result.summary
+    elif message:
+        note = message.split(".")[0]
+    spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
+    return Card(
+        pipeline=pipeline,
+        monthly_cost_usd=monthly,
+        budget_usd=pipeline.monthly_budget_usd,
+        this_week=weeks[-1].goodput.overall,
+        last_week=weeks[0].goodput.overall,
+        verdict=verdict,
+        verdict_note=note,
+        sparkline=spark if figures.has_data(spark) else None,
+        runs=len(rows),
+    )
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    pipeline: Pipeline
+    this: WeekSummary
+    previous: WeekSummary
+    largest_cause: str | None
+    largest_gpu_hours: float
+    largest_usd: float
+    month_to_date_usd: float
+    projected_month_usd: float | None
+    month_label: str
+
+    @property
+    def delta_points(self) -> float | None:
+        a, b = self.this.goodput.overall, self.previous.goodput.overall
+        return None if a is None or b is None else 100.0 * (a - b)
+
+
+def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
+    """The week's goodput against the week before, for every pipeline, plus the budget
+    cell: month-to-date recorded spend (every variant) up to the end of the week, and the
+    projected month at the current cadence from the production variant, the same figure
+    as the overview's card (:func:`app.analytics.service.current_monthly_cost`)."""
+    prev = monday - timedelta(weeks=1)
+    since = utc_midnight(prev)
+    totals = analytics_weekly.week_totals(session, None, since, since + timedelta(weeks=2))
+    week_end = since + timedelta(weeks=2)
+    month_start = datetime(monday.year, monday.month, 1, tzinfo=UTC)
+    spend = analytics_weekly.recorded_spend(session, pipelines, month_start, week_end)
+    label = f"{month_start:%B %Y} to {(week_end - timedelta(days=1)).date().isoformat()}"
+    out = []
+    for p in pipelines:
+        weeks = fill_weeks(totals.get(p.id, []), prev, monday)
+        this = weeks[-1]
+        causes = {
+            c: this.gpu_hours_by_cause.get(c, 0.0)
+            for c in ("data_stall", "checkpoint", "failure", "other_idle")
+        }
+        top = max(causes, key=lambda c: causes[c]) if this.runs else None
+        out.append(
+            ReviewRow(
+                pipeline=p,
+                this=this,
+                previous=weeks[0],
+                largest_cause=top,
+                largest_gpu_hours=causes[top] if top else 0.0,
+                largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
+                month_to_date_usd=spend.get(p.id, 0.0),
+                projected_month_usd=analytics.current_monthly_cost(session, p),
+                month_label=label,
+            )
+        )
+    return out

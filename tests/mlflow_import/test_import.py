@@ -1,0 +1,738 @@
+"""``cadence import mlflow``: the mapping (unit), recorded MLflow REST answers served by
+``httpx.MockTransport`` and imported into the in-process app, and (when an ``mlflow``
+executable is available) a real MLflow tracking server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from app import cli
+from app.db.engine import Database
+from app.mlflow_import import command
+from app.mlflow_import.mapping import (
+    Mapping,
+    MappingError,
+    Source,
+    load_mapping,
+    map_run,
+    parse_mapping,
+)
+from app.mlflow_import.mlflow_api import ExperimentNotFound, MlflowClient, MlflowError
+from tests.fixtures.builders import make_token
+from tests.system.test_client_package import through
+
+URL = "http://testserver"
+MLFLOW = "http://mlflow.test:5000"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "mlflow"
+H = 3600 * 1000
+T0 = 1764576000000  # 2025-12-01T08:00:00Z
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("CADENCE_TOKEN", "CADENCE_URL", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_USERNAME", raising=False)
+
+
+def mlflow_run(
+    *,
+    run_id: str = "0123456789abcdef0123456789abcdef",
+    status: str = "FINISHED",
+    start: int | None = T0,
+    end: int | None = T0 + 10 * H,
+    metrics: dict[str, float] | None = None,
+    params: dict[str, str] | None = None,
+    tags: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One run in the shape runs/search returns it."""
+    info: dict[str, Any] = {"run_id": run_id, "run_uuid": run_id, "status": status}
+    if start is not None:
+        info["start_time"] = start
+    if end is not None:
+        info["end_time"] = end
+    m = {"gpu_utilization": 0.5} if metrics is None else metrics
+    p = {"workers": "4"} if params is None else params
+    return {
+        "info": info,
+        "data": {
+            "metrics": [{"key": k, "value": v, "timestamp": T0, "step": 0} for k, v in m.items()],
+            "params": [{"key": k, "value": v} for k, v in p.items()],
+            "tags": [{"key": k, "value": v} for k, v in (tags or {}).items()],
+        },
+    }
+
+
+# Mapping ------------------------------------------------------------------------------
+
+
+def test_defaults_map_every_field_by_its_own_name() -> None:
+    run = mlflow_run(
+        metrics={
+            "gpu_utilization": 0.42,
+            "quality": 0.41,
+            "gpu_hours": 30.0,
+            "data_stall_hours": 1.5,
+            "checkpoint_hours": 0.5,
+            "scheduling_wait_hours": 0.25,
+            "mfu": 0.3,
+        },
+        params={"workers": "4", "price_per_gpu_hour": "2.0"},
+        tags={"gpu_type": "H100", "variant": "candidate", "team": "ranking"},
+    )
+    mapped = map_run(run, "ranker", Mapping())
+    assert mapped.reason == ""
+    assert mapped.payload == {
+        "pipeline": "ranker",
+        "run_id": "0123456789abcdef0123456789abcdef",
+        "variant": "candidate",
+        "started_at": "2025-12-01T08:00:00+00:00",
+        "finished_at": "2025-12-01T18:00:00+00:00",
+        "workers": 4,
+        "gpu_type": "H100",
+        "gpu_utilization": 0.42,
+        "gpu_hours": 30.0,
+        "price_per_gpu_hour": 2.0,
+        "quality_value": 0.41,
+        "quality_metric": "quality",
+        "data_stall_hours": 1.5,
+        "checkpoint_hours": 0.5,
+        "scheduling_wait_hours": 0.25,
+        "mfu": 0.3,
+        "tags": {"team": "ranking"},  # gpu_type and variant became fields
+    }
+
+
+def test_minimal_run_defaults_variant_to_baseline_and_has_no_quality() -> None:
+    payload = map_run(mlflow_run(), "ranker", Mapping()).payload
+    assert payload is not None
+    assert payload["variant"] == "baseline"
+    assert "quality_metric" not in payload and "quality_value" not in payload
+    assert "tags" not in payload
+
+
+def test_mapping_file_renames_sources(tmp_path: Path) -> None:
+    path = tmp_path / "mapping.toml"
+    path.write_text(
+        'quality_metric = "ndcg@10"\nutilization_is_percent = false\n'
+        '[fields]\ngpu_utilization = "metrics.gpu_util"\nworkers = "params.num_gpus"\n'
+        'quality = "metrics.val_ndcg"\ngpu_type = "params.accelerator"\n'
+    )
+    mapping = load_mapping(path)
+    assert mapping.fields["workers"] == Source("params", "num_gpus")
+    run = mlflow_run(
+        metrics={"gpu_util": 0.61, "val_ndcg": 0.44, "gpu_utilization": 0.1},
+        params={"num_gpus": "16", "workers": "2", "accelerator": "A100"},
+    )
+    payload = map_run(run, "ranker", mapping).payload
+    assert payload is not None
+    assert (payload["workers"], payload["gpu_utilization"]) == (16, 0.61)
+    assert (payload["quality_metric"], payload["quality_value"]) == ("ndcg@10", 0.44)
+    assert payload["gpu_type"] == "A100"
+    # a mapped field looks only where the mapping says
+    missing = map_run(mlflow_run(params={"workers": "2"}), "ranker", mapping)
+    assert missing.reason == "no workers (looked for params.num_gpus)"
+
+
+def test_a_percentage_is_skipped_unless_the_mapping_says_percent() -> None:
+    run = mlflow_run(metrics={"gpu_utilization": 38.0})
+    skipped = map_run(run, "ranker", Mapping())
+    assert skipped.payload is None
+    assert skipped.reason.startswith("gpu_utilization 38 (metrics.gpu_utilization) looks like")
+    assert "utilization_is_percent = true" in skipped.reason
+    percent = Mapping(utilization_is_percent=True)
+    payload = map_run(run, "ranker", percent).payload
+    assert payload is not None and payload["gpu_utilization"] == pytest.approx(0.38)
+    fraction = map_run(mlflow_run(metrics={"gpu_utilization": 0.38}), "ranker", percent)
+    assert fraction.payload is not None and fraction.payload["gpu_utilization"] == 0.38
+    too_big = map_run(mlflow_run(metrics={"gpu_utilization": 380.0}), "ranker", percent)
+    assert too_big.payload is None and "gpu_utilization" in too_big.reason
+
+
+def test_tags_skip_mlflow_internal_ones_and_are_truncated_to_the_limits() -> None:
+    tags = {f"k{i:02d}": "v" for i in range(60)}
+    tags |= {"mlflow.runName": "x", "mlflow.user": "ci", "a" * 150: "long", "note": "x" * 900}
+    tags["ctl"] = "a\x00b"
+    payload = map_run(mlflow_run(tags=tags), "ranker", Mapping()).payload
+    assert payload is not None
+    out = payload["tags"]
+    assert len(out) == 50
+    assert not any(k.startswith("mlflow.") for k in out)
+    assert out["a" * 100] == "long"
+    assert out["ctl"] == "a b"
+    assert "note" not in out  # sorted by key: the 50 first are kept, deterministically
+    assert all(len(v) <= 500 for v in out.values())
+    few = map_run(mlflow_run(tags={"note": "x" * 900}), "ranker", Mapping()).payload
+    assert few is not None and few["tags"]["note"] == "x" * 500
+
+
+def test_variant_tag_option_picks_the_tag() -> None:
+    run = mlflow_run(tags={"variant": "a", "arm": "b"})
+    payload = map_run(run, "ranker", Mapping(), variant_tag="arm").payload
+    assert payload is not None
+    assert payload["variant"] == "b" and payload["tags"] == {"variant": "a"}
+
+
+@pytest.mark.parametrize(
+    ("run", "reason"),
+    [
+        (mlflow_run(status="RUNNING", end=None), "no end_time (status RUNNING)"),
+        (mlflow_run(status="FAILED"), "status FAILED (only FINISHED runs are imported)"),
+        (mlflow_run(start=None), "no start_time"),
+        (mlflow_run(end=T0), "end_time is not after start_time"),
+        (
+            mlflow_run(params={}),
+            "no workers (looked for metrics.workers, params.workers, tags.workers)",
+        ),
+        (
+            mlflow_run(metrics={}),
+            "no gpu_utilization (looked for metrics.gpu_utilization, "
+            "params.gpu_utilization, tags.gpu_utilization)",
+        ),
+        (mlflow_run(params={"workers": "2.5"}), "workers '2.5' (params.workers) is not a whole"),
+        (mlflow_run(params={"workers": "eight"}), "workers 'eight' (params.workers) is not a n"),
+        (
+            mlflow_run(metrics={"gpu_utilization": 0.5, "mfu": "NaN"}),  # type: ignore[dict-item]
+            "mfu 'NaN' (metrics.mfu) is not a finite number",
+        ),
+        (
+            mlflow_run(metrics={"gpu_utilization": 0.5, "data_stall_hours": -1.0}),
+            "invalid for Cadence: data_stall_hours",
+        ),
+    ],
+)
+def test_skip_reasons(run: dict[str, Any], reason: str) -> None:
+    mapped = map_run(run, "ranker", Mapping())
+    assert mapped.payload is None
+    assert mapped.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[fields]\ngpu_util = "metrics.x"\nworkerz = "params.n"\n', "gpu_util, workerz"),
+        ('colour = "red"\n', "unknown key(s) colour"),
+        ('[fields]\nworkers = "hyperparams.n"\n', "fields.workers = 'hyperparams.n'"),
+        ("utilization_is_percent = 1\n", "utilization_is_percent must be true or false"),
+        ("[fields\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_mapping_exits_2_naming_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    with pytest.raises(MappingError, match=r"."):
+        load_mapping(path)
+    code = command.run_import(
+        args("--mapping", str(path), "--token", "t"),
+        transport=no_server(),
+        mlflow_transport=no_server(),
+    )
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_parse_mapping_accepts_every_documented_field() -> None:
+    fields = {
+        name: f"metrics.{name}"
+        for name in [
+            "workers",
+            "gpu_utilization",
+            "gpu_type",
+            "gpu_hours",
+            "price_per_gpu_hour",
+            "quality",
+            "data_stall_hours",
+            "checkpoint_hours",
+            "scheduling_wait_hours",
+            "mfu",
+            "variant",
+        ]
+    }
+    assert len(parse_mapping({"fields": fields}).fields) == 11
+
+
+# Recorded MLflow answers --------------------------------------------------------------
+
+
+def args(*argv: str, experiment: str = "ranker-training") -> Any:
+    return cli.parser().parse_args(
+        [
+            "import",
+            "mlflow",
+            "--tracking-uri",
+            MLFLOW,
+            "--experiment",
+            experiment,
+            "--pipeline",
+            "mlflow-ranker",
+            "--url",
+            URL,
+            *argv,
+        ]
+    )
+
+
+def no_server() -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        raise AssertionError(f"no request expected, got {request.method} {request.url}")
+
+    return httpx.MockTransport(handle)
+
+
+def recorded(requests: list[httpx.Request]) -> httpx.MockTransport:
+    """MLflow's REST API answering from the recorded fixtures (two pages of runs)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        path = request.url.path
+        if path == "/api/2.0/mlflow/experiments/get-by-name":
+            if request.url.params.get("experiment_name") == "ranker-training":
+                return httpx.Response(200, json=fixture("experiments_get_by_name.json"))
+            return httpx.Response(404, json=fixture("experiment_not_found.json"))
+        if path == "/api/2.0/mlflow/runs/search" and request.method == "POST":
+            body = json.loads(request.content)
+            assert body["experiment_ids"] == ["1"] and body["max_results"] == 1000
+            page = body.get("page_token")
+            if page is None:
+                return httpx.Response(200, json=fixture("runs_search_page1.json"))
+            assert page == "eyJvZmZzZXQiOiAzfQ=="
+            return httpx.Response(200, json=fixture("runs_search_page2.json"))
+        if path == "/api/2.0/mlflow/metrics/get-history":
+            run, key = request.url.params["run_id"], request.url.params["metric_key"]
+            assert key == "live_quality"
+            return httpx.Response(200, json={"metrics": HISTORY.get(run, [])})
+        return httpx.Response(
+            404, json={"error_code": "ENDPOINT_NOT_FOUND", "message": f"no {path}"}
+        )
+
+    return httpx.MockTransport(handle)
+
+
+# The first recorded run ends at T0 + 14 h; a monitoring job logged its quality daily
+# after that (and once during training, which is not an evaluation of the served model).
+HISTORY = {
+    "a1f0c2d3e4b5a6978877665544332211": [
+        {"key": "live_quality", "value": 0.5, "timestamp": T0 + H, "step": 0},
+        *(
+            {
+                "key": "live_quality",
+                "value": 0.412 - 0.001 * d,
+                "timestamp": T0 + 14 * H + d * 24 * H,
+                "step": d,
+            }
+            for d in range(3)
+        ),
+    ]
+}
+
+
+def stored(client: TestClient, pipeline: str = "mlflow-ranker") -> dict[str, dict[str, Any]]:
+    answer = client.get("/api/v1/runs", params={"pipeline": pipeline, "limit": 1000})
+    assert answer.status_code == 200
+    return {r["run_id"]: r for r in answer.json()["runs"]}
+
+
+def test_import_recorded_experiment_then_reimport_creates_nothing(
+    client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = make_token(db, "ingest")
+    requests: list[httpx.Request] = []
+    statuses: list[int] = []
+    code = command.run_import(
+        args("--token", token),
+        transport=through(client, statuses),
+        mlflow_transport=recorded(requests),
+        sleep=pytest.fail,
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert [r.url.path.rsplit("/", 1)[-1] for r in requests] == ["get-by-name", "search", "search"]
+    assert out.strip() == "found 6, imported 2 (2 created / 0 already there), skipped 4"
+    assert "skipped c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8: no end_time (status RUNNING)" in err
+    assert "skipped d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9: gpu_utilization 38" in err
+    assert "skipped e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0: status FAILED" in err
+    assert "skipped f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1: no workers" in err
+
+    runs = stored(client)
+    assert set(runs) == {"a1f0c2d3e4b5a6978877665544332211", "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6"}
+    first = runs["a1f0c2d3e4b5a6978877665544332211"]
+    assert first["variant"] == "candidate"
+    assert first["workers"] == 8 and first["gpu_type"] == "A100-80GB"
+    assert first["gpu_utilization"] == pytest.approx(0.42)
+    assert first["wall_clock_hours"] == pytest.approx(14)
+    assert first["started_at"].startswith("2025-12-01T08:00:00")
+    assert (first["quality_metric"], first["quality_value"]) == ("quality", pytest.approx(0.412))
+    assert first["data_stall_hours"] == pytest.approx(5.1) and first["mfu"] == pytest.approx(0.31)
+    assert first["tags"] == {"git_sha": "4f1c2e9", "team": "ranking"}
+    assert runs["b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6"]["variant"] == "baseline"
+
+    again = command.run_import(
+        args("--token", token),
+        transport=through(client, statuses),
+        mlflow_transport=recorded([]),
+        sleep=pytest.fail,
+    )
+    out, _ = capsys.readouterr()
+    assert again == 0
+    assert out.strip() == "found 6, imported 2 (0 created / 2 already there), skipped 4"
+    assert len(stored(client)) == 2
+
+
+def test_percent_mapping_imports_the_percentage_run(
+    client: TestClient, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('quality_metric = "ndcg@10"\nutilization_is_percent = true\n')
+    code = command.run_import(
+        args("--token", make_token(db, "ingest"), "--mapping", str(mapping)),
+        transport=through(client, []),
+        mlflow_transport=recorded([]),
+        sleep=pytest.fail,
+    )
+    assert code == 0
+    assert "created" in capsys.readouterr().out
+    pct = stored(client)["d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9"]
+    assert pct["gpu_utilization"] == pytest.approx(0.38)
+    assert (pct["variant"], pct["quality_metric"]) == ("sweep", "ndcg@10")
+
+
+def test_dry_run_prints_the_runs_and_posts_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    code = command.run_import(
+        args("--dry-run"), transport=no_server(), mlflow_transport=recorded([])
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [r["run_id"] for r in lines] == [
+        "a1f0c2d3e4b5a6978877665544332211",
+        "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6",
+    ]
+    assert lines[0]["pipeline"] == "mlflow-ranker"
+    assert "dry run: found 6, would import 2, skipped 4" in err
+
+
+def test_unknown_experiment_exits_2_with_mlflows_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = command.run_import(
+        args("--token", "t", experiment="nope"),
+        transport=no_server(),
+        mlflow_transport=recorded([]),
+    )
+    assert code == 2
+    assert f"experiment 'nope' not found at {MLFLOW}" in capsys.readouterr().err
+    with (
+        MlflowClient(MLFLOW, transport=recorded([])) as mlflow,
+        pytest.raises(ExperimentNotFound) as info,
+    ):
+        mlflow.experiment_id("nope")
+    assert info.value.error_code == "RESOURCE_DOES_NOT_EXIST"
+
+
+def test_unreachable_or_non_mlflow_server_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    code = command.run_import(
+        args("--token", "t"), transport=no_server(), mlflow_transport=httpx.MockTransport(refuse)
+    )
+    assert code == 2
+    assert f"cannot reach the MLflow tracking server at {MLFLOW}" in capsys.readouterr().err
+
+    def html(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="<html>hello</html>")
+
+    code = command.run_import(
+        args("--token", "t"), transport=no_server(), mlflow_transport=httpx.MockTransport(html)
+    )
+    assert code == 2
+    assert "is " + MLFLOW + " an MLflow tracking server?" in capsys.readouterr().err
+
+    def denied(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(403, json={"error_code": "PERMISSION_DENIED", "message": "no access"})
+
+    with (
+        MlflowClient(MLFLOW, transport=httpx.MockTransport(denied)) as mlflow,
+        pytest.raises(MlflowError, match="403 PERMISSION_DENIED: no access"),
+    ):
+        mlflow.experiment_id("ranker-training")
+
+
+def test_a_repeated_page_token_stops_instead_of_looping() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"runs": [], "next_page_token": "same"})
+
+    with (
+        MlflowClient(MLFLOW, transport=httpx.MockTransport(handle)) as mlflow,
+        pytest.raises(MlflowError, match="same next_page_token twice"),
+    ):
+        list(mlflow.search_runs("1"))
+
+
+def test_cadence_errors_map_to_report_exit_codes(
+    client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert command.run_import(args(), transport=no_server(), mlflow_transport=no_server()) == 2
+    assert "no token" in capsys.readouterr().err
+    bad = command.run_import(
+        args("--token", "cad_wrong"),
+        transport=through(client, []),
+        mlflow_transport=recorded([]),
+        sleep=pytest.fail,
+    )
+    assert bad == 4
+    read_only = make_token(db, "read")
+    assert (
+        command.run_import(
+            args("--token", read_only),
+            transport=through(client, []),
+            mlflow_transport=recorded([]),
+            sleep=pytest.fail,
+        )
+        == 4
+    )
+
+    def down(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"error": {"code": "unavailable", "message": "down"}})
+
+    code = command.run_import(
+        args("--token", "t"),
+        transport=httpx.MockTransport(down),
+        mlflow_transport=recorded([]),
+        sleep=lambda _s: None,
+    )
+    assert code == 5
+    assert "server unavailable" in capsys.readouterr().err
+
+
+def test_a_changed_run_is_a_conflict_exit_3(
+    client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = make_token(db, "ingest")
+    assert (
+        command.run_import(
+            args("--token", token), transport=through(client, []), mlflow_transport=recorded([])
+        )
+        == 0
+    )
+    page1 = fixture("runs_search_page1.json")
+    page1["runs"][0]["data"]["params"][0]["value"] = "16"  # workers changed in MLflow
+    page1.pop("next_page_token")
+
+    def changed(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("get-by-name"):
+            return httpx.Response(200, json=fixture("experiments_get_by_name.json"))
+        return httpx.Response(200, json=page1)
+
+    code = command.run_import(
+        args("--token", token),
+        transport=through(client, []),
+        mlflow_transport=httpx.MockTransport(changed),
+        sleep=pytest.fail,
+    )
+    assert code == 3
+    assert "conflict (409" in capsys.readouterr().err
+
+
+def test_cli_registers_import_mlflow() -> None:
+    namespace = args("--variant-tag", "arm", "--dry-run")
+    assert (namespace.command, namespace.import_source) == ("import", "mlflow")
+    assert namespace.variant_tag == "arm" and namespace.dry_run is True
+
+
+# A real MLflow tracking server -------------------------------------------------------
+
+
+def mlflow_bin() -> str | None:
+    return os.environ.get("CADENCE_MLFLOW_BIN") or shutil.which("mlflow")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path) -> Iterator[str]:
+    binary = mlflow_bin()
+    if binary is None:
+        pytest.skip("no mlflow executable: set CADENCE_MLFLOW_BIN or put mlflow on PATH")
+    port = free_port()
+    uri = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "mlflow.log").open("w")
+    proc = subprocess.Popen(
+        [
+            binary,
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--default-artifact-root",
+            str(tmp_path / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{uri}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                pytest.fail(
+                    f"mlflow server did not start:\n{(tmp_path / 'mlflow.log').read_text()}"
+                )
+            time.sleep(0.5)
+        yield uri
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_against_a_real_mlflow_server(
+    mlflow_server: str, client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = f"{mlflow_server}/api/2.0/mlflow"
+    with httpx.Client(timeout=30) as http:
+
+        def post(endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
+            answer = http.post(f"{api}/{endpoint}", json=body)
+            assert answer.status_code == 200, answer.text
+            return dict(answer.json())
+
+        experiment = post("experiments/create", {"name": "cadence-real"})["experiment_id"]
+        ids = []
+        for i in range(3):
+            start = T0 + i * 24 * H
+            info = post(
+                "runs/create",
+                {"experiment_id": experiment, "start_time": start, "run_name": f"r{i}"},
+            )["run"]["info"]
+            post(
+                "runs/log-batch",
+                {
+                    "run_id": info["run_id"],
+                    "metrics": [
+                        {"key": "gpu_util", "value": 40 + i, "timestamp": start, "step": 0},
+                        {"key": "val_ndcg", "value": 0.4 + i / 100, "timestamp": start, "step": 0},
+                    ],
+                    "params": [{"key": "num_gpus", "value": str(2 * (i + 1))}],
+                    "tags": [
+                        {"key": "arm", "value": "candidate" if i else "baseline"},
+                        {"key": "team", "value": "ranking"},
+                    ],
+                },
+            )
+            post(
+                "runs/update",
+                {"run_id": info["run_id"], "status": "FINISHED", "end_time": start + 5 * H},
+            )
+            ids.append(info["run_id"])
+
+    mapping = Path(os.environ.get("TMPDIR", "/tmp")) / f"cadence-mlflow-{os.getpid()}.toml"
+    mapping.write_text(
+        'quality_metric = "ndcg@10"\nutilization_is_percent = true\n[fields]\n'
+        'gpu_utilization = "metrics.gpu_util"\nworkers = "params.num_gpus"\n'
+        'quality = "metrics.val_ndcg"\n'
+    )
+    try:
+        argv = [
+            "import",
+            "mlflow",
+            "--tracking-uri",
+            mlflow_server,
+            "--experiment",
+            "cadence-real",
+            "--pipeline",
+            "mlflow-real",
+            "--url",
+            URL,
+            "--token",
+            make_token(db, "ingest"),
+            "--mapping",
+            str(mapping),
+            "--variant-tag",
+            "arm",
+        ]
+        for expected in ("3 created / 0 already there", "0 created / 3 already there"):
+            code = command.run_import(
+                cli.parser().parse_args(argv), transport=through(client, []), sleep=pytest.fail
+            )
+            out, err = capsys.readouterr()
+            assert code == 0, err
+            assert f"found 3, imported 3 ({expected}), skipped 0" in out
+    finally:
+        mapping.unlink(missing_ok=True)
+    runs = stored(client, "mlflow-real")
+    assert set(runs) == set(ids)
+    for i, run_id in enumerate(ids):
+        run = runs[run_id]
+        assert run["workers"] == 2 * (i + 1)
+        assert run["gpu_utilization"] == pytest.approx((40 + i) / 100)
+        assert run["quality_value"] == pytest.approx(0.4 + i / 100)
+        assert run["quality_metric"] == "ndcg@10"
+        assert run["variant"] == ("candidate" if i else "baseline")
+        assert run["wall_clock_hours"] == pytest.approx(5)
+        assert run["tags"] == {"team": "ranking"}
+
+    with pytest.raises(ExperimentNotFound), MlflowClient(mlflow_server) as mlflow:
+        mlflow.experiment_id("does-not-exist")
+
+
+def test_a_mapped_metric_history_becomes_evaluations(
+    client: TestClient, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mapping = tmp_path / "mapping.toml"
+    mapping.write_text('evaluations = "metrics.live_quality"\n', encoding="utf-8")
+    token = make_token(db, "ingest")
+    argv = ("--token", token, "--mapping", str(mapping))
+    code = command.run_import(
+        args(*argv), transport=through(client, []), mlflow_transport=recorded([]), sleep=pytest.fail
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "evaluations: 3 (3 created / 0 already there)" in out  # the training-time one left out
+    listed = client.get("/api/v1/pipelines/mlflow-ranker/evaluations").json()["evaluations"]
+    assert sorted(e["age_weeks"] * 7 for e in listed) == pytest.approx([0, 1, 2])
+    assert {e["run_id"] for e in listed} == {"a1f0c2d3e4b5a6978877665544332211"}
+    again = command.run_import(
+        args(*argv), transport=through(client, []), mlflow_transport=recorded([]), sleep=pytest.fail
+    )
+    assert again == 0 and "(0 created / 3 already there)" in capsys.readouterr().out
+
+
+def test_evaluations_mapping_must_name_a_metric() -> None:
+    with pytest.raises(MappingError, match=r"metrics\.KEY"):
+        parse_mapping({"evaluations": "params.x"})

@@ -1,0 +1,247 @@
+"""/metrics (HTTP, ingestion and business metrics), request ids and JSON access logs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import create_engine
+
+from app.db.engine import Database
+from app.main import create_app
+from app.settings import Settings
+from tests.fixtures.builders import make_run, make_token
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(client: TestClient, **kwargs: object) -> Samples:
+    response = client.get("/metrics", **kwargs)  # type: ignore[arg-type]
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    out: Samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
+
+
+def test_http_counters_use_route_templates(client: TestClient) -> None:
+    before = scrape(client)
+    key = {"method": "GET", "route": "/api/v1/runs/{pk}", "status": "404"}
+    assert value(before, "cadence_http_requests_total", **key) is None
+    assert client.get("/api/v1/runs/987654").status_code == 404
+    assert client.get("/api/v1/runs/987655").status_code == 404
+    assert client.get("/no/such/page-123").status_code == 404
+    samples = scrape(client)
+    assert value(samples, "cadence_http_requests_total", **key) == 2
+    other = {"method": "GET", "route": "other", "status": "404"}
+    assert value(samples, "cadence_http_requests_total", **other) == 1
+    routes = {dict(labels).get("route") for _, labels in samples}
+    assert not any(r and ("987654" in r or "page-123" in r) for r in routes)
+    # The histogram has its buckets, per route template.
+    bucket = {"method": "GET", "route": "/api/v1/runs/{pk}"}
+    for le in ("0.005", "0.1", "1.0", "10.0"):
+        got = value(samples, "cadence_http_request_duration_seconds_bucket", le=le, **bucket)
+        assert got is not None, le
+    assert value(samples, "cadence_http_request_duration_seconds_bucket", le="+Inf", **bucket) == 2
+    assert value(samples, "cadence_http_request_duration_seconds_count", **bucket) == 2
+    assert (
+        value(samples, "cadence_http_requests_total", method="GET", route="/metrics", status="200")
+        == 1
+    )
+
+
+def test_ingestion_counters(client: TestClient, ingest_headers: dict[str, str]) -> None:
+    assert client.post("/api/v1/runs", json=make_run(), headers=ingest_headers).status_code == 201
+    assert client.post("/api/v1/runs", json=make_run(), headers=ingest_headers).status_code == 200
+    bad = client.post("/api/v1/runs", json=make_run(workers=0), headers=ingest_headers)
+    assert bad.status_code == 422
+    assert client.post("/api/v1/runs", json=make_run(run_id="x")).status_code == 401
+    conflict = client.post("/api/v1/runs", json=make_run(workers=9), headers=ingest_headers)
+    assert conflict.status_code == 409
+    batch = {"runs": [make_run(run_id="b-1"), make_run(run_id="b-2"), make_run()]}
+    response = client.post("/api/v1/runs/batch", json=batch, headers=ingest_headers)
+    assert response.status_code == 201, response.text
+    samples = scrape(client)
+    assert value(samples, "cadence_runs_ingested_total", outcome="created") == 3
+    assert value(samples, "cadence_runs_ingested_total", outcome="existing") == 2
+    for reason in ("validation_error", "unauthorized", "conflict"):
+        assert value(samples, "cadence_ingest_rejections_total", reason=reason) == 1, reason
+
+
+def test_too_large_ingest_is_a_rejection(db: Database, settings: Settings) -> None:
+    small = settings.model_copy(update={"max_body_bytes": 2048})
+    with TestClient(create_app(small, database=db)) as c:
+        big = {"runs": [make_run(run_id=f"r{i}") for i in range(20)]}
+        assert c.post("/api/v1/runs/batch", json=big).status_code == 413
+        samples = scrape(c)
+    assert value(samples, "cadence_ingest_rejections_total", reason="payload_too_large") == 1
+
+
+def test_business_gauges_match_the_api(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    for i, (day, workers) in enumerate([(2, 8), (3, 8), (4, 16), (9, 8)]):
+        run = make_run(
+            run_id=f"g-{i}",
+            workers=workers,
+            started_at=f"2026-11-{day:02d}T08:00:00+00:00",
+            finished_at=f"2026-11-{day:02d}T22:00:00+00:00",
+        )
+        assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
+    put = client.put(
+        "/api/v1/pipelines/ranker",
+        json={"monthly_budget_usd": 12345.0, "runs_per_week": 3},
+        headers=admin_headers,
+    )
+    assert put.status_code == 200, put.text
+    projection = client.get("/api/v1/pipelines/ranker/projection?cadences=3").json()
+    expected = projection["projections"][projection["current_variant"]]["cadences"][0]
+    goodput = client.get("/api/v1/pipelines/ranker/goodput?weeks=1").json()
+    samples = scrape(client)
+    assert value(samples, "cadence_database_up") == 1
+    got = value(samples, "cadence_pipeline_projected_monthly_cost_usd", pipeline="ranker")
+    assert got == pytest.approx(expected["monthly_cost_usd"])
+    assert got != pytest.approx(
+        client.get("/api/v1/pipelines/ranker/projection?cadences=1").json()["projections"][
+            "baseline"
+        ]["cadences"][0]["monthly_cost_usd"]
+    )  # the pipeline's own cadence (3/week), not the default 1
+    assert value(samples, "cadence_pipeline_monthly_budget_usd", pipeline="ranker") == 12345.0
+    latest = goodput["weeks"][-1]
+    assert latest["week"] == "2026-W46"
+    weekly = value(samples, "cadence_pipeline_weekly_goodput", pipeline="ranker")
+    assert weekly == pytest.approx(latest["goodput"]["overall"])
+
+
+@pytest.fixture
+def down_database() -> Iterator[Database]:
+    engine = create_engine(
+        "postgresql+psycopg://nobody@127.0.0.1:1/none", connect_args={"connect_timeout": 2}
+    )
+    yield Database(engine)
+    engine.dispose()
+
+
+def test_scrape_survives_a_database_outage(settings: Settings, down_database: Database) -> None:
+    with TestClient(create_app(settings, database=down_database)) as c:
+        samples = scrape(c)
+    assert value(samples, "cadence_database_up") == 0
+    assert not any(name.startswith("cadence_pipeline_") for name, _ in samples)
+    # The scrape itself is counted after its answer, so it is not in it yet.
+    assert (
+        value(samples, "cadence_http_requests_total", method="GET", route="/metrics", status="200")
+        is None
+    )
+
+
+@pytest.mark.parametrize("read_access", ["open", "token"])
+def test_token_protected_metrics(db: Database, settings: Settings, read_access: str) -> None:
+    protected = settings.model_copy(
+        update={"metrics_token_scope": "read", "read_access": read_access}
+    )
+    ingest = {"Authorization": f"Bearer {make_token(db, 'ingest')}"}
+    read = {"Authorization": f"Bearer {make_token(db, 'read')}"}
+    with TestClient(create_app(protected, database=db)) as c:
+        missing = c.get("/metrics")
+        assert missing.status_code == 401
+        assert missing.json()["error"]["code"] == "unauthorized"
+        assert c.get("/metrics", headers={"Authorization": "Bearer cad_nope"}).status_code == 401
+        assert c.get("/metrics", headers=ingest).status_code == 403
+        assert scrape(c, headers=read)
+
+
+def test_token_mode_metrics_follow_their_own_setting(db: Database, settings: Settings) -> None:
+    token_mode = settings.model_copy(update={"read_access": "token"})
+    with TestClient(create_app(token_mode, database=db)) as c:
+        assert c.get("/api/v1/pipelines").status_code == 401  # the gate is on
+        assert scrape(c)  # /metrics with CADENCE_METRICS_TOKEN_SCOPE="" is open
+
+
+def access_lines(err: str) -> list[dict[str, object]]:
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    return [line for line in lines if line.get("logger") == "cadence.access"]
+
+
+def test_request_id_echoed_replaced_generated_and_logged(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    good = "req-42.abc_DEF"
+    response = client.get("/api/v1/runs/55", headers={"X-Request-ID": good})
+    assert response.headers["x-request-id"] == good
+    hostile: list[str | bytes] = ["x" * 500, "abc def", "a;b", "ä".encode()]
+    seen = set()
+    for bad in hostile:
+        rid = client.get("/healthz", headers={"X-Request-ID": bad}).headers["x-request-id"]
+        assert re.fullmatch(r"[0-9a-f]{32}", rid), rid
+        seen.add(rid)
+    generated = [client.get("/healthz").headers["x-request-id"] for _ in range(2)]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", g) for g in generated)
+    assert len(seen | set(generated)) == len(hostile) + 2
+    lines = access_lines(capsys.readouterr().err)
+    [line] = [x for x in lines if x["request_id"] == good]
+    assert line["method"] == "GET"
+    assert line["route"] == "/api/v1/runs/{pk}"
+    assert line["path"] == "/api/v1/runs/55"
+    assert line["status"] == 404
+    assert isinstance(line["duration_ms"], float)
+    assert line["level"] == "info"
+    assert {"ts", "message"} <= set(line)
+
+
+def test_newline_in_request_id_is_replaced() -> None:
+    from app.observability.context import choose_request_id
+
+    assert choose_request_id(b"ok-1") == "ok-1"
+    for bad in (b"a\nb", b"a\r\nSet-Cookie: x", b"", b"\xff\xfe", b"y" * 65):
+        assert re.fullmatch(r"[0-9a-f]{32}", choose_request_id(bad))
+
+
+def test_log_records_carry_the_request_id(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any ``cadence.*`` record logged while a request id is set carries it."""
+    import logging
+
+    from app.observability.context import request_id_var
+
+    capsys.readouterr()
+    token = request_id_var.set("ctx-7")
+    try:
+        logging.getLogger("cadence.test").warning("inside %s", "request")
+    finally:
+        request_id_var.reset(token)
+    [line] = [json.loads(x) for x in capsys.readouterr().err.splitlines() if "inside" in x]
+    assert line == {
+        **line,
+        "request_id": "ctx-7",
+        "level": "warning",
+        "logger": "cadence.test",
+        "message": "inside request",
+    }
+
+
+def test_text_log_format(
+    db: Database, settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = settings.model_copy(update={"log_format": "text"})
+    try:
+        with TestClient(create_app(text, database=db)) as c:
+            capsys.readouterr()
+            rid = c.get("/api/v1/pipelines", headers={"X-Request-ID": "txt-1"})
+            assert rid.headers["x-request-id"] == "txt-1"
+        err = capsys.readouterr().err
+        assert "[txt-1] GET /api/v1/pipelines 200" in err
+        assert not err.lstrip().startswith("{")
+    finally:
+        create_app(settings, database=db)  # back to JSON for the tests after this one

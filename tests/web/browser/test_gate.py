@@ -1,0 +1,110 @@
+"""The A/B gate: its verdict is large, and the gate form changes it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.web.browser.support import RANKER, money, wait_for_charts
+
+pytestmark = pytest.mark.browser
+
+
+def verdict(page):
+    return page.locator(".gate-verdict .verdict")
+
+
+def statuses(page) -> dict[str, str]:
+    return {
+        row.get_attribute("data-criterion"): row.locator("td span[class^=status-]").inner_text()
+        for row in page.locator("#gate tr[data-criterion]").all()
+    }
+
+
+def submit_gate(page) -> None:
+    with page.expect_navigation():
+        page.locator(".gate-form").get_by_role("button", name="Evaluate gate").click()
+    wait_for_charts(page)
+
+
+def test_demo_gate_passes_in_large_type(page, problems, live_server):
+    page.goto(live_server.url(f"/pipelines/{RANKER}"))
+    expect(verdict(page)).to_have_text("PASS")
+    expect(verdict(page)).to_be_visible()
+    size = float(verdict(page).evaluate("el => getComputedStyle(el).fontSize").removesuffix("px"))
+    assert size >= 24
+    expect(page.locator(".gate-verdict .summary")).to_have_text("All three criteria pass.")
+    assert statuses(page) == {
+        "utilization_uplift": "pass",
+        "quality_non_inferiority": "pass",
+        "projected_cost": "pass",
+    }
+    expect(page.locator(".gate-verdict")).to_contain_text("budget $1,400/month")
+    problems.assert_clean()
+
+
+def set_budget(page, value: str) -> None:
+    """The budget is part of the one scenario (the what-if form): the cost cards and the
+    gate are re-rendered together."""
+    with page.expect_response(lambda r: "/whatif?" in r.url and f"budget={value}" in r.url):
+        page.locator("#whatif-form").get_by_label("Budget per month (USD)").fill(value)
+    expect(page.locator("#whatif-status")).to_have_text("Updated")
+
+
+def test_a_budget_below_the_projection_fails_the_gate(page, problems, live_server):
+    page.goto(live_server.url(f"/pipelines/{RANKER}"))
+    wait_for_charts(page)
+    set_budget(page, "100")
+    assert "budget=100" in page.url
+    expect(verdict(page)).to_have_text("FAIL")
+    expect(page.locator(".gate-verdict .summary")).to_have_text("Failed: projected_cost.")
+    assert statuses(page) == {
+        "utilization_uplift": "pass",
+        "quality_non_inferiority": "pass",
+        "projected_cost": "fail",
+    }
+    row = page.locator("#gate tr[data-criterion=projected_cost]")
+    expect(row.locator("td").nth(1)).to_have_text("$100/month")
+    expect(page.locator(".gate-verdict")).to_contain_text("budget $100/month")
+    # The cost card compares with the same budget.
+    expect(page.locator("#projection .budget").first).to_contain_text("over budget")
+    problems.assert_clean()
+
+
+def test_a_candidate_that_cannot_pass_says_so(page, problems, live_server):
+    # The scaling probes as a "candidate": their utilization is no higher than the
+    # baseline's (no realistic number of runs clears +10 points) and they report no
+    # quality value. The gate says both, instead of "not yet decided".
+    page.goto(live_server.url(f"/pipelines/{RANKER}"))
+    page.locator(".gate-form").get_by_role(
+        "combobox", name=re.compile(r"^Candidate")
+    ).select_option("scaling-probe")
+    submit_gate(page)
+    assert "candidate=scaling-probe" in page.url
+    expect(verdict(page)).to_have_text("FAIL")
+    expect(page.locator(".gate-verdict .summary")).to_contain_text("Cannot pass")
+    assert statuses(page)["utilization_uplift"] == "cannot pass"
+    quality = page.locator("#gate tr[data-criterion=quality_non_inferiority]")
+    expect(quality).to_contain_text("report no quality_value")
+    expect(
+        page.locator(".gate-form").get_by_role("combobox", name=re.compile(r"^Candidate"))
+    ).to_have_value("scaling-probe")
+    problems.assert_clean()
+
+
+def test_gate_form_keeps_the_what_if_view(page, live_server):
+    page.goto(live_server.url(f"/pipelines/{RANKER}"))
+    wait_for_charts(page)
+    with page.expect_response(lambda r: "/whatif?" in r.url):
+        page.locator("#ut").fill("0.7")
+    expect(page.locator("#whatif-status")).to_have_text("Updated")
+    cost = page.locator("[data-testid=monthly-cost]").first.inner_text()
+    set_budget(page, "100")
+    page.locator(".gate-form").get_by_label("Alpha").fill("0.1")
+    submit_gate(page)
+    expect(verdict(page)).to_have_text("FAIL")
+    assert "utilization_target=0.7" in page.url and "budget=100" in page.url
+    assert "alpha=0.1" in page.url
+    assert money(page.locator("[data-testid=monthly-cost]").first.inner_text()) == money(cost)
