@@ -11,13 +11,27 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, case, cast, distinct, func, select
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Float,
+    Integer,
+    Text,
+    bindparam,
+    case,
+    cast,
+    distinct,
+    func,
+    select,
+    true,
+)
 from sqlalchemy.orm import Session
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run
 from app.planning.goodput import GoodputTotals
 from app.planning.model import Interruption, RunFacts
+from app.planning.rollup import GOODPUT_SUMS
 from app.planning.weekly import WeekTotals
 
 
@@ -90,6 +104,51 @@ def recent_runs(
     return rows[::-1] if chronological else rows
 
 
+def recent_runs_many(
+    session: Session, variants: dict[int, str], limit: int = 12
+) -> dict[int, list[RunRow]]:
+    """:func:`recent_runs` (newest first) for many (pipeline id: variant) pairs at once.
+
+    PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
+    per pair (5,000 pairs x 12 runs, not the whole table). SQLite: one query per pair.
+    """
+    if not variants:
+        return {}
+    if _dialect(session) != "postgresql":
+        return {
+            pid: recent_runs(session, pid, variant=v, limit=limit, chronological=False)
+            for pid, v in variants.items()
+        }
+    ids, names = list(variants), [variants[i] for i in variants]
+    pairs = (
+        func.unnest(
+            bindparam("ids", ids, type_=ARRAY(Integer)),
+            bindparam("names", names, type_=ARRAY(Text)),
+        )
+        .table_valued("pid", "variant")
+        .render_derived(name="pairs")
+    )
+    hours = wall_clock("postgresql").label("hours")
+    recent = (
+        select(
+            Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours, Run.gpu_hours,
+            Run.gpu_utilization, effective_price().label("price"), Run.data_stall_hours,
+            Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.quality_value,
+            Run.interruption_count, Run.lost_progress_hours, Run.resume_hours,
+            Run.reschedule_hours,
+        )
+        .join(Pipeline, Pipeline.id == Run.pipeline_id)
+        .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant)
+        .order_by(Run.started_at.desc(), Run.id.desc())
+        .limit(limit)
+        .lateral()
+    )  # fmt: skip
+    out: dict[int, list[RunRow]] = {}
+    for r in session.execute(select(pairs.c.pid, recent).select_from(pairs).join(recent, true())):
+        out.setdefault(r.pid, []).append(_to_run_row(r))
+    return out
+
+
 def _to_run_row(r: Any) -> RunRow:
     started = r.started_at if r.started_at.tzinfo else r.started_at.replace(tzinfo=UTC)
     hours = float(r.hours)
@@ -127,19 +186,13 @@ def _to_run_row(r: Any) -> RunRow:
     )
 
 
-def weekly_totals(
-    session: Session, pipeline_id: int | None, since: datetime, until: datetime
-) -> dict[int | None, list[WeekTotals]]:
-    """Goodput sums and badput by cause (GPU-hours and USD) per pipeline and ISO week.
-
-    The per-run terms are those documented on :class:`GoodputTotals` and in
-    :func:`app.planning.economics.badput` (named causes scaled down to the idle time when
-    they over-explain it, other idle never negative).
-    """
-    dialect = _dialect(session)
+def run_terms(
+    dialect: str,
+) -> tuple[dict[str, ColumnElement[float]], dict[str, ColumnElement[float]]]:
+    """Per-run goodput terms and badput GPU-hours by cause, as SQL expressions: the
+    definitions of :func:`app.planning.rollup.terms` (which documents them)."""
     t = wall_clock(dialect)
     weff = Run.gpu_hours / t
-    price = effective_price()
     idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
     failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
     named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
@@ -152,19 +205,36 @@ def weekly_totals(
         "failure": failure_hours * weff * scale,
         "other_idle": _greatest(idle - named, 0.0),
     }
+    terms: dict[str, ColumnElement[float]] = {
+        "gpu_hours": cast(Run.gpu_hours, Float),
+        "period": weff * (Run.scheduling_wait_hours + t),
+        "unavailable": weff * (Run.scheduling_wait_hours + Run.reschedule_hours),
+        "held": weff * (t - Run.reschedule_hours),
+        "runtime_loss": weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours),
+        "program": Run.gpu_hours * func.coalesce(Run.mfu, Run.gpu_utilization),
+        "mfu_hours": case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0),
+    }
+    return terms, causes
+
+
+def weekly_totals(
+    session: Session, pipeline_id: int | None, since: datetime, until: datetime
+) -> dict[int | None, list[WeekTotals]]:
+    """Goodput sums and badput by cause (GPU-hours and USD) per pipeline and ISO week.
+
+    The per-run terms are those documented on :class:`GoodputTotals` and in
+    :func:`app.planning.economics.badput` (named causes scaled down to the idle time when
+    they over-explain it, other idle never negative).
+    """
+    dialect = _dialect(session)
+    price = effective_price()
+    terms, causes = run_terms(dialect)
     week = week_start(dialect).label("week")
     columns = [
         Run.pipeline_id,
         week,
         func.count().label("runs"),
-        func.sum(Run.gpu_hours).label("gpu_hours"),
-        func.sum(weff * (Run.scheduling_wait_hours + t)).label("period"),
-        func.sum(weff * (Run.scheduling_wait_hours + Run.reschedule_hours)).label("unavailable"),
-        func.sum(weff * (t - Run.reschedule_hours)).label("held"),
-        func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours))
-        .label("runtime_loss"),
-        func.sum(Run.gpu_hours * func.coalesce(Run.mfu, Run.gpu_utilization)).label("program"),
-        func.sum(case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0)).label("mfu_hours"),
+        *[func.sum(terms[name]).label(name) for name in GOODPUT_SUMS],
         func.sum(Run.gpu_hours * price).label("cost"),
         *[func.sum(cast(expr, Float)).label(f"g_{name}") for name, expr in causes.items()],
         *[func.sum(cast(expr * price, Float)).label(f"u_{name}") for name, expr in causes.items()],
@@ -181,15 +251,10 @@ def weekly_totals(
     out: dict[int | None, list[WeekTotals]] = {}
     for r in session.execute(stmt):
         m = r._mapping
-        totals = GoodputTotals(
-            runs=int(m["runs"]), gpu_hours=float(m["gpu_hours"]), period_gpu_hours=m["period"],
-            unavailable_gpu_hours=m["unavailable"], held_gpu_hours=m["held"],
-            runtime_loss_gpu_hours=m["runtime_loss"], program_gpu_hours=m["program"],
-            mfu_gpu_hours=float(m["mfu_hours"]),
-        )  # fmt: skip
+        totals = goodput_totals(m)
         out.setdefault(r.pipeline_id, []).append(
             WeekTotals(
-                week_start=_as_date(m["week"]),
+                week_start=as_date(m["week"]),
                 goodput=totals,
                 cost_usd=float(m["cost"]),
                 gpu_hours_by_cause={c: float(m[f"g_{c}"]) for c in causes},
@@ -199,7 +264,17 @@ def weekly_totals(
     return out
 
 
-def _as_date(value: Any) -> date:
+def goodput_totals(m: Any) -> GoodputTotals:
+    """GoodputTotals from a row with ``runs`` and the :data:`GOODPUT_SUMS` columns."""
+    return GoodputTotals(
+        runs=int(m["runs"]), gpu_hours=float(m["gpu_hours"]), period_gpu_hours=m["period"],
+        unavailable_gpu_hours=m["unavailable"], held_gpu_hours=m["held"],
+        runtime_loss_gpu_hours=m["runtime_loss"], program_gpu_hours=m["program"],
+        mfu_gpu_hours=float(m["mfu_hours"]),
+    )  # fmt: skip
+
+
+def as_date(value: Any) -> date:
     if isinstance(value, datetime):
         return value.date()
     if isinstance(value, date):

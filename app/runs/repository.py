@@ -26,6 +26,9 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db.base import utcnow
 from app.db.models import Interruption, Pipeline, Run
+from app.planning.rollup import KEY as ROLLUP_KEY
+from app.planning.rollup import SUMS, buckets
+from app.planning.rollup import terms as rollup_terms
 
 
 def dialect(session: Session) -> str:
@@ -192,7 +195,14 @@ _PG_INSERT_ONE = (
     "brk AS (INSERT INTO interruption (run_pk, position, lost_progress_hours, resume_hours, "
     "reschedule_hours, cause) SELECT ins.id, t.* FROM ins, unnest(%(i_position)s::int4[], "
     "%(i_lost)s::float8[], %(i_resume)s::float8[], %(i_reschedule)s::float8[], "
-    "%(i_cause)s::text[]) AS t) "
+    "%(i_cause)s::text[]) AS t), "
+    # The run's rollup row (app/rollups): added to only when the run was inserted.
+    f"roll AS (INSERT INTO run_rollup ({', '.join(ROLLUP_KEY)}, runs, {', '.join(SUMS)}) "
+    "SELECT p.id, %(variant)s, %(r_week)s::date, %(r_month)s::date, 1, "
+    + ", ".join(f"%(r_{c})s::float8" for c in SUMS)
+    + f" FROM p, ins ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = run_rollup.{c} + excluded.{c}" for c in ("runs", *SUMS))
+    + ") "
     "SELECT p.id, p.name, p.price_per_gpu_hour, p.quality_metric, (SELECT id FROM ins) FROM p"
 )
 
@@ -217,7 +227,9 @@ def insert_one_pg(
         "i_resume": [float(i["resume_hours"]) for i in interruptions],
         "i_reschedule": [float(i["reschedule_hours"]) for i in interruptions],
         "i_cause": [i["cause"] for i in interruptions],
+        **{f"r_{c}": v for c, v in rollup_terms(values).items()},
     }
+    params["r_week"], params["r_month"] = buckets(values["started_at"])
     with _driver_cursor(session) as cursor:
         cursor.execute(_PG_INSERT_ONE, params)
         row = cursor.fetchone()

@@ -19,6 +19,9 @@ from app.db.base import utcnow
 from app.db.models import Run
 from app.errors import Conflict, Invalid, NotFound
 from app.pipelines.service import check_creation
+from app.planning.rollup import INPUTS as ROLLUP_INPUTS
+from app.planning.rollup import deltas
+from app.rollups import repository as rollups
 from app.runs import repository
 from app.runs.repository import PipelineRef
 from app.runs.schemas import InterruptionOut, RunIn, RunOut
@@ -103,6 +106,12 @@ def ingest(
             session, [(pipelines[r.pipeline].id, r.run_id) for r in skipped]
         )
         _raise_conflicts(skipped, pipelines, existing, prefix, first)
+    rollups.add(
+        session,
+        deltas(
+            (v["pipeline_id"], v) for v in values if (v["pipeline_id"], v["run_id"]) in inserted
+        ),
+    )
     repository.insert_interruptions(
         session,
         [
@@ -342,8 +351,10 @@ def delete(session: Session, pk: int, token: TokenInfo | None = None) -> None:
         raise NotFound(f"no run with id {pk}")
     if token is not None and not token.allows(repository.pipeline_name(session, row.pipeline_id)):
         raise NotFound(f"no run with id {pk}")
+    values = {name: getattr(row, name) for name in ROLLUP_INPUTS}
     session.delete(row)
     session.flush()
+    rollups.add(session, deltas([(row.pipeline_id, values)], sign=-1))
 
 
 def encode_cursor(run: Any) -> str:

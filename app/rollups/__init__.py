@@ -1,0 +1,1 @@
+"""Rollups: per (pipeline, variant, week, month) sums that org-wide readers add up."""
