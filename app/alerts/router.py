@@ -58,8 +58,13 @@ def list_deliveries(
     """Webhook deliveries, newest first; page with `before=<smallest id seen>`."""
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
-        found = service.deliveries(session, pipeline, limit=limit, before=before)
-        return DeliveryList(pipeline=pipeline.name, deliveries=found)
+        found = service.deliveries(session, pipeline, limit=limit + 1, before=before)
+        return DeliveryList(
+            pipeline=pipeline.name,
+            deliveries=found[:limit],
+            total=service.delivery_count(session, pipeline),
+            next_before=found[limit - 1].id if len(found) > limit else None,
+        )
 
 
 @router.post("/evaluate", response_model=EvaluationOut)

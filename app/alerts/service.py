@@ -102,11 +102,21 @@ def deliveries(
         .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
         .where(AlertRule.pipeline_id == pipeline.id)
         .order_by(AlertDelivery.id.desc())
-        .limit(min(limit, MAX_DELIVERIES))
+        .limit(min(limit, MAX_DELIVERIES + 1))  # +1: the caller looks one past its page
     )
     if before is not None:
         stmt = stmt.where(AlertDelivery.id < before)
     return [_delivery_out(d, kind) for d, kind in session.execute(stmt)]
+
+
+def delivery_count(session: Session, pipeline: Pipeline) -> int:
+    stmt = (
+        select(func.count())
+        .select_from(AlertDelivery)
+        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
+        .where(AlertRule.pipeline_id == pipeline.id)
+    )
+    return int(session.scalar(stmt) or 0)
 
 
 def _delivery_out(d: AlertDelivery, kind: str) -> DeliveryOut:

@@ -9,8 +9,9 @@ message naming what to do next, never an empty chart.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -23,8 +24,10 @@ from app.db.models import Pipeline
 from app.errors import Invalid
 from app.planning.economics import badput
 from app.planning.gate import GateThresholds
+from app.planning.projection import monthly_cost_now
 from app.planning.weekly import WeekSummary, fill_weeks
 from app.planning.whatif import WhatIf
+from app.rollups import repository as rollups
 
 CHART_RUNS = 52
 TREND_WEEKS = 12
@@ -266,31 +269,42 @@ class Card:
     runs: int
 
 
-def card(session: Session, pipeline: Pipeline, today: date) -> Card:
-    rows = repo.recent_runs(session, pipeline.id, limit=12)
-    monthly = analytics.current_monthly_cost(session, pipeline) if rows else None
+def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card]:
+    """The overview's cards. Weekly goodput comes from the rollups and the monthly cost
+    from each default variant's recent runs, read for the whole page at once; only the
+    gate and the sparkline are read per card."""
     monday = today - timedelta(days=today.weekday())
-    since = datetime(monday.year, monday.month, monday.day, tzinfo=UTC) - timedelta(weeks=1)
-    totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
-    weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
-    verdict, note = None, "no candidate runs yet"
-    gate, message = gate_section(session, pipeline, GateParams(), "calendar")
-    if gate is not None:
-        verdict, note = gate.result.verdict, gate.result.summary
-    elif message:
-        note = message.split(".")[0]
-    spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
-    return Card(
-        pipeline=pipeline,
-        monthly_cost_usd=monthly,
-        budget_usd=pipeline.monthly_budget_usd,
-        this_week=weeks[-1].goodput.overall,
-        last_week=weeks[0].goodput.overall,
-        verdict=verdict,
-        verdict_note=note,
-        sparkline=spark if figures.has_data(spark) else None,
-        runs=len(rows),
-    )
+    prev = monday - timedelta(weeks=1)
+    ids = [p.id for p in pipelines]
+    totals = rollups.weekly_totals(session, prev, monday + timedelta(weeks=1), ids)
+    counts = rollups.variant_counts(session, ids)
+    current = {pid: analytics.default_variants([v for v, _ in c])[0] for pid, c in counts.items()}
+    recent = repo.recent_runs_many(session, current)
+    out = []
+    for pipeline in pipelines:
+        rows = repo.recent_runs(session, pipeline.id, limit=12)
+        weeks = fill_weeks(totals.get(pipeline.id, []), prev, monday)
+        verdict, note = None, "no candidate runs yet"
+        gate, message = gate_section(session, pipeline, GateParams(), "calendar")
+        if gate is not None:
+            verdict, note = gate.result.verdict, gate.result.summary
+        elif message:
+            note = message.split(".")[0]
+        spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
+        mine = recent.get(pipeline.id)
+        out.append(Card(
+            pipeline=pipeline,
+            monthly_cost_usd=monthly_cost_now([r.facts for r in mine], pipeline.runs_per_week)
+            if mine else None,
+            budget_usd=pipeline.monthly_budget_usd,
+            this_week=weeks[-1].goodput.overall,
+            last_week=weeks[0].goodput.overall,
+            verdict=verdict,
+            verdict_note=note,
+            sparkline=spark if figures.has_data(spark) else None,
+            runs=len(rows),
+        ))  # fmt: skip
+    return out
 
 
 @dataclass(frozen=True)
@@ -310,10 +324,11 @@ class ReviewRow:
 
 
 def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
-    """The week's goodput against the week before, for every pipeline, in one query."""
+    """The week's goodput against the week before for these pipelines (a page of the
+    review), from the rollups in one query."""
     prev = monday - timedelta(weeks=1)
-    since = datetime(prev.year, prev.month, prev.day, tzinfo=UTC)
-    totals = repo.weekly_totals(session, None, since, since + timedelta(weeks=2))
+    ids = [p.id for p in pipelines]
+    totals = rollups.weekly_totals(session, prev, monday + timedelta(weeks=1), ids)
     out = []
     for p in pipelines:
         weeks = fill_weeks(totals.get(p.id, []), prev, monday)
@@ -330,3 +345,13 @@ def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[Re
             run_rate_usd=this.cost_usd * 52 / 12 if this.runs else None,
         ))  # fmt: skip
     return out
+
+
+def review_totals(
+    session: Session, monday: date, only: Sequence[str] | None
+) -> tuple[WeekSummary, WeekSummary]:
+    """(this week, the week before) summed over every pipeline the viewer may see."""
+    prev = monday - timedelta(weeks=1)
+    totals = rollups.weekly_totals(session, prev, monday + timedelta(weeks=1), only=only)
+    weeks = fill_weeks(totals.get(0, []), prev, monday)
+    return weeks[-1], weeks[0]

@@ -22,6 +22,7 @@ from app.web import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
+REVIEW_PAGE = 100
 WHATIF_KEYS = (
     "cadence",
     "utilization_target",
@@ -75,7 +76,7 @@ def overview(
                 .limit(OVERVIEW_PAGE)
             )
         )
-        cards = [views.card(session, p, today) for p in pipelines]
+        cards = views.cards(session, pipelines, today)
     return templates.TemplateResponse(request, "overview.html", {
         "cards": cards, "page": page, "pages": max(1, -(-total // OVERVIEW_PAGE)),
         "week": iso_week(today), "to_json": to_json,
@@ -176,7 +177,10 @@ def weekly_review(
     db: DatabaseDep,
     viewer: Viewer,
     week: Annotated[str | None, Query(max_length=10)] = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> HTMLResponse:
+    """Every pipeline the viewer may see, REVIEW_PAGE rows a page, with totals over all
+    of them; all numbers from the rollups."""
     today = datetime.now(UTC).date()
     label = week or iso_week(today)
     try:
@@ -186,14 +190,22 @@ def weekly_review(
             str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
         ) from exc
     with db.transaction(write=False) as session:
+        shown = visible(viewer)
+        total = session.scalar(select(func.count()).select_from(Pipeline).where(shown)) or 0
         pipelines = list(
             session.scalars(
-                select(Pipeline).where(visible(viewer)).order_by(Pipeline.name).limit(500)
+                select(Pipeline).where(shown).order_by(Pipeline.name)
+                .offset((page - 1) * REVIEW_PAGE).limit(REVIEW_PAGE)
             )
-        )
+        )  # fmt: skip
         rows = views.review(session, pipelines, monday)
+        this, last = views.review_totals(
+            session, monday, viewer.pipelines if viewer is not None else None
+        )
     return templates.TemplateResponse(request, "review.html", {
-        "rows": rows, "week": label, "monday": monday,
+        "rows": rows, "week": label, "monday": monday, "total": total, "this": this,
+        "last": last, "page": page, "size": REVIEW_PAGE,
+        "pages": max(1, -(-total // REVIEW_PAGE)),
         "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
         "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
     })  # fmt: skip

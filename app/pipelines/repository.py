@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline
+from app.db.models import Pipeline, Run, RunRollup
 
 
 def created_by_token_since(session: Session, token_id: int, since: datetime) -> list[datetime]:
@@ -18,3 +20,29 @@ def created_by_token_since(session: Session, token_id: int, since: datetime) -> 
         .order_by(Pipeline.created_at)
     )
     return list(session.scalars(stmt))
+
+
+def page(
+    session: Session, only: Sequence[str] | None, after: str | None, limit: int
+) -> list[tuple[Pipeline, int, datetime | None]]:
+    """Pipelines by name after ``after``, with their run count (from the rollups) and
+    latest start (one backward index probe of ``ix_run_pipeline_started`` each)."""
+    runs = (
+        select(func.coalesce(func.sum(RunRollup.runs), 0))
+        .where(RunRollup.pipeline_id == Pipeline.id)
+        .scalar_subquery()
+    )
+    last = select(func.max(Run.started_at)).where(Run.pipeline_id == Pipeline.id).scalar_subquery()
+    stmt: Any = select(Pipeline, runs, last).order_by(Pipeline.name).limit(limit)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    if after is not None:
+        stmt = stmt.where(Pipeline.name > after)
+    return [(p, int(n), t) for p, n, t in session.execute(stmt)]
+
+
+def count(session: Session, only: Sequence[str] | None) -> int:
+    stmt = select(func.count()).select_from(Pipeline)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    return int(session.scalar(stmt) or 0)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any, cast
 
-from sqlalchemy import Date, Float, Table, and_, case, delete, func, insert, select
+from sqlalchemy import Date, Float, Table, and_, case, delete, func, insert, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
@@ -101,28 +101,41 @@ def rebuild(session: Session | Connection) -> int:
 
 
 def weekly_totals(
-    session: Session, since: date, until: date, pipeline_ids: Sequence[int] | None = None
+    session: Session,
+    since: date,
+    until: date,
+    pipeline_ids: Sequence[int] | None = None,
+    *,
+    only: Sequence[str] | None = (),
 ) -> dict[int, list[WeekTotals]]:
     """Like ``app.analytics.repository.weekly_totals`` for every pipeline (or these),
-    from the rollups: weeks with Monday in [since, until), USD at today's prices."""
+    from the rollups: weeks with Monday in [since, until), USD at today's prices.
+
+    With ``only`` other than ``()``, the sums are over all pipelines (None) or those
+    named (a token's limit) together, under the key 0.
+    """
     r = ROLLUP.c
     price = Pipeline.price_per_gpu_hour
+    together = only != ()
+    pid = literal(0).label("pipeline_id") if together else r.pipeline_id
 
     def usd(priced: str, unpriced: str) -> Any:
         return func.sum(r[priced] + r[unpriced] * price)
 
     stmt = (
         select(
-            r.pipeline_id, r.week_start, func.sum(r.runs).label("runs"),
+            pid, r.week_start, func.sum(r.runs).label("runs"),
             *[func.sum(r[n]).label(n) for n in SUMS if n[:2] not in ("pu", "ug")],
             usd("priced_cost", "unpriced_gpu_hours").label("cost"),
             *[usd(f"pu_{c}", f"ug_{c}").label(f"u_{c}") for c in CAUSES],
         )
         .join(Pipeline, Pipeline.id == r.pipeline_id)
         .where(r.week_start >= since, r.week_start < until)
-        .group_by(r.pipeline_id, r.week_start)
-        .order_by(r.pipeline_id, r.week_start)
+        .group_by(*([] if together else [r.pipeline_id]), r.week_start)
+        .order_by(*([] if together else [r.pipeline_id]), r.week_start)
     )  # fmt: skip
+    if together and only is not None:
+        stmt = stmt.where(Pipeline.name.in_(list(only)))
     if pipeline_ids is not None:
         stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
     out: dict[int, list[WeekTotals]] = {}
@@ -172,7 +185,9 @@ def month_spend(session: Session, month: date) -> dict[int, float]:
     return {pid: float(v) for pid, v in session.execute(stmt)}
 
 
-def variant_counts(session: Session) -> dict[int, list[tuple[str, int]]]:
+def variant_counts(
+    session: Session, pipeline_ids: Sequence[int] | None = None
+) -> dict[int, list[tuple[str, int]]]:
     """Runs per variant per pipeline, most-run first (to pick each default variant)."""
     r = ROLLUP.c
     total = func.sum(r.runs)
@@ -181,6 +196,8 @@ def variant_counts(session: Session) -> dict[int, list[tuple[str, int]]]:
         .group_by(r.pipeline_id, r.variant)
         .order_by(r.pipeline_id, total.desc(), r.variant)
     )
+    if pipeline_ids is not None:
+        stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
     out: dict[int, list[tuple[str, int]]] = {}
     for pid, variant, n in session.execute(stmt):
         out.setdefault(pid, []).append((variant, int(n)))
