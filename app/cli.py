@@ -14,6 +14,7 @@ from app.db.revision import alembic_config, schema_state
 from app.errors import CadenceError
 from app.mlflow_import.command import add_parsers as add_import_parsers
 from app.reporting.commands import add_parsers as add_reporting_parsers
+from app.reporting.evaluations import add_parser as add_evaluation_parser
 from app.server import PROTOCOL
 from app.settings import Settings, get_settings
 
@@ -158,6 +159,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
     add_import_parsers(sub)  # import mlflow: app/mlflow_import/command.py
+    add_evaluation_parser(sub)  # report-evaluations: app/reporting/evaluations.py
     return p
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -267,6 +268,19 @@ class CadenceClient:
         return BatchResult(
             created=created, existing=existing, ids=ids, items=items, batches=batches
         )
+
+    def post_evaluations(
+        self, pipeline: str, evaluations: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """Store up to 1000 evaluations of a pipeline's serving model, all or nothing.
+
+        Each is ``{"run_id", "evaluated_at" (aware datetime or ISO text), "value"}`` plus
+        an optional ``metric``. Safe to retry: stored ones come back as ``existing``.
+        Raises :class:`ConflictError` when one is stored with a different value.
+        """
+        body = {"evaluations": [dict(e) for e in evaluations]}
+        path = f"/api/v1/pipelines/{quote(pipeline, safe='')}/evaluations"
+        return self._json_object(self._request("POST", path, body=body))
 
     def list_runs(
         self,

@@ -8,6 +8,8 @@ from fastapi import APIRouter
 def all_routers() -> list[APIRouter]:
     from app.alerts.router import router as alerts_router
     from app.analytics.router import router as analytics_router
+    from app.cadence.router import router as cadence_router
+    from app.evaluations.router import router as evaluations_router
     from app.pages.router import router as pages_router
 
-    return [analytics_router, alerts_router, pages_router]
+    return [analytics_router, cadence_router, evaluations_router, alerts_router, pages_router]

@@ -388,3 +388,18 @@ def test_against_the_real_app(client: TestClient, db: Database) -> None:
             "client-b2",
         ]
     assert statuses.count(422) == 1 and statuses.count(409) == 1  # neither was retried
+
+
+def test_post_evaluations_sends_the_batch_to_the_pipeline(sleeps: list[float]) -> None:
+    answer = httpx.Response(201, json={"created": 1, "existing": 0, "evaluations": []})
+    script = Script(answer)
+    with make_client(script, sleeps) as client:
+        at = datetime(2026, 11, 9, 22, tzinfo=UTC)
+        out = client.post_evaluations(
+            "recsys-ranker", [{"run_id": "r1", "evaluated_at": at, "value": 0.79}]
+        )
+    assert out["created"] == 1
+    [request] = script.requests
+    assert request.url == f"{BASE}/api/v1/pipelines/recsys-ranker/evaluations"
+    sent = json.loads(request.content)["evaluations"][0]
+    assert sent == {"run_id": "r1", "evaluated_at": "2026-11-09T22:00:00+00:00", "value": 0.79}

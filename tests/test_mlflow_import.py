@@ -315,11 +315,33 @@ def recorded(requests: list[httpx.Request]) -> httpx.MockTransport:
                 return httpx.Response(200, json=fixture("runs_search_page1.json"))
             assert page == "eyJvZmZzZXQiOiAzfQ=="
             return httpx.Response(200, json=fixture("runs_search_page2.json"))
+        if path == "/api/2.0/mlflow/metrics/get-history":
+            run, key = request.url.params["run_id"], request.url.params["metric_key"]
+            assert key == "live_quality"
+            return httpx.Response(200, json={"metrics": HISTORY.get(run, [])})
         return httpx.Response(
             404, json={"error_code": "ENDPOINT_NOT_FOUND", "message": f"no {path}"}
         )
 
     return httpx.MockTransport(handle)
+
+
+# The first recorded run ends at T0 + 14 h; a monitoring job logged its quality daily
+# after that (and once during training, which is not an evaluation of the served model).
+HISTORY = {
+    "a1f0c2d3e4b5a6978877665544332211": [
+        {"key": "live_quality", "value": 0.5, "timestamp": T0 + H, "step": 0},
+        *(
+            {
+                "key": "live_quality",
+                "value": 0.412 - 0.001 * d,
+                "timestamp": T0 + 14 * H + d * 24 * H,
+                "step": d,
+            }
+            for d in range(3)
+        ),
+    ]
+}
 
 
 def stored(client: TestClient, pipeline: str = "mlflow-ranker") -> dict[str, dict[str, Any]]:
@@ -674,3 +696,30 @@ def test_against_a_real_mlflow_server(
 
     with pytest.raises(ExperimentNotFound), MlflowClient(mlflow_server) as mlflow:
         mlflow.experiment_id("does-not-exist")
+
+
+def test_a_mapped_metric_history_becomes_evaluations(
+    client: TestClient, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mapping = tmp_path / "mapping.toml"
+    mapping.write_text('evaluations = "metrics.live_quality"\n', encoding="utf-8")
+    token = make_token(db, "ingest")
+    argv = ("--token", token, "--mapping", str(mapping))
+    code = command.run_import(
+        args(*argv), transport=through(client, []), mlflow_transport=recorded([]), sleep=pytest.fail
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "evaluations: 3 (3 created / 0 already there)" in out  # the training-time one left out
+    listed = client.get("/api/v1/pipelines/mlflow-ranker/evaluations").json()["evaluations"]
+    assert sorted(e["age_weeks"] * 7 for e in listed) == pytest.approx([0, 1, 2])
+    assert {e["run_id"] for e in listed} == {"a1f0c2d3e4b5a6978877665544332211"}
+    again = command.run_import(
+        args(*argv), transport=through(client, []), mlflow_transport=recorded([]), sleep=pytest.fail
+    )
+    assert again == 0 and "(0 created / 3 already there)" in capsys.readouterr().out
+
+
+def test_evaluations_mapping_must_name_a_metric() -> None:
+    with pytest.raises(MappingError, match=r"metrics\.KEY"):
+        parse_mapping({"evaluations": "params.x"})

@@ -53,6 +53,7 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "quality",
         "scaling",
         "runs",
+        "value",
     ):
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<script type="application/json" id="(fig-[a-z_]+)">', html)
@@ -66,6 +67,8 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "fig-week_usd",
         "fig-quality",
         "fig-scaling",
+        "fig-cadence_value",
+        "fig-decay",
     }
     assert "/static/vendor/plotly.min.js" in html
     assert "cdn" not in html.lower()
@@ -205,3 +208,15 @@ def test_table_links_keep_the_view(demo: TestClient) -> None:
     assert links, "no sort link for GPU-hours"
     assert "utilization_target=0.7" in links[0] and "budget=900" in links[0]
     assert "size=5" in links[0] and "page=1" in links[0]
+
+
+def test_demo_shows_what_retraining_more_often_buys(demo: TestClient) -> None:
+    html = demo.get("/pipelines/recsys-ranker").text
+    assert 'id="chart-cadence_value"' in html and 'id="chart-decay"' in html
+    assert "minimises cost" in html and "$3,000/month per 0.01" in html
+    body = demo.get("/api/v1/pipelines/recsys-ranker/cadence").json()
+    # Seeded demo: evaluations lose ~0.01 ndcg per week; V = $300,000 per unit and
+    # ~$280 per run put the optimum near sqrt(3000 / 2426.67) = 1.11 runs/week.
+    assert body["decay"]["model"] == "linear"
+    assert 0.005 < body["decay"]["rate_per_week"] < 0.015
+    assert 0.7 < body["optimum"]["runs_per_week"] < 1.6

@@ -29,6 +29,7 @@ PIPELINE_READS = [
     "/api/v1/pipelines/{p}/scaling",
     "/api/v1/pipelines/{p}/levers",
     "/api/v1/pipelines/{p}/checkpoints",
+    "/api/v1/pipelines/{p}/evaluations",
     "/api/v1/pipelines/{p}/alerts",
     "/api/v1/pipelines/{p}/alerts/deliveries",
     "/api/v1/runs?pipeline={p}",
@@ -175,3 +176,17 @@ def test_metrics_show_only_allowed_pipelines(world: World) -> None:
     assert "cadence_http_requests_total" in limited  # unlabelled-by-pipeline metrics stay
     full = world.call("GET", "/metrics", world.admin).text
     assert 'cadence_pipeline_monthly_budget_usd{pipeline="beta"} 100.0' in full
+
+
+def test_evaluations_and_cadence_are_bound_by_the_limit(world: World, db: Database) -> None:
+    ingest_alpha = bearer(make_token(db, "ingest", name="ingest-alpha", pipelines=["alpha"]))
+    body = {
+        "evaluations": [{"run_id": "beta-1", "evaluated_at": "2026-11-03T00:00:00Z", "value": 1}]
+    }
+    r = world.call("POST", "/api/v1/pipelines/beta/evaluations", ingest_alpha, body)
+    assert r.status_code == 403
+    for p, status in (("alpha", 422), ("beta", 403)):  # alpha: no quality value set yet
+        assert (
+            world.call("GET", f"/api/v1/pipelines/{p}/cadence", world.read_alpha).status_code
+            == status
+        )

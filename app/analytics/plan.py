@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from app.analytics.schemas import ArmRunIn, PlanIn, PlanOut
+from app.planning.cadence_value import CadenceValue, cadence_value
+from app.planning.decay import Decay, DecayFit, QualityPoint, fit_decay
 from app.planning.failures import checkpoint_advice
 from app.planning.gate import GateThresholds, evaluate_gate
 from app.planning.model import RunFacts
-from app.planning.projection import project_from_inputs, runs_per_month
+from app.planning.projection import Projection, project_from_inputs, runs_per_month
 from app.planning.scaling import ScalingPoint, fit_usl
 from app.planning.whatif import WhatIf
 
@@ -89,4 +91,31 @@ def plan(body: PlanIn) -> PlanOut:
                 min_runs=g.min_runs,
             ),
         )
-    return PlanOut(projection=projection, scaling_model=model, checkpoints=advice, gate=gate)
+    decay, value = _value(body, projection)
+    return PlanOut(
+        projection=projection, scaling_model=model, checkpoints=advice, gate=gate,
+        decay=decay, cadence=value,
+    )  # fmt: skip
+
+
+def _value(body: PlanIn, projection: Projection) -> tuple[DecayFit | None, CadenceValue | None]:
+    """The cost-optimal cadence from a given decay (a rate, or points to fit) and value;
+    the cost per run is the projection's (what-ifs applied)."""
+    if body.value is None:
+        return None, None
+    v = body.value
+    fit = None
+    if v.points is not None:
+        points = [QualityPoint(p.age_weeks, p.value) for p in v.points]
+        fit = fit_decay(points, higher_is_better=v.higher_is_better)
+        decay = fit.decay
+    else:
+        decay = Decay("linear", v.rate_per_week or 0.0)
+    at = projection.cadences[0]
+    return fit, cadence_value(
+        decay, value_usd_per_unit_month=v.quality_value_usd_per_unit_month,
+        cost_per_run_usd=at.cost_per_run_usd, weeks_per_month=projection.weeks_per_month,
+        wall_clock_hours=at.wall_clock_hours_per_run, budget_usd=body.budget_usd,
+        today_runs_per_week=body.current_runs_per_week,
+        max_reliable_age_weeks=fit.max_reliable_age_weeks if fit else None,
+    )  # fmt: skip

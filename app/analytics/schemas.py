@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from app.planning.cadence_value import CadenceValue
+from app.planning.decay import DecayFit
 from app.planning.failures import CheckpointAdvice, FailureRateEstimate
 from app.planning.gate import GateResult
 from app.planning.goodput import Goodput
@@ -136,6 +138,29 @@ class CheckpointIn(StrictModel):
     restart_hours: Duration = 0.0
 
 
+class DecayPointIn(StrictModel):
+    age_weeks: Annotated[float, Field(ge=0, le=520, description="weeks since the run finished")]
+    value: Metric
+
+
+class ValueIn(StrictModel):
+    """The value side of cadence (DOMAIN.md §8): what quality is worth and how fast it
+    decays, as a linear rate or as evaluated (age, value) points to fit."""
+
+    quality_value_usd_per_unit_month: Budget
+    rate_per_week: Annotated[float, Field(ge=-1e6, le=1e6)] | None = Field(
+        None, description="Linear decay b: quality lost per week"
+    )
+    points: list[DecayPointIn] | None = Field(None, min_length=3, max_length=5000)
+    higher_is_better: bool = True
+
+    @model_validator(mode="after")
+    def _one_decay(self) -> ValueIn:
+        if (self.rate_per_week is None) == (self.points is None):
+            raise ValueError("give the decay as rate_per_week or as points, not both or neither")
+        return self
+
+
 class PlanIn(StrictModel):
     """A plan from numbers you already know, for pipelines with no recorded runs."""
 
@@ -156,6 +181,7 @@ class PlanIn(StrictModel):
     scaling_probes: list[ProbeIn] = Field(default_factory=list, max_length=100)
     checkpoints: CheckpointIn | None = None
     gate: GateIn | None = None
+    value: ValueIn | None = None
 
 
 class PlanOut(BaseModel):
@@ -163,3 +189,7 @@ class PlanOut(BaseModel):
     scaling_model: ScalingModel | None
     checkpoints: CheckpointAdvice | None
     gate: GateResult | None
+    decay: DecayFit | None = None
+    cadence: CadenceValue | None = Field(
+        None, description="The cost-optimal cadence at the first cadence's cost per run."
+    )

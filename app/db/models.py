@@ -36,6 +36,9 @@ class Pipeline(CreatedAt, Base):
     runs_per_week: Mapped[float] = mapped_column(Double, default=1.0)
     quality_metric: Mapped[str] = mapped_column(String(100), default="quality")
     higher_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
+    # What one unit of the quality metric is worth, USD per month (DOMAIN.md §8); unset:
+    # the cost-optimal cadence cannot be computed.
+    quality_value_usd_per_unit_month: Mapped[float | None] = mapped_column(Double, nullable=True)
     # The API token whose ingest or PUT created it (null: the CLI, the demo, older rows),
     # for the per-token creation limit. Not a foreign key: tokens are revoked, never
     # deleted, and the count only needs the id.
@@ -139,6 +142,26 @@ class Interruption(Base):
     cause: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
     run: Mapped[Run] = relationship(back_populates="interruptions", lazy="raise")
+
+
+class Evaluation(CreatedAt, Base):
+    """The serving model's quality at one moment: the model is run ``run_pk``, its age
+    ``evaluated_at`` - that run's ``finished_at`` (app/evaluations, DOMAIN.md §8)."""
+
+    __tablename__ = "evaluation"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipeline.id", ondelete="CASCADE"))
+    run_pk: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    evaluated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    metric: Mapped[str] = mapped_column(String(100))
+    value: Mapped[float] = mapped_column(Double)
+
+    __table_args__ = (
+        # The idempotency key (pipeline, run_id, evaluated_at, metric): run_pk implies both.
+        UniqueConstraint("run_pk", "evaluated_at", "metric"),
+        Index("ix_evaluation_pipeline_evaluated", "pipeline_id", "evaluated_at"),
+    )
 
 
 class ApiToken(CreatedAt, Base):

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 
 from app.client import CadenceAPIError, Unavailable
+from app.mlflow_import.evaluations import evaluations_of
+from app.mlflow_import.evaluations import post as post_evaluations
 from app.mlflow_import.mapping import Mapped, Mapping, MappingError, load_mapping, map_run
 from app.mlflow_import.mlflow_api import MlflowClient, MlflowError
 from app.reporting.commands import (
@@ -91,10 +93,14 @@ def run_import(
         with MlflowClient(args.tracking_uri, transport=mlflow_transport) as mlflow:
             experiment_id = mlflow.experiment_id(args.experiment)
             found = list(mlflow.search_runs(experiment_id))
+            mapped = [map_run(r, args.pipeline, mapping, args.variant_tag) for r in found]
+            evals = []
+            if mapping.evaluations and not args.dry_run:
+                ready_now = [m for m in mapped if m.payload is not None]
+                evals = evaluations_of(mlflow, ready_now, mapping.evaluations)
     except MlflowError as exc:
         _error(exc.message)
         return USAGE
-    mapped = [map_run(r, args.pipeline, mapping, args.variant_tag) for r in found]
     for m in mapped:
         if m.payload is None:
             print(f"skipped {m.run_id}: {m.reason}", file=sys.stderr)
@@ -123,6 +129,14 @@ def run_import(
                     _summary(len(found), created, existing, skipped, partial=True)
                     return _exit_code(exc)
                 created, existing = created + result.created, existing + result.existing
+            if evals:
+                try:
+                    new, old = post_evaluations(client, args.pipeline, evals)
+                except CadenceAPIError as exc:
+                    _refused(exc, [])
+                    _summary(len(found), created, existing, skipped, partial=True)
+                    return _exit_code(exc)
+                print(f"evaluations: {len(evals)} ({new} created / {old} already there)")
     except Unavailable as exc:
         _error(f"server unavailable: {exc.message}")
         _summary(len(found), created, existing, skipped, partial=True)

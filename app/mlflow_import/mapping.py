@@ -5,6 +5,8 @@ Mapping file (every key optional)::
     quality_metric = "ndcg@10"          # Cadence's quality_metric (default "quality")
     utilization_is_percent = false      # true: 1 < gpu_utilization <= 100 is divided by 100
 
+    evaluations = "metrics.live_ndcg"   # optional: the serving model's quality over its life
+
     [fields]                            # Cadence field = "metrics|params|tags.<MLflow key>"
     gpu_utilization = "metrics.gpu_util"
     workers = "params.num_gpus"
@@ -44,7 +46,7 @@ FIELDS: dict[str, str] = {
     "variant": "variant",
 }
 TEXT_FIELDS = {"gpu_type", "variant"}
-TOP_LEVEL = {"fields", "quality_metric", "utilization_is_percent"}
+TOP_LEVEL = {"evaluations", "fields", "quality_metric", "utilization_is_percent"}
 TAG_KEY_MAX, TAG_VALUE_MAX = 100, 500
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -67,6 +69,9 @@ class Mapping:
     fields: dict[str, Source] = field(default_factory=dict)
     quality_metric: str = "quality"
     utilization_is_percent: bool = False
+    # A metric logged against each training run after it finished (by a monitoring job):
+    # its history becomes that model's evaluations (app/evaluations).
+    evaluations: str | None = None
 
     def sources(self, name: str) -> list[Source]:
         """Where to look for Cadence field ``name``, in order."""
@@ -106,7 +111,18 @@ def parse_mapping(data: dict[str, Any], where: str = "mapping") -> Mapping:
     percent = data.get("utilization_is_percent", False)
     if not isinstance(percent, bool):
         raise MappingError(f"{where}: utilization_is_percent must be true or false")
-    return Mapping(fields=fields, quality_metric=metric, utilization_is_percent=percent)
+    evaluations = data.get("evaluations")
+    if evaluations is not None:
+        section, dot, key = str(evaluations).partition(".")
+        if not isinstance(evaluations, str) or section != "metrics" or not dot or not key:
+            raise MappingError(f'{where}: evaluations = {evaluations!r}: expected "metrics.KEY"')
+        evaluations = key
+    return Mapping(
+        fields=fields,
+        quality_metric=metric,
+        utilization_is_percent=percent,
+        evaluations=evaluations,
+    )
 
 
 def load_mapping(path: Path) -> Mapping:

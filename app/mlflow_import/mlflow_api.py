@@ -125,6 +125,20 @@ class MlflowClient:
                 raise MlflowError("runs/search returned the same next_page_token twice")
             seen.add(token)
 
+    def metric_history(self, run_id: str, key: str) -> list[tuple[int, float]]:
+        """(timestamp in ms, value) of every logged value of a run's metric."""
+        body = self._call(
+            "GET", "metrics/get-history", params={"run_id": run_id, "metric_key": key}
+        )
+        out = []
+        for m in body.get("metrics") or []:
+            if isinstance(m, dict) and isinstance(m.get("timestamp"), int | str):
+                try:
+                    out.append((int(m["timestamp"]), float(m["value"])))
+                except (KeyError, TypeError, ValueError):
+                    continue
+        return out
+
     def _call(self, method: str, endpoint: str, **kwargs: Any) -> dict[str, Any]:
         url = f"{self.tracking_uri}{API}/{endpoint}"
         try:

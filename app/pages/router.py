@@ -13,6 +13,7 @@ from app.alerts.service import page_section as alerts_section
 from app.auth.service import TokenInfo
 from app.dashboard import runs_table, views
 from app.dashboard.figures import to_json
+from app.dashboard.value_view import value_section
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.errors import Invalid, NotFound
@@ -123,6 +124,7 @@ def pipeline_page(
             "whatif_keys": WHATIF_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
             "alerts": alerts_section(session, pipeline),
+            "value": value_section(session, pipeline, p),
         })  # fmt: skip
     return templates.TemplateResponse(request, "pipeline.html", context)
 

@@ -20,6 +20,9 @@ class PipelineUpdate(StrictModel):
     runs_per_week: float | None = Field(None, gt=0, le=1000, description="Current cadence")
     quality_metric: Annotated[Text, Field(min_length=1, max_length=100)] | None = None
     higher_is_better: bool | None = None
+    quality_value_usd_per_unit_month: float | None = Field(
+        None, ge=0, le=1e12, description="USD per month one unit of the quality metric is worth"
+    )
 
 
 class PipelineOut(OutModel):
@@ -31,6 +34,7 @@ class PipelineOut(OutModel):
     runs_per_week: float
     quality_metric: str
     higher_is_better: bool
+    quality_value_usd_per_unit_month: float | None = None
     created_at: datetime
     run_count: int = 0
     last_run_at: datetime | None = None

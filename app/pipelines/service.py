@@ -20,6 +20,9 @@ from app.pipelines import repository
 from app.pipelines.schemas import PipelineList, PipelineOut, PipelineUpdate
 from app.settings import Settings
 
+# Settings a PUT may clear with null (the rest keep their value when null is sent).
+NULLABLE = ("monthly_budget_usd", "quality_value_usd_per_unit_month")
+
 
 @per_session
 def get_by_name(session: Session, name: str) -> Pipeline:
@@ -110,7 +113,7 @@ def upsert(
         )
         session.add(row)
     for field, value in update.model_dump(exclude_unset=True).items():
-        if value is None and field != "monthly_budget_usd":
+        if value is None and field not in NULLABLE:
             continue
         setattr(row, field, value)
     session.flush()

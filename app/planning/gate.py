@@ -8,6 +8,7 @@ from typing import Literal
 
 from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import Projection, project_costs
+from app.planning.sequential import DEFAULT_MAX_RUNS, SequentialDesign, sequential_decision
 from app.planning.welch import one_sided_bounds, p_value_above, runs_needed_per_arm, welch
 
 Status = Literal["pass", "fail", "undecided"]
@@ -22,6 +23,9 @@ class GateThresholds:
     quality_margin: float = 0.01
     alpha: float = 0.05
     min_runs: int = 3
+    # The quality criterion's sequential design: looks after every run up to this many
+    # runs per arm keep its false-pass rate at alpha (app/planning/sequential.py).
+    max_runs: int = DEFAULT_MAX_RUNS
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 0.5:
@@ -125,6 +129,19 @@ def _statistical(
     return CriterionResult(name, c.diff, threshold, (lo, hi), status, reason, needed, p)
 
 
+def _sequential_quality(
+    what: str, baseline: list[float], candidate: list[float], th: GateThresholds
+) -> CriterionResult:
+    """Quality non-inferiority as an always-valid, group-sequential test."""
+    n0 = max(th.min_runs, 2)
+    design = SequentialDesign(alpha=th.alpha, min_runs=n0, max_runs=max(th.max_runs, n0))
+    d = sequential_decision(baseline, candidate, -th.quality_margin, design, what)
+    return CriterionResult(
+        "quality_non_inferiority", d.value, -th.quality_margin, d.interval, d.status,
+        d.reason, d.runs_needed_per_arm, d.p_value,
+    )  # fmt: skip
+
+
 def _cost(
     candidate: Sequence[RunFacts],
     target_runs_per_week: float,
@@ -169,9 +186,10 @@ def evaluate_gate(
        candidate - baseline; pass if the one-sided (1 - alpha) lower bound >= the
        threshold, fail if the upper bound < it, else undecided.
     2. quality_non_inferiority: d = s (mean_c - mean_b), s = +1 if higher is better else
-       -1; one-sided Welch test of H0: d <= -margin; pass if p < alpha (equivalently the
-       lower bound > -margin), fail if the upper bound < -margin, else undecided. Runs
-       without a quality value are left out of this criterion.
+       -1; one-sided test of H0: d <= -margin, group-sequential so that checking after
+       every run keeps the false-pass rate at alpha (app/planning/sequential.py): pass if
+       the look's lower bound > -margin, fail if its upper bound < -margin, else
+       undecided. Runs without a quality value are left out of this criterion.
     3. projected_cost: m x median candidate cost per run <= budget (see project_costs).
 
     Verdict: INSUFFICIENT_DATA if either arm has fewer than ``min_runs`` runs; otherwise
@@ -194,14 +212,11 @@ def evaluate_gate(
     )
     sign = 1.0 if higher_is_better else -1.0
     direction = "higher" if higher_is_better else "lower"
-    quality = _statistical(
-        "quality_non_inferiority",
+    quality = _sequential_quality(
         f"Quality ({direction} is better, sign-adjusted, margin {th.quality_margin:g})",
         [sign * r.quality_value for r in baseline if r.quality_value is not None],
         [sign * r.quality_value for r in candidate if r.quality_value is not None],
-        -th.quality_margin,
         th,
-        strict_pass=True,
     )
     cost, proj = _cost(candidate, target_runs_per_week, budget_usd, convention, th)
     criteria = (util, quality, cost)

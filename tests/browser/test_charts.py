@@ -19,6 +19,7 @@ el => JSON.parse(document.getElementById(el.dataset.figure).textContent).data.fi
 RANKER_CHARTS = {
     *("chart-cost", "chart-checkpoint", "chart-goodput", "chart-quality", "chart-scaling"),
     *("chart-run_gpu", "chart-week_gpu", "chart-run_usd", "chart-week_usd"),
+    *("chart-cadence_value", "chart-decay"),
 }
 
 

@@ -1,0 +1,83 @@
+"""The cost-optimal cadence of a recorded pipeline: evaluations, value and the scenario's
+cost per run in, the pure arithmetic of app/planning/cadence_value.py out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from app.analytics import service as analytics
+from app.cadence.schemas import CadenceOut
+from app.errors import Invalid
+from app.evaluations.service import quality_points
+from app.pipelines.service import get_by_name
+from app.planning.cadence_value import cadence_value
+from app.planning.decay import MIN_POINTS, DecayFit, fit_decay
+from app.planning.model import PlanningError
+from app.planning.whatif import WhatIf
+
+
+def _bad(field: str, reason: str) -> Invalid:
+    return Invalid(f"{field}: {reason}", fields=[{"field": field, "reason": reason}])
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The planning scenario of the other endpoints (what-ifs, month, budget, variant)."""
+
+    what_if: WhatIf
+    convention: str = "calendar"
+    budget: float | None = None
+    variant: str | None = None
+
+
+def decay_fit(session: Session, name: str) -> DecayFit:
+    pipeline = get_by_name(session, name)
+    points = quality_points(session, pipeline)
+    if len(points) < MIN_POINTS:
+        raise _bad(
+            "evaluations",
+            f"pipeline {name!r} has {len(points)} evaluations of {pipeline.quality_metric!r}; "
+            f"the decay fit needs at least {MIN_POINTS} at two or more model ages "
+            f"(POST /api/v1/pipelines/{name}/evaluations)",
+        )
+    try:
+        return fit_decay(points, higher_is_better=pipeline.higher_is_better)
+    except PlanningError as exc:
+        raise _bad("evaluations", str(exc)) from exc
+
+
+def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
+    pipeline = get_by_name(session, name)
+    value = pipeline.quality_value_usd_per_unit_month
+    if value is None:
+        raise _bad(
+            "quality_value_usd_per_unit_month",
+            f"not set for pipeline {name!r}: PUT /api/v1/pipelines/{name} with what one unit "
+            f"of {pipeline.quality_metric} is worth per month",
+        )
+    fit = decay_fit(session, name)
+    out = analytics.projection(
+        session, name, variants=[scenario.variant] if scenario.variant else None,
+        cadences=[1.0], what_if=scenario.what_if, convention=scenario.convention,
+        budget=scenario.budget,
+    )  # fmt: skip
+    variant = out.variants[0]
+    proj = out.projections[variant]
+    at = proj.cadences[0]
+    budget = scenario.budget if scenario.budget is not None else pipeline.monthly_budget_usd
+    result = cadence_value(
+        fit.decay, value_usd_per_unit_month=value, cost_per_run_usd=at.cost_per_run_usd,
+        weeks_per_month=proj.weeks_per_month, wall_clock_hours=at.wall_clock_hours_per_run,
+        budget_usd=budget, today_runs_per_week=pipeline.runs_per_week,
+        max_reliable_age_weeks=fit.max_reliable_age_weeks,
+    )  # fmt: skip
+    head = {
+        "pipeline": name, "variant": variant, "quality_metric": pipeline.quality_metric,
+        "higher_is_better": pipeline.higher_is_better, "value_usd_per_unit_month": value,
+        "value_usd_per_hundredth_month": value / 100.0, "cost_per_run_usd": at.cost_per_run_usd,
+        "wall_clock_hours": at.wall_clock_hours_per_run,
+        "weeks_per_month": proj.weeks_per_month, "budget_usd": budget,
+    }  # fmt: skip
+    return CadenceOut.build(head, fit, result)

@@ -1,0 +1,63 @@
+"""The pipeline page's "What retraining more often buys" section (DOMAIN.md §8).
+
+Reads through the cadence and evaluations services and turns the results into figures
+with the pure builders of ``figures_value``; anything that cannot be computed yet (no
+evaluations, no value set) becomes a sentence saying what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from app.cadence import service as cadence
+from app.cadence.schemas import CadenceOut
+from app.dashboard.figures_value import cadence_curve_figure, decay_figure
+from app.dashboard.views import Section, WhatIfParams
+from app.db.models import Pipeline
+from app.errors import Invalid
+from app.evaluations.service import quality_points
+from app.planning.cadence_value import every
+
+
+@dataclass(frozen=True)
+class ValueSection:
+    curve: Section
+    decay: Section
+    sentence: str | None
+    out: CadenceOut | None
+    value_per_hundredth: float | None
+    optimum_every: str | None
+
+
+def value_section(session: Session, pipeline: Pipeline, p: WhatIfParams) -> ValueSection:
+    value = pipeline.quality_value_usd_per_unit_month
+    per_hundredth = value / 100.0 if value is not None else None
+    try:
+        fit = cadence.decay_fit(session, pipeline.name)
+    except Invalid as exc:
+        message = (
+            f"No decay yet: {exc.message.split(': ', 1)[-1]}. Evaluations report the serving "
+            f"model's {pipeline.quality_metric} against its age."
+        )
+        return ValueSection(Section(empty=message), Section(empty=message), None, None, None, None)
+    points = quality_points(session, pipeline)
+    decay = Section(
+        figure=decay_figure(points, fit, pipeline.quality_metric, pipeline.higher_is_better)
+    )
+    if value is None:
+        message = (
+            f"No value set: PUT /api/v1/pipelines/{pipeline.name} with "
+            f"quality_value_usd_per_unit_month (what one unit of {pipeline.quality_metric} is "
+            "worth per month) to see the cost-optimal cadence."
+        )
+        return ValueSection(Section(empty=message), decay, None, None, None, None)
+    scenario = cadence.Scenario(p.what_if(), p.weeks_per_month)
+    try:
+        out = cadence.cadence(session, pipeline.name, scenario)
+    except Invalid as exc:
+        return ValueSection(Section(empty=exc.message), decay, None, None, per_hundredth, None)
+    curve = Section(figure=cadence_curve_figure(out.curve, out.optimum, out.today))
+    optimum = every(out.optimum.interval_days)
+    return ValueSection(curve, decay, out.sentence, out, per_hundredth, optimum)

@@ -1,0 +1,221 @@
+"""Evaluations in, the cost-optimal cadence out, through the API (both databases)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app import cli
+from app.db.engine import Database
+from app.reporting import evaluations
+from tests.conftest import make_run, make_token
+from tests.test_client import through
+
+P = "/api/v1/pipelines/ranker"
+FINISHED = datetime.fromisoformat("2026-11-02T22:00:00+00:00")
+
+
+def post_runs(client: TestClient, headers: dict[str, str], n: int = 4) -> None:
+    """n weekly runs of 8 workers x 14 h = 112 GPU-h at the default $2.50: $280 each."""
+    for k in range(n):
+        start = datetime.fromisoformat("2026-11-02T08:00:00+00:00") + timedelta(weeks=k)
+        body = make_run(
+            run_id=f"run-{k + 1}",
+            started_at=start.isoformat(),
+            finished_at=(start + timedelta(hours=14)).isoformat(),
+        )
+        assert client.post("/api/v1/runs", json=body, headers=headers).status_code == 201
+
+
+def evaluation(run: str, age_weeks: float, value: float, **extra: Any) -> dict[str, Any]:
+    k = int(run.split("-")[1]) - 1
+    at = FINISHED + timedelta(weeks=k) + timedelta(weeks=age_weeks)
+    return {"run_id": run, "evaluated_at": at.isoformat(), "value": value, **extra}
+
+
+# q(a) = 0.80 - 0.004 a exactly: b = 0.004 per week.
+LINE = [evaluation("run-1", a, 0.80 - 0.004 * a) for a in (0, 1, 2, 3)] + [
+    evaluation("run-2", a, 0.80 - 0.004 * a) for a in (0.5, 1.5)
+]
+
+
+def test_end_to_end_optimum_through_the_api(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    post_runs(client, ingest_headers)
+    r = client.post(f"{P}/evaluations", json={"evaluations": LINE}, headers=ingest_headers)
+    assert r.status_code == 201, r.text
+    assert r.json()["created"] == 6
+    assert r.json()["evaluations"][1]["age_weeks"] == pytest.approx(1.0)
+    # No value yet: a 422 that names the setting.
+    r = client.get(f"{P}/cadence")
+    assert r.status_code == 422
+    assert r.json()["error"]["fields"][0]["field"] == "quality_value_usd_per_unit_month"
+    put = client.put(P, json={"quality_value_usd_per_unit_month": 200_000}, headers=admin_headers)
+    assert put.status_code == 200 and put.json()["quality_value_usd_per_unit_month"] == 200_000
+    body = client.get(f"{P}/cadence").json()
+    # DOMAIN.md §8: V = 200,000, b = 0.004, wpm = 52/12, c = 112 x $2.50 = $280:
+    # k* = sqrt(800 / 2426.67) = 0.574170 runs/week (every 12 days).
+    assert body["decay"]["model"] == "linear"
+    assert body["decay"]["rate_per_week"] == pytest.approx(0.004)
+    assert body["decay"]["age_range_weeks"] == pytest.approx([0.0, 3.0])
+    assert body["cost_per_run_usd"] == pytest.approx(280.0)
+    assert body["optimum"]["runs_per_week"] == pytest.approx(0.574170, abs=1e-6)
+    assert body["sentence"].startswith("Retraining every 12 days minimises cost: $220/month")
+    assert body["value_usd_per_hundredth_month"] == pytest.approx(2000.0)
+    assert body["today"]["runs_per_week"] == 1.0
+    assert body["sensitivity"]["double_value_runs_per_week"] == pytest.approx(0.811998, abs=2e-6)
+    at_daily = body["curve"][-1]
+    assert at_daily["runs_per_week"] == pytest.approx(7.0)
+    assert at_daily["retrain_usd"] == pytest.approx(7 * 52 / 12 * 280)
+    # A scenario price halves the cost per run: k* grows by sqrt(2) to 0.811998.
+    cheaper = client.get(f"{P}/cadence", params={"price": 1.25}).json()
+    assert cheaper["optimum"]["runs_per_week"] == pytest.approx(0.811998, abs=2e-6)
+    # A budget of $1,000 caps retraining at 1000 / (4.3333 x 280) = 0.824176 runs/week,
+    # above k*, so the best feasible cadence is the optimum itself.
+    capped = client.get(f"{P}/cadence", params={"budget": 1000}).json()
+    assert capped["best_feasible"]["runs_per_week"] == pytest.approx(0.574170, abs=1e-6)
+
+
+def test_retries_conflicts_and_listing(client: TestClient, ingest_headers: dict[str, str]) -> None:
+    post_runs(client, ingest_headers, 2)
+    body = {"evaluations": LINE}
+    assert client.post(f"{P}/evaluations", json=body, headers=ingest_headers).status_code == 201
+    again = client.post(f"{P}/evaluations", json=body, headers=ingest_headers)
+    assert again.status_code == 200 and again.json()["existing"] == 6
+    changed = {"evaluations": [{**LINE[0], "value": 0.5}]}
+    r = client.post(f"{P}/evaluations", json=changed, headers=ingest_headers)
+    assert r.status_code == 409
+    assert r.json()["error"]["fields"][0]["field"] == "evaluations.0.value"
+    first = client.get(f"{P}/evaluations", params={"limit": 4}).json()
+    assert len(first["evaluations"]) == 4 and first["next_cursor"]
+    rest = client.get(f"{P}/evaluations", params={"cursor": first["next_cursor"]}).json()
+    assert len(rest["evaluations"]) == 2 and rest["next_cursor"] is None
+    ids = [e["id"] for e in first["evaluations"] + rest["evaluations"]]
+    assert len(set(ids)) == 6
+    times = [e["evaluated_at"] for e in first["evaluations"] + rest["evaluations"]]
+    assert times == sorted(times, reverse=True)
+    only = client.get(f"{P}/evaluations", params={"run_id": "run-2"}).json()
+    assert {e["run_id"] for e in only["evaluations"]} == {"run-2"}
+
+
+def test_bad_items_are_422_naming_them_and_nothing_is_stored(
+    client: TestClient, ingest_headers: dict[str, str]
+) -> None:
+    post_runs(client, ingest_headers, 1)
+    bad = [
+        evaluation("run-1", 1, 0.79),
+        evaluation("run-9", 1, 0.79),  # unknown run
+        {**evaluation("run-1", 0, 0.8), "evaluated_at": "2026-11-02T21:00:00+00:00"},
+        evaluation("run-1", 2, 0.78, metric="auc"),  # the pipeline measures ndcg
+    ]
+    r = client.post(f"{P}/evaluations", json={"evaluations": bad}, headers=ingest_headers)
+    assert r.status_code == 422
+    fields = [f["field"] for f in r.json()["error"]["fields"]]
+    assert fields == ["evaluations.1.run_id", "evaluations.2.evaluated_at", "evaluations.3.metric"]
+    assert client.get(f"{P}/evaluations").json()["evaluations"] == []
+    # Non-finite values and timestamps without an offset are refused by the schema.
+    raw = (
+        '{"evaluations": [{"run_id": "run-1", "evaluated_at": "2026-11-03T00:00:00Z", '
+        '"value": NaN}]}'
+    )
+    r = client.post(
+        f"{P}/evaluations",
+        content=raw,
+        headers={**ingest_headers, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 422
+    assert r.json()["error"]["fields"][0]["field"] == "evaluations.0.value"
+    naive = {
+        "evaluations": [{**evaluation("run-1", 1, 0.79), "evaluated_at": "2026-11-10T00:00:00"}]
+    }
+    r = client.post(f"{P}/evaluations", json=naive, headers=ingest_headers)
+    assert r.status_code == 422
+    assert r.json()["error"]["fields"][0]["field"] == "evaluations.0.evaluated_at"
+    many = {"evaluations": [evaluation("run-1", 1, 0.79)] * 1001}
+    r = client.post(f"{P}/evaluations", json=many, headers=ingest_headers)
+    assert r.status_code == 422 and r.json()["error"]["fields"][0]["field"] == "evaluations"
+    assert client.post(f"{P}/evaluations", json={"evaluations": LINE[:1]}).status_code == 401
+
+
+def test_cadence_needs_evaluations(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    post_runs(client, ingest_headers, 1)
+    client.put(P, json={"quality_value_usd_per_unit_month": 1000}, headers=admin_headers)
+    r = client.get(f"{P}/cadence")
+    assert r.status_code == 422
+    assert r.json()["error"]["fields"][0]["field"] == "evaluations"
+    assert "needs at least 3" in r.json()["error"]["message"]
+
+
+def test_pipeline_page_section_empty_then_filled(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    post_runs(client, ingest_headers)
+    html = client.get("/pipelines/ranker").text
+    assert "What retraining more often buys" in html
+    assert 'data-empty="cadence_value"' in html and "No decay yet" in html
+    client.post(f"{P}/evaluations", json={"evaluations": LINE}, headers=ingest_headers)
+    html = client.get("/pipelines/ranker").text
+    assert 'id="chart-decay"' in html and "No value set" in html
+    client.put(P, json={"quality_value_usd_per_unit_month": 200_000}, headers=admin_headers)
+    html = client.get("/pipelines/ranker").text
+    assert "Retraining every 12 days minimises cost: $220/month less than weekly." in html
+    assert 'id="chart-cadence_value"' in html
+    assert "$2,000/month per 0.01" in html  # 200,000 per unit = 2,000 per 0.01
+
+
+PLAN = {"workers": 8, "wall_clock_hours": 14, "gpu_utilization": 0.38, "price_per_gpu_hour": 2.5}
+
+
+def test_plan_takes_a_decay_rate_or_points_and_a_value(client: TestClient) -> None:
+    # One described run: 8 x 14 h x $2.50 = $280; with V = 200,000 and b = 0.004 the
+    # optimum is the DOMAIN.md §8 check, 0.574170 runs/week.
+    value = {"quality_value_usd_per_unit_month": 200_000, "rate_per_week": 0.004}
+    out = client.post("/api/v1/plan", json={**PLAN, "value": value}).json()
+    assert out["cadence"]["optimum"]["runs_per_week"] == pytest.approx(0.574170, abs=1e-6)
+    assert out["decay"] is None
+    points = [{"age_weeks": a, "value": 0.8 - 0.004 * a} for a in (0, 1, 2, 3)]
+    value = {"quality_value_usd_per_unit_month": 200_000, "points": points}
+    out = client.post("/api/v1/plan", json={**PLAN, "value": value}).json()
+    assert out["decay"]["decay"]["rate_per_week"] == pytest.approx(0.004)
+    assert out["cadence"]["optimum"]["runs_per_week"] == pytest.approx(0.574170, abs=1e-6)
+    # A utilization target of 76% halves the GPU-hours (38/76): c = $140, k* x sqrt(2).
+    out = client.post(
+        "/api/v1/plan",
+        json={**PLAN, "value": value, "what_if": {"utilization_target": 0.76}},
+    ).json()
+    assert out["cadence"]["optimum"]["runs_per_week"] == pytest.approx(0.811998, abs=2e-6)
+    both = {**value, "rate_per_week": 0.004}
+    r = client.post("/api/v1/plan", json={**PLAN, "value": both})
+    assert r.status_code == 422 and "not both" in r.text
+
+
+def test_report_evaluations_command_posts_a_csv(
+    client: TestClient,
+    db: Database,
+    ingest_headers: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    post_runs(client, ingest_headers, 2)
+    path = tmp_path / "evaluations.csv"
+    rows = ["run_id,evaluated_at,value"] + [
+        f"{e['run_id']},{e['evaluated_at']},{e['value']}" for e in LINE
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    token = make_token(db, "ingest", name="cli-evaluations")
+    argv = ["report-evaluations", "--pipeline", "ranker", "--file", str(path), "--token", token]
+    args = cli.parser().parse_args([*argv, "--url", "http://testserver"])
+    assert evaluations.run(args, transport=through(client, [])) == 0
+    assert "6 evaluations stored: 6 created, 0 already there" in capsys.readouterr().out
+    assert evaluations.run(args, transport=through(client, [])) == 0
+    assert "0 created, 6 already there" in capsys.readouterr().out
+    path.write_text(rows[0] + "\nrun-9,2026-11-03T00:00:00+00:00,0.8\n", encoding="utf-8")
+    assert evaluations.run(args, transport=through(client, [])) == 1
+    assert "evaluations.0.run_id" in capsys.readouterr().err
