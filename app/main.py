@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.alerts.sender import Sender
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.errors import install_error_handlers
@@ -45,7 +46,13 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             raise
         except Exception as exc:  # unreachable database: serve, and say so on /readyz
             log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
+        run_sender = settings.alert_sender and not db.single_connection
+        sender = Sender(db, settings) if run_sender else None
+        if sender is not None:  # alert webhooks go out from here, never from a request
+            sender.start()
         yield
+        if sender is not None:
+            sender.stop()
         if database is None:
             db.dispose()
 
