@@ -168,7 +168,7 @@ class Server:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, ready_timeout: float = 90.0) -> Server:
+    def start(self, ready_timeout: float = 240.0) -> Server:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [*cadence_command(), "serve"],

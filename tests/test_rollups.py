@@ -11,9 +11,13 @@ from typing import Any
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import select
 
 from app.analytics import repository as analytics
+from app.analytics.service import current_monthly_cost
 from app.db.engine import Database
+from app.db.models import Pipeline
+from app.observability import business
 from app.planning.rollup import KEY, SUMS, buckets, deltas
 from app.rollups import repository as rollups
 from tests.conftest import make_run, make_token
@@ -91,6 +95,14 @@ def assert_rollups_match(db: Database) -> None:
                 assert close(w.goodput.held_gpu_hours, r.goodput.held_gpu_hours)
                 for c, usd in w.usd_by_cause.items():
                     assert close(usd, r.usd_by_cause[c]), c
+        # /metrics' and the overview's monthly cost (a SQL median on PostgreSQL) equals the
+        # projection endpoint's, for every pipeline.
+        gauges = {(g, name): v for g, name, v in business.gauges(s)}
+        for p in s.scalars(select(Pipeline).where(Pipeline.name.in_(PIPELINES))):
+            expected = current_monthly_cost(s, p)
+            assert (expected is None) == (("cost", p.name) not in gauges)
+            if expected is not None:
+                assert close(gauges[("cost", p.name)], expected)
 
 
 @settings(

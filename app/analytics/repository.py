@@ -7,6 +7,7 @@ of recent runs.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -104,21 +105,25 @@ def recent_runs(
     return rows[::-1] if chronological else rows
 
 
-def recent_runs_many(
-    session: Session, variants: dict[int, str], limit: int = 12
-) -> dict[int, list[RunRow]]:
-    """:func:`recent_runs` (newest first) for many (pipeline id: variant) pairs at once.
+def median_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
+    """Median cost per run of each (pipeline id: variant)'s ``limit`` newest runs, the
+    per-run cost being :func:`_to_run_row`'s (GPU-hours capped at workers x hours x 1.01,
+    hours at least the explained time) times the effective price.
 
     PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
-    per pair (5,000 pairs x 12 runs, not the whole table). SQLite: one query per pair.
+    per pair (5,000 pairs x 12 runs, not the whole table) and ``percentile_cont(0.5)``,
+    which like ``numpy.median`` averages the middle two of an even count. SQLite: one
+    query per pair and the median in Python.
     """
     if not variants:
         return {}
     if _dialect(session) != "postgresql":
-        return {
-            pid: recent_runs(session, pid, variant=v, limit=limit, chronological=False)
-            for pid, v in variants.items()
-        }
+        out = {}
+        for pid, v in variants.items():
+            rows = recent_runs(session, pid, variant=v, limit=limit)
+            if rows:
+                out[pid] = statistics.median(r.facts.cost_usd for r in rows)
+        return out
     ids, names = list(variants), [variants[i] for i in variants]
     pairs = (
         func.unnest(
@@ -128,25 +133,23 @@ def recent_runs_many(
         .table_valued("pid", "variant")
         .render_derived(name="pairs")
     )
-    hours = wall_clock("postgresql").label("hours")
+    explained = (
+        Run.data_stall_hours + Run.checkpoint_hours + Run.lost_progress_hours
+        + Run.resume_hours + Run.reschedule_hours
+    )  # fmt: skip
+    hours = func.greatest(wall_clock("postgresql"), explained, 1e-9)
+    cost = func.least(Run.gpu_hours, Run.workers * hours * 1.01) * effective_price()
     recent = (
-        select(
-            Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours, Run.gpu_hours,
-            Run.gpu_utilization, effective_price().label("price"), Run.data_stall_hours,
-            Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.quality_value,
-            Run.interruption_count, Run.lost_progress_hours, Run.resume_hours,
-            Run.reschedule_hours,
-        )
+        select(cost.label("cost"))
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
         .lateral()
-    )  # fmt: skip
-    out: dict[int, list[RunRow]] = {}
-    for r in session.execute(select(pairs.c.pid, recent).select_from(pairs).join(recent, true())):
-        out.setdefault(r.pid, []).append(_to_run_row(r))
-    return out
+    )
+    median = func.percentile_cont(0.5).within_group(recent.c.cost)
+    stmt = select(pairs.c.pid, median).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
+    return {pid: float(m) for pid, m in session.execute(stmt)}
 
 
 def _to_run_row(r: Any) -> RunRow:

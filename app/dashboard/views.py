@@ -279,7 +279,7 @@ def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card
     totals = rollups.weekly_totals(session, prev, monday + timedelta(weeks=1), ids)
     counts = rollups.variant_counts(session, ids)
     current = {pid: analytics.default_variants([v for v, _ in c])[0] for pid, c in counts.items()}
-    recent = repo.recent_runs_many(session, current)
+    medians = repo.median_costs(session, current)
     out = []
     for pipeline in pipelines:
         rows = repo.recent_runs(session, pipeline.id, limit=12)
@@ -291,11 +291,10 @@ def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card
         elif message:
             note = message.split(".")[0]
         spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
-        mine = recent.get(pipeline.id)
         out.append(Card(
             pipeline=pipeline,
-            monthly_cost_usd=monthly_cost_now([r.facts for r in mine], pipeline.runs_per_week)
-            if mine else None,
+            monthly_cost_usd=monthly_cost_now(medians[pipeline.id], pipeline.runs_per_week)
+            if pipeline.id in medians else None,
             budget_usd=pipeline.monthly_budget_usd,
             this_week=weeks[-1].goodput.overall,
             last_week=weeks[0].goodput.overall,

@@ -52,13 +52,13 @@ def gauges(session: Session) -> Iterator[tuple[str, str, float]]:
     current = {
         pid: default_variants([v for v, _ in names])[0] for pid, names in counts.items() if names
     }
-    recent = repo.recent_runs_many(session, current)
+    medians = repo.median_costs(session, current)
     weeks = rollups.latest_weeks(session)
     for pid, name, budget, cadence in pipelines:
         if budget is not None:
             yield "budget", name, budget
-        if recent.get(pid):
-            yield "cost", name, monthly_cost_now([r.facts for r in recent[pid]], cadence)
+        if pid in medians:
+            yield "cost", name, monthly_cost_now(medians[pid], cadence)
         overall = goodput_from_totals(weeks[pid].goodput).overall if pid in weeks else None
         if overall is not None:
             yield "goodput", name, overall
