@@ -72,7 +72,14 @@ def _dialect(session: Session) -> str:
 
 
 def effective_price() -> ColumnElement[float]:
+    """The price projections use: the run's own, else the pipeline's *current* price, so
+    a price change re-prices what the runs would cost from now on."""
     return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
+
+
+def recorded_price() -> ColumnElement[float]:
+    """The price frozen on the run when it was stored (DOMAIN.md §2): recorded spend."""
+    return Run.billed_price_per_gpu_hour.expression
 
 
 @per_session
@@ -196,6 +203,14 @@ def run_terms(
     definitions of :func:`app.planning.rollup.terms` (which documents them)."""
     t = wall_clock(dialect)
     weff = Run.gpu_hours / t
+    progress = _greatest(
+        weff * (t - Run.reschedule_hours - Run.resume_hours - Run.lost_progress_hours
+                - Run.checkpoint_hours), 0.0,
+    )  # fmt: skip
+    busy = _greatest(Run.gpu_utilization * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
+    program = case(
+        (Run.mfu.is_not(None), Run.mfu * progress), (busy > progress, progress), else_=busy
+    )
     idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
     failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
     named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
@@ -214,7 +229,7 @@ def run_terms(
         "unavailable": weff * (Run.scheduling_wait_hours + Run.reschedule_hours),
         "held": weff * (t - Run.reschedule_hours),
         "runtime_loss": weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours),
-        "program": Run.gpu_hours * func.coalesce(Run.mfu, Run.gpu_utilization),
+        "program": cast(program, Float),
         "mfu_hours": case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0),
     }
     return terms, causes
@@ -230,7 +245,7 @@ def weekly_totals(
     they over-explain it, other idle never negative).
     """
     dialect = _dialect(session)
-    price = effective_price()
+    price = recorded_price()
     terms, causes = run_terms(dialect)
     week = week_start(dialect).label("week")
     columns = [
@@ -365,3 +380,18 @@ def worker_times(
         .limit(limit)
     )
     return [(int(w), float(t)) for w, t in session.execute(stmt)]
+
+
+def recorded_spend(
+    session: Session, pipeline_ids: list[int], since: datetime, until: datetime
+) -> dict[int, float]:
+    """USD recorded per pipeline for runs started in [since, until), every variant, at
+    the price frozen on each run."""
+    if not pipeline_ids:
+        return {}
+    rows = session.execute(
+        select(Run.pipeline_id, func.sum(Run.gpu_hours * recorded_price()))
+        .where(Run.pipeline_id.in_(pipeline_ids), Run.started_at >= since, Run.started_at < until)
+        .group_by(Run.pipeline_id)
+    )
+    return {pid: float(total or 0.0) for pid, total in rows}

@@ -3,9 +3,9 @@
 For every pipeline (none is left out), in one read-only transaction of four queries:
 
 - ``cadence_pipeline_projected_monthly_cost_usd``: the monthly cost at the pipeline's
-  current cadence, default variant, calendar months (what
-  ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` shows): the median
-  cost of the variant's 12 newest runs, read for all pipelines in one LATERAL query;
+  current cadence from the production variant (what
+  :func:`app.analytics.service.current_monthly_cost` gives): the median cost of the
+  variant's newest RUN_WINDOW runs, for all pipelines in one LATERAL query;
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
 - ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs,
   from ``run_rollup``;
@@ -29,10 +29,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
-from app.analytics.service import default_variants
 from app.db.models import Pipeline
 from app.planning.goodput import goodput_from_totals
 from app.planning.projection import monthly_cost_now
+from app.planning.scenario import RUN_WINDOW
 from app.rollups import repository as rollups
 
 if TYPE_CHECKING:
@@ -45,16 +45,17 @@ def gauges(session: Session) -> Iterator[tuple[str, str, float]]:
     """(gauge, pipeline name, value) for every pipeline, by name."""
     pipelines = session.execute(
         select(
-            Pipeline.id, Pipeline.name, Pipeline.monthly_budget_usd, Pipeline.runs_per_week
+            Pipeline.id,
+            Pipeline.name,
+            Pipeline.monthly_budget_usd,
+            Pipeline.runs_per_week,
+            Pipeline.production_variant,
         ).order_by(Pipeline.name)
     ).all()
-    counts = rollups.variant_counts(session)
-    current = {
-        pid: default_variants([v for v, _ in names])[0] for pid, names in counts.items() if names
-    }
-    medians = repo.median_costs(session, current)
+    current = {pid: variant for pid, _, _, _, variant in pipelines}
+    medians = repo.median_costs(session, current, RUN_WINDOW)
     weeks = rollups.latest_weeks(session)
-    for pid, name, budget, cadence in pipelines:
+    for pid, name, budget, cadence, _ in pipelines:
         if budget is not None:
             yield "budget", name, budget
         if pid in medians:

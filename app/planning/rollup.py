@@ -5,11 +5,10 @@ The rollup keeps, per (pipeline, variant, ISO week, calendar month), the SUM() t
 :func:`app.analytics.repository.weekly_totals`, so org-wide readers add up a few rows per
 pipeline instead of scanning runs. Ingest adds a run's terms, delete subtracts them.
 
-Money depends on the pipeline's price for runs stored without their own price, and that
-price can change at any time; so USD sums are kept only for priced runs
-(``priced_cost``, ``pu_<cause>``) and the GPU-hours of unpriced runs are kept apart
-(``unpriced_gpu_hours``, ``ug_<cause>``). A reader multiplies the latter by the
-pipeline's price of the moment: a price change needs no rollup update.
+Money is recorded spend, at the price frozen on each run when it was stored
+(``billed_price_per_gpu_hour``), so a later pipeline price change leaves the rollups as
+they are, like the runs. The USD columns (:data:`PRICED`) are linear in that price: the
+single-run statement passes them per unit of price and multiplies by the price it froze.
 
 The same terms are computed in SQL by ``app.rollups.repository.recompute``; the property
 tests hold the two equal after random ingests, deletes and price changes.
@@ -25,18 +24,12 @@ CAUSES = ("productive", "idle", "data_stall", "checkpoint", "failure", "other_id
 GOODPUT_SUMS = (
     "gpu_hours", "period", "unavailable", "held", "runtime_loss", "program", "mfu_hours",
 )  # fmt: skip
-SUMS = (
-    *GOODPUT_SUMS,
-    "priced_cost",
-    "unpriced_gpu_hours",
-    *(f"g_{c}" for c in CAUSES),
-    *(f"pu_{c}" for c in CAUSES),
-    *(f"ug_{c}" for c in CAUSES),
-)
+PRICED = ("cost", *(f"u_{c}" for c in CAUSES))
+SUMS = (*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES), *PRICED)
 # The run columns the terms read.
 INPUTS = (
     "variant", "started_at", "finished_at", "gpu_hours", "gpu_utilization",
-    "price_per_gpu_hour", "data_stall_hours", "checkpoint_hours", "scheduling_wait_hours",
+    "billed_price_per_gpu_hour", "data_stall_hours", "checkpoint_hours", "scheduling_wait_hours",
     "mfu", "lost_progress_hours", "resume_hours", "reschedule_hours",
 )  # fmt: skip
 KEY = ("pipeline_id", "variant", "week_start", "month_start")
@@ -57,7 +50,8 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
     and scale = idle / named when named > idle else 1 (named causes never explain more
     than the idle time). Example: 2 workers, T = 2 h, gpu_hours = 4, u = 0.75, stall 0.5 h
     and nothing else: weff = 2, idle = 1, named = 1, scale = 1, g_data_stall = 1 GPU-h,
-    g_other_idle = 0, period = 2 * (0 + 2) = 4, held = 4, program = 4 * 0.75 = 3.
+    g_other_idle = 0, period = 2 * (0 + 2) = 4, held = 4, progress = 2 * 2 = 4,
+    busy = 0.75 * 4 = 3, program = min(3, 4) = 3.
     """
     t = (run["finished_at"] - run["started_at"]).total_seconds() / 3600.0
     g = float(run["gpu_hours"])
@@ -81,23 +75,24 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         "failure": failure * weff * scale,
         "other_idle": max(idle - named, 0.0),
     }
+    # Program goodput's numerator (app.planning.goodput): useful time that made progress.
+    progress = max(weff * (t - resched - resume - lost - ckpt), 0.0)
+    busy = max(u * g - weff * lost, 0.0)
     mfu = run["mfu"]
-    price = run["price_per_gpu_hour"]
+    price = float(run["billed_price_per_gpu_hour"])
     out = {
         "gpu_hours": g,
         "period": weff * (wait + t),
         "unavailable": weff * (wait + resched),
         "held": weff * (t - resched),
         "runtime_loss": weff * (resume + lost + ckpt),
-        "program": g * (mfu if mfu is not None else u),
+        "program": mfu * progress if mfu is not None else min(busy, progress),
         "mfu_hours": g if mfu is not None else 0.0,
-        "priced_cost": g * price if price is not None else 0.0,
-        "unpriced_gpu_hours": 0.0 if price is not None else g,
+        "cost": g * price,
     }
     for c, v in causes.items():
         out[f"g_{c}"] = v
-        out[f"pu_{c}"] = v * price if price is not None else 0.0
-        out[f"ug_{c}"] = 0.0 if price is not None else v
+        out[f"u_{c}"] = v * price
     return out
 
 

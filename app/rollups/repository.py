@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any, cast
 
-from sqlalchemy import Date, Float, Table, and_, case, delete, func, insert, literal, select
+from sqlalchemy import Date, Float, Table, and_, delete, func, insert, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from app.analytics.repository import as_date, goodput_totals, run_terms, week_start
 from app.db.models import Pipeline, Run, RunRollup
-from app.planning.rollup import CAUSES, KEY, SUMS
+from app.planning.rollup import CAUSES, GOODPUT_SUMS, KEY, SUMS
 from app.planning.weekly import WeekTotals
 
 ROLLUP = cast(Table, RunRollup.__table__)
@@ -54,8 +54,7 @@ def month_start(dialect: str) -> Any:
 def _recompute_select(session: Session | Connection) -> Any:
     dialect = _dialect(session)
     terms, causes = run_terms(dialect)
-    priced = Run.price_per_gpu_hour.is_not(None)
-    price = func.coalesce(Run.price_per_gpu_hour, 0.0)
+    price = Run.billed_price_per_gpu_hour
     week, month = week_start(dialect), month_start(dialect)
     if dialect == "postgresql":
         week, month = func.cast(week, Date), func.cast(month, Date)
@@ -64,12 +63,10 @@ def _recompute_select(session: Session | Connection) -> Any:
         return func.coalesce(func.sum(func.cast(expr, Float)), 0.0)
 
     sums = {name: total(terms[name]) for name in terms}
-    sums["priced_cost"] = total(case((priced, Run.gpu_hours * price), else_=0.0))
-    sums["unpriced_gpu_hours"] = total(case((priced, 0.0), else_=Run.gpu_hours))
+    sums["cost"] = total(Run.gpu_hours * price)
     for c in CAUSES:
         sums[f"g_{c}"] = total(causes[c])
-        sums[f"pu_{c}"] = total(case((priced, causes[c] * price), else_=0.0))
-        sums[f"ug_{c}"] = total(case((priced, 0.0), else_=causes[c]))
+        sums[f"u_{c}"] = total(causes[c] * price)
     return (
         select(
             Run.pipeline_id, Run.variant, week.label("week_start"), month.label("month_start"),
@@ -109,25 +106,18 @@ def weekly_totals(
     only: Sequence[str] | None = (),
 ) -> dict[int, list[WeekTotals]]:
     """Like ``app.analytics.repository.weekly_totals`` for every pipeline (or these),
-    from the rollups: weeks with Monday in [since, until), USD at today's prices.
+    from the rollups: weeks with Monday in [since, until), USD as recorded.
 
     With ``only`` other than ``()``, the sums are over all pipelines (None) or those
     named (a token's limit) together, under the key 0.
     """
     r = ROLLUP.c
-    price = Pipeline.price_per_gpu_hour
     together = only != ()
     pid = literal(0).label("pipeline_id") if together else r.pipeline_id
-
-    def usd(priced: str, unpriced: str) -> Any:
-        return func.sum(r[priced] + r[unpriced] * price)
-
     stmt = (
         select(
             pid, r.week_start, func.sum(r.runs).label("runs"),
-            *[func.sum(r[n]).label(n) for n in SUMS if n[:2] not in ("pu", "ug")],
-            usd("priced_cost", "unpriced_gpu_hours").label("cost"),
-            *[usd(f"pu_{c}", f"ug_{c}").label(f"u_{c}") for c in CAUSES],
+            *[func.sum(r[n]).label(n) for n in SUMS],
         )
         .join(Pipeline, Pipeline.id == r.pipeline_id)
         .where(r.week_start >= since, r.week_start < until)
@@ -163,7 +153,7 @@ def latest_weeks(session: Session) -> dict[int, WeekTotals]:
     )
     stmt = (
         select(r.pipeline_id, r.week_start, func.sum(r.runs).label("runs"),
-               *[func.sum(r[n]).label(n) for n in SUMS[:7]])
+               *[func.sum(r[n]).label(n) for n in GOODPUT_SUMS])
         .join(latest, and_(latest.c.pipeline_id == r.pipeline_id, latest.c.week == r.week_start))
         .group_by(r.pipeline_id, r.week_start)
     )  # fmt: skip
@@ -173,32 +163,17 @@ def latest_weeks(session: Session) -> dict[int, WeekTotals]:
     }
 
 
-def month_spend(session: Session, month: date) -> dict[int, float]:
-    """USD spent per pipeline on runs started in this calendar month (UTC)."""
-    r, price = ROLLUP.c, Pipeline.price_per_gpu_hour
-    stmt = (
-        select(r.pipeline_id, func.sum(r.priced_cost + r.unpriced_gpu_hours * price))
-        .join(Pipeline, Pipeline.id == r.pipeline_id)
-        .where(r.month_start == month)
-        .group_by(r.pipeline_id)
-    )  # fmt: skip
-    return {pid: float(v) for pid, v in session.execute(stmt)}
-
-
-def variant_counts(
-    session: Session, pipeline_ids: Sequence[int] | None = None
-) -> dict[int, list[tuple[str, int]]]:
-    """Runs per variant per pipeline, most-run first (to pick each default variant)."""
+def month_spend(
+    session: Session, month: date, until: date, pipeline_ids: Sequence[int]
+) -> dict[int, float]:
+    """Recorded USD per pipeline for runs started in this calendar month (UTC) in ISO
+    weeks before ``until`` (a Monday): month-to-date at the end of a week. Exact, since a
+    week that spans two months has a row in each."""
     r = ROLLUP.c
-    total = func.sum(r.runs)
     stmt = (
-        select(r.pipeline_id, r.variant, total)
-        .group_by(r.pipeline_id, r.variant)
-        .order_by(r.pipeline_id, total.desc(), r.variant)
+        select(r.pipeline_id, func.sum(r.cost))
+        .where(r.month_start == month, r.week_start < until)
+        .where(r.pipeline_id.in_(list(pipeline_ids)))
+        .group_by(r.pipeline_id)
     )
-    if pipeline_ids is not None:
-        stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
-    out: dict[int, list[tuple[str, int]]] = {}
-    for pid, variant, n in session.execute(stmt):
-        out.setdefault(pid, []).append((variant, int(n)))
-    return out
+    return {pid: float(v) for pid, v in session.execute(stmt)}

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, selectinload
 from app.db.base import utcnow
 from app.db.models import Interruption, Pipeline, Run
 from app.planning.rollup import KEY as ROLLUP_KEY
-from app.planning.rollup import SUMS, buckets
+from app.planning.rollup import PRICED, SUMS, buckets
 from app.planning.rollup import terms as rollup_terms
 
 
@@ -102,7 +102,8 @@ PG_TYPES = {
     "pipeline_id": "int4", "run_id": "text", "variant": "text",
     "started_at": "timestamptz", "finished_at": "timestamptz", "workers": "int4",
     "gpu_type": "text", "gpu_hours": "float8", "gpu_utilization": "float8",
-    "price_per_gpu_hour": "float8", "quality_metric": "text", "quality_value": "float8",
+    "price_per_gpu_hour": "float8", "billed_price_per_gpu_hour": "float8",
+    "quality_metric": "text", "quality_value": "float8",
     "data_stall_hours": "float8", "checkpoint_hours": "float8",
     "scheduling_wait_hours": "float8", "mfu": "float8", "tags": "text",
     "interruption_count": "int4", "lost_progress_hours": "float8",
@@ -184,14 +185,26 @@ def insert_runs(
 
 
 _RUN_VALUE_COLUMNS = [c for c in PG_TYPES if c != "pipeline_id"]
+BILLED = "billed_price_per_gpu_hour"
+
+
+def _pg_value(column: str) -> str:
+    """The placeholder of one column in the one-statement insert. The billed price is
+    frozen from the pipeline row the statement reads anyway: no extra round trip."""
+    if column == "billed_price_per_gpu_hour":
+        return "COALESCE(%(price_per_gpu_hour)s::float8, p.price_per_gpu_hour)"
+    return f"%({column})s::{'json' if column == 'tags' else PG_TYPES[column]}"
+
+
 _PG_INSERT_ONE = (
     "WITH p AS (SELECT id, name, price_per_gpu_hour, quality_metric FROM pipeline "
     "WHERE name = %(pipeline)s), "
     f"ins AS (INSERT INTO run (pipeline_id, {', '.join(_RUN_VALUE_COLUMNS)}, created_at) "
     "SELECT p.id, "
-    + ", ".join(f"%({c})s::{'json' if c == 'tags' else PG_TYPES[c]}" for c in _RUN_VALUE_COLUMNS)
+    + ", ".join(_pg_value(c) for c in _RUN_VALUE_COLUMNS)
     + ", %(created_at)s::timestamptz "
-    "FROM p ON CONFLICT (pipeline_id, run_id) DO NOTHING RETURNING id), "
+    "FROM p ON CONFLICT (pipeline_id, run_id) DO NOTHING "
+    "RETURNING id, billed_price_per_gpu_hour AS price), "
     "brk AS (INSERT INTO interruption (run_pk, position, lost_progress_hours, resume_hours, "
     "reschedule_hours, cause) SELECT ins.id, t.* FROM ins, unnest(%(i_position)s::int4[], "
     "%(i_lost)s::float8[], %(i_resume)s::float8[], %(i_reschedule)s::float8[], "
@@ -199,7 +212,7 @@ _PG_INSERT_ONE = (
     # The run's rollup row (app/rollups): added to only when the run was inserted.
     f"roll AS (INSERT INTO run_rollup ({', '.join(ROLLUP_KEY)}, runs, {', '.join(SUMS)}) "
     "SELECT p.id, %(variant)s, %(r_week)s::date, %(r_month)s::date, 1, "
-    + ", ".join(f"%(r_{c})s::float8" for c in SUMS)
+    + ", ".join(f"%(r_{c})s::float8" + (" * ins.price" if c in PRICED else "") for c in SUMS)
     + f" FROM p, ins ON CONFLICT ({', '.join(ROLLUP_KEY)}) DO UPDATE SET "
     + ", ".join(f"{c} = run_rollup.{c} + excluded.{c}" for c in ("runs", *SUMS))
     + ") "
@@ -218,7 +231,7 @@ def insert_one_pg(
     """
     now = utcnow()
     params = {
-        **{c: values[c] for c in _RUN_VALUE_COLUMNS},
+        **{c: values[c] for c in _RUN_VALUE_COLUMNS if c != "billed_price_per_gpu_hour"},
         "tags": json.dumps(values["tags"]),
         "pipeline": pipeline,
         "created_at": now,
@@ -227,7 +240,8 @@ def insert_one_pg(
         "i_resume": [float(i["resume_hours"]) for i in interruptions],
         "i_reschedule": [float(i["reschedule_hours"]) for i in interruptions],
         "i_cause": [i["cause"] for i in interruptions],
-        **{f"r_{c}": v for c, v in rollup_terms(values).items()},
+        # USD terms per unit of price: the statement multiplies by the price it froze.
+        **{f"r_{c}": v for c, v in rollup_terms({**values, BILLED: 1.0}).items()},
     }
     params["r_week"], params["r_month"] = buckets(values["started_at"])
     with _driver_cursor(session) as cursor:
@@ -257,7 +271,8 @@ _OUT_COLUMNS = (
     Pipeline.price_per_gpu_hour.label("pipeline_price"),
     Pipeline.quality_metric.label("pipeline_metric"), Run.run_id, Run.variant,
     Run.started_at, Run.finished_at, Run.workers, Run.gpu_type, Run.gpu_utilization,
-    Run.gpu_hours, Run.price_per_gpu_hour, Run.quality_metric, Run.quality_value,
+    Run.gpu_hours, Run.price_per_gpu_hour, Run.billed_price_per_gpu_hour,
+    Run.quality_metric, Run.quality_value,
     Run.data_stall_hours, Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.tags,
     Run.created_at, Run.interruption_count,
 )  # fmt: skip

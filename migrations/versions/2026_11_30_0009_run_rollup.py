@@ -1,7 +1,7 @@
 """run_rollup: per (pipeline, variant, ISO week, month) sums kept by ingest and delete.
 
 Revision ID: 0009
-Revises: 0003
+Revises: 0006
 Create Date: 2026-11-30 18:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0009'
-down_revision: str | None = '0003'
+down_revision: str | None = '0006'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -19,8 +19,7 @@ depends_on: str | Sequence[str] | None = None
 CAUSES = ("productive", "idle", "data_stall", "checkpoint", "failure", "other_idle")
 SUMS = (
     "gpu_hours", "period", "unavailable", "held", "runtime_loss", "program", "mfu_hours",
-    "priced_cost", "unpriced_gpu_hours",
-    *(f"g_{c}" for c in CAUSES), *(f"pu_{c}" for c in CAUSES), *(f"ug_{c}" for c in CAUSES),
+    *(f"g_{c}" for c in CAUSES), "cost", *(f"u_{c}" for c in CAUSES),
 )  # fmt: skip
 
 
