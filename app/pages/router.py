@@ -21,6 +21,7 @@ from app.errors import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, week_monday
+from app.schemas_common import EARLIEST, LATEST, RANGE_REASON
 from app.web import VENDOR_FILES, templates
 
 router = APIRouter(include_in_schema=False)
@@ -189,6 +190,11 @@ def weekly_review(
         raise Invalid(
             str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
         ) from exc
+    # The page also links the weeks either side and queries the week's runs.
+    if not EARLIEST.year <= monday.isocalendar().year <= LATEST.year:
+        raise Invalid(
+            f"week: {label} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
+        )
     with db.transaction(write=False) as session:
         shown = visible(viewer)
         total = session.scalar(select(func.count()).select_from(Pipeline).where(shown)) or 0

@@ -26,12 +26,6 @@ GOODPUT_SUMS = (
 )  # fmt: skip
 PRICED = ("cost", *(f"u_{c}" for c in CAUSES))
 SUMS = (*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES), *PRICED)
-# The run columns the terms read.
-INPUTS = (
-    "variant", "started_at", "finished_at", "gpu_hours", "gpu_utilization",
-    "billed_price_per_gpu_hour", "data_stall_hours", "checkpoint_hours", "scheduling_wait_hours",
-    "mfu", "lost_progress_hours", "resume_hours", "reschedule_hours",
-)  # fmt: skip
 KEY = ("pipeline_id", "variant", "week_start", "month_start")
 Key = tuple[int, str, date, date]
 

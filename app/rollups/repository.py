@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any, cast
 
-from sqlalchemy import Date, Float, Table, and_, delete, func, insert, literal, select
+from sqlalchemy import Date, Float, Table, and_, delete, func, insert, literal, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
@@ -43,6 +43,22 @@ def add(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     session.execute(stmt, list(rows))
     if any(r["runs"] < 0 for r in rows):
         session.execute(delete(ROLLUP).where(ROLLUP.c.runs <= 0))
+
+
+def subtract_run(session: Session, pk: int) -> None:
+    """Take one run's terms out of its rollup row, computed in SQL from the stored row
+    (a delete; the run need not load into Python), and drop the row if no runs remain."""
+    one = _recompute_select(session).where(Run.id == pk).subquery()
+    ins = (postgresql.insert if _dialect(session) == "postgresql" else sqlite.insert)(ROLLUP)
+    negated = select(*[one.c[k] for k in KEY], *[-one.c[c] for c in ("runs", *SUMS)]).where(
+        true()  # SQLite: INSERT ... SELECT ... ON CONFLICT needs a WHERE to parse
+    )
+    stmt = ins.from_select([*KEY, "runs", *SUMS], negated).on_conflict_do_update(
+        index_elements=list(KEY),
+        set_={c: ROLLUP.c[c] + ins.excluded[c] for c in ("runs", *SUMS)},
+    )
+    session.execute(stmt)
+    session.execute(delete(ROLLUP).where(ROLLUP.c.runs <= 0))
 
 
 def month_start(dialect: str) -> Any:

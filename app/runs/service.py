@@ -19,7 +19,6 @@ from app.db.base import utcnow
 from app.db.models import Run
 from app.errors import Conflict, Invalid, NotFound
 from app.pipelines.service import check_creation
-from app.planning.rollup import INPUTS as ROLLUP_INPUTS
 from app.planning.rollup import deltas
 from app.rollups import repository as rollups
 from app.runs import repository
@@ -360,15 +359,15 @@ def get(session: Session, pk: int, token: TokenInfo | None = None) -> RunOut:
 
 
 def delete(session: Session, pk: int, token: TokenInfo | None = None) -> None:
-    row = session.get(Run, pk)
-    if row is None:
+    # Only the pipeline id is read: a row stored before timestamps were range-checked
+    # (year 10000) may not load, and must still be deletable.
+    pipeline_id = repository.run_pipeline_id(session, pk)
+    if pipeline_id is None:
         raise NotFound(f"no run with id {pk}")
-    if token is not None and not token.allows(repository.pipeline_name(session, row.pipeline_id)):
+    if token is not None and not token.allows(repository.pipeline_name(session, pipeline_id)):
         raise NotFound(f"no run with id {pk}")
-    values = {name: getattr(row, name) for name in ROLLUP_INPUTS}
-    session.delete(row)
-    session.flush()
-    rollups.add(session, deltas([(row.pipeline_id, values)], sign=-1))
+    rollups.subtract_run(session, pk)  # first: it reads the run's columns in SQL
+    repository.delete_run(session, pk)
 
 
 def encode_cursor(run: Any) -> str:
