@@ -80,6 +80,9 @@ def batch_body(prefix: str, first: int, count: int) -> bytes:
     ).encode()
 
 
+# The price of the pipelines ingestion creates (CADENCE_DEFAULT_PRICE_PER_GPU_HOUR's
+# default) and of the analytics datasets' pipelines.
+BILLED_PRICE = 2.5
 RUN_COLUMNS = (
     "pipeline_id",
     "run_id",
@@ -102,6 +105,7 @@ RUN_COLUMNS = (
     "lost_progress_hours",
     "resume_hours",
     "reschedule_hours",
+    "billed_price_per_gpu_hour",
 )
 INTERRUPTION_COLUMNS = (
     "run_pk",
@@ -141,6 +145,7 @@ def db_rows(prefix: str, i: int, pipeline_ids: dict[str, int]) -> tuple[tuple[An
         lost,
         resume,
         resched,
+        BILLED_PRICE,  # the pipeline's price, frozen on the run as Cadence does
     )
     return row, bool(p["interrupted"])
 

@@ -103,7 +103,7 @@ def generate(
                 f"{g}\t{pk}\trun-{k:06d}\t{variant}\t{_ts(start)}\t{_ts(start + hours * 3600)}\t"
                 f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\tndcg@10\t{quality!r}\t{stall!r}\t"
                 f"{ckpt!r}\t{0.1 * (g % 4)!r}\t\\N\t{tags}\t{count}\t{0.5 * count!r}\t"
-                f"{0.25 * count!r}\t{0.3 * count!r}\n"
+                f"{0.25 * count!r}\t{0.3 * count!r}\t{data.BILLED_PRICE!r}\n"
             )
             if len(runs) >= CHUNK:
                 yield "".join(runs), "".join(stops)

@@ -101,7 +101,7 @@ def assert_rollups_match(db: Database) -> None:
                     assert close(usd, r.usd_by_cause[c], size), c
         # /metrics' and the overview's monthly cost (a SQL median on PostgreSQL) equals the
         # projection endpoint's, for every pipeline.
-        gauges = {(g, name): v for g, name, v in business.gauges(s)}
+        gauges = {(g, name): v for g, name, _, v in business.gauges(s)}
         for p in s.scalars(select(Pipeline).where(Pipeline.name.in_(PIPELINES))):
             expected = current_monthly_cost(s, p)
             assert (expected is None) == (("cost", p.name) not in gauges)

@@ -12,6 +12,10 @@ For every pipeline (none is left out), in one read-only transaction of four quer
 - ``cadence_pipelines``: how many pipelines there are, so a dashboard can check that
   every one has its gauges.
 
+Above ``CADENCE_METRICS_PIPELINE_LIMIT`` pipelines (1,000) the same gauges are exported per
+team instead (``cadence_team_*{team}``, the team being the pipeline's owner), plus
+``cadence_team_pipelines``: 5,000 pipelines' gauges are about a megabyte per scrape.
+
 A scrape never fails on the database: when it is unreachable the pipeline gauges are
 left out and ``cadence_database_up`` is 0.
 """
@@ -41,28 +45,47 @@ if TYPE_CHECKING:
 log = logging.getLogger("cadence.observability")
 
 
-def gauges(session: Session) -> Iterator[tuple[str, str, float]]:
-    """(gauge, pipeline name, value) for every pipeline, by name."""
+def gauges(session: Session) -> Iterator[tuple[str, str, str, float]]:
+    """(gauge, pipeline name, team, value) for every pipeline, by name; the team is the
+    pipeline's owner ("unassigned" when empty)."""
     pipelines = session.execute(
         select(
-            Pipeline.id,
-            Pipeline.name,
-            Pipeline.monthly_budget_usd,
-            Pipeline.runs_per_week,
-            Pipeline.production_variant,
+            Pipeline.id, Pipeline.name, Pipeline.owner, Pipeline.monthly_budget_usd,
+            Pipeline.runs_per_week, Pipeline.production_variant,
         ).order_by(Pipeline.name)
-    ).all()
-    current = {pid: variant for pid, _, _, _, variant in pipelines}
+    ).all()  # fmt: skip
+    current = {p.id: p.production_variant for p in pipelines}
     medians = repo.median_costs(session, current, RUN_WINDOW)
     weeks = rollups.latest_weeks(session)
-    for pid, name, budget, cadence, _ in pipelines:
+    for pid, name, owner, budget, cadence, _ in pipelines:
+        team = owner or "unassigned"
         if budget is not None:
-            yield "budget", name, budget
+            yield "budget", name, team, budget
         if pid in medians:
-            yield "cost", name, monthly_cost_now(medians[pid], cadence)
+            yield "cost", name, team, monthly_cost_now(medians[pid], cadence)
         overall = goodput_from_totals(weeks[pid].goodput).overall if pid in weeks else None
         if overall is not None:
-            yield "goodput", name, overall
+            yield "goodput", name, team, overall
+
+
+def by_team(rows: Iterable[tuple[str, str, str, float]]) -> dict[tuple[str, str], float]:
+    """Per-team gauges from per-pipeline ones: cost and budget are sums, goodput the mean
+    over the team's pipelines that have one, and ``pipelines`` counts each pipeline once
+    (a pipeline with no gauge at all, no runs and no budget, is not counted).
+
+    Example: team a with costs 100 and 50 and goodputs 0.5 and 0.7 -> cost 150, goodput
+    0.6, pipelines 2.
+    """
+    sums: dict[tuple[str, str], float] = {}
+    counts: dict[tuple[str, str], int] = {}
+    seen: set[str] = set()
+    for gauge, name, team, value in rows:
+        sums[gauge, team] = sums.get((gauge, team), 0.0) + value
+        counts[gauge, team] = counts.get((gauge, team), 0) + 1
+        if name not in seen:
+            seen.add(name)
+            sums["pipelines", team] = sums.get(("pipelines", team), 0.0) + 1
+    return {k: v / counts[k] if k[0] == "goodput" else v for k, v in sums.items()}
 
 
 class BusinessCollector(Collector):
@@ -76,32 +99,23 @@ class BusinessCollector(Collector):
         up = GaugeMetricFamily(
             "cadence_database_up", "1 when the scrape could read the database, else 0."
         )
-        families = {
-            "cost": GaugeMetricFamily(
-                "cadence_pipeline_projected_monthly_cost_usd",
-                "Projected monthly cost (USD) at the pipeline's current cadence, default variant.",
-                labels=("pipeline",),
-            ),
-            "budget": GaugeMetricFamily(
-                "cadence_pipeline_monthly_budget_usd",
-                "The pipeline's monthly budget (USD); absent when none is set.",
-                labels=("pipeline",),
-            ),
-            "goodput": GaugeMetricFamily(
-                "cadence_pipeline_weekly_goodput",
-                "Overall goodput (0..1) of the latest ISO week with runs.",
-                labels=("pipeline",),
-            ),
-        }
         count = GaugeMetricFamily("cadence_pipelines", "Pipelines in the database.")
         db = getattr(self.app.state, "database", None)
+        limit = self.app.state.settings.metrics_pipeline_limit
         try:
             if db is None:
                 raise RuntimeError("no database yet")
             with db.transaction(write=False) as session:
-                for gauge, name, value in gauges(session):
-                    families[gauge].add_metric([name], value)
                 total = session.scalar(select(func.count()).select_from(Pipeline)) or 0
+                per_team = total > limit
+                families = _families("team" if per_team else "pipeline")
+                rows = gauges(session)
+                if per_team:
+                    for (gauge, team), value in sorted(by_team(rows).items()):
+                        families[gauge].add_metric([team], value)
+                else:
+                    for gauge, name, _, value in rows:
+                        families[gauge].add_metric([name], value)
         except (SQLAlchemyError, RuntimeError) as exc:
             log.warning("metrics: database unavailable: %s", str(exc).splitlines()[0][:200])
             up.add_metric([], 0)
@@ -110,3 +124,31 @@ class BusinessCollector(Collector):
         up.add_metric([], 1)
         count.add_metric([], total)
         yield from (up, count, *families.values())
+
+
+def _families(level: str) -> dict[str, GaugeMetricFamily]:
+    """The business gauges, per pipeline or (above CADENCE_METRICS_PIPELINE_LIMIT) per team."""
+    each = "the pipeline's" if level == "pipeline" else "summed over the team's pipelines:"
+    families = {
+        "cost": GaugeMetricFamily(
+            f"cadence_{level}_projected_monthly_cost_usd",
+            f"Projected monthly cost (USD) at the current cadence, production variant; {each}.",
+            labels=(level,),
+        ),
+        "budget": GaugeMetricFamily(
+            f"cadence_{level}_monthly_budget_usd",
+            f"Monthly budget (USD), {each}; absent when none is set.",
+            labels=(level,),
+        ),
+        "goodput": GaugeMetricFamily(
+            f"cadence_{level}_weekly_goodput",
+            "Overall goodput (0..1) of the latest ISO week with runs"
+            + ("." if level == "pipeline" else "; the mean over the team's pipelines."),
+            labels=(level,),
+        ),
+    }
+    if level == "team":
+        families["pipelines"] = GaugeMetricFamily(
+            "cadence_team_pipelines", "Pipelines owned by the team.", labels=("team",)
+        )
+    return families
