@@ -2,12 +2,16 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /srv/cadence
 COPY pyproject.toml README.md alembic.ini ./
+COPY clients/python ./clients/python
 COPY app ./app
 COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static
 # Editable: templates/, static/ and migrations/ live beside app/, not inside it.
-RUN pip install --no-cache-dir -e . && useradd --system cadence
+# The client package from this tree first: the CLI uses it (PyPI's "cadence-client" is
+# an unrelated project, so it must not be resolved from the index).
+RUN pip install --no-cache-dir ./clients/python && pip install --no-cache-dir -e . \
+  && useradd --system cadence
 USER cadence
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 \

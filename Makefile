@@ -5,6 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CADENCE := $(VENV)/bin/cadence
+FOCUS_VENV ?= .venv-focus
 PYTEST_ARGS ?=
 FUZZ_EXAMPLES ?= 100
 export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
@@ -15,15 +16,26 @@ export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.runtime: pyproject.toml
+$(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cadence needs Python 3.11+"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	# The CLI's report/export/import/check use the client package; it comes from this
+	# tree, never the package index (PyPI's "cadence-client" is an unrelated project).
+	$(PIP) install --quiet -e ./clients/python
 	$(PIP) install --quiet -e .
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime
+$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok
 	$(PIP) install --quiet -e '.[dev]'
+	@touch $@
+
+# The FinOps FOCUS validator, for tests/test_focus.py, in a venv of its own: its release
+# for Python < 3.12 (1.0.0) pins pandas/pandera/numpy versions the app must not share, and
+# pandera 0.17 does not import with multimethod 2.
+$(FOCUS_VENV)/.ok:
+	test -x $(FOCUS_VENV)/bin/python || $(PYTHON) -m venv $(FOCUS_VENV)
+	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
 	@touch $@
 
 run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000
@@ -40,14 +52,15 @@ migrate: $(VENV)/.runtime ## Apply migrations to CADENCE_DATABASE_URL
 demo: $(VENV)/.runtime ## Load the demo pipelines (idempotent)
 	$(CADENCE) demo
 
-lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/
-	$(VENV)/bin/ruff check app tests bench migrations
-	$(VENV)/bin/ruff format --check app tests bench migrations
+lint: $(VENV)/.dev ## ruff (lint + format check) and mypy on app/ and the client
+	$(VENV)/bin/ruff check app tests bench migrations clients/python
+	$(VENV)/bin/ruff format --check app tests bench migrations clients/python
 	$(VENV)/bin/mypy app
+	$(VENV)/bin/mypy --python-version 3.10 clients/python/cadence_client
 
 fmt: $(VENV)/.dev ## Format and autofix
-	$(VENV)/bin/ruff format app tests bench migrations
-	$(VENV)/bin/ruff check --fix app tests bench migrations
+	$(VENV)/bin/ruff format app tests bench migrations clients/python
+	$(VENV)/bin/ruff check --fix app tests bench migrations clients/python
 
 test: lint test-sqlite test-postgres ## Lint, then the whole suite on SQLite and on PostgreSQL
 
@@ -76,4 +89,4 @@ bench-quick: $(VENV)/.dev ## A smaller benchmark run (~1 min) to check the harne
 	$(PY) -m bench --quick
 
 clean: ## Remove the venv, the SQLite database and caches
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts
+	rm -rf $(VENV) $(FOCUS_VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts

@@ -1,4 +1,5 @@
-"""`cadence serve | migrate | demo | token create|list|revoke | report | export | import`."""
+"""`cadence serve | migrate | demo | token create|list|revoke | report | export | import |
+check`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.errors import CadenceError
 from app.mlflow_import.command import add_parsers as add_import_parsers
+from app.reporting.check import add_parser as add_check_parser
 from app.reporting.commands import add_parsers as add_reporting_parsers
 from app.reporting.evaluations import add_parser as add_evaluation_parser
 from app.server import PROTOCOL
@@ -160,6 +162,7 @@ def parser() -> argparse.ArgumentParser:
     add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
     add_import_parsers(sub)  # import mlflow: app/mlflow_import/command.py
     add_evaluation_parser(sub)  # report-evaluations: app/reporting/evaluations.py
+    add_check_parser(sub)  # check: app/reporting/check.py
     return p
 
 

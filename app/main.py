@@ -17,6 +17,7 @@ from app.errors import install_error_handlers
 from app.health.router import router as health_router
 from app.middleware import BodySizeLimit
 from app.observability import configure_logging, install_observability
+from app.openapi import install_openapi
 from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
 from app.security import SecuredFastAPI, install_security
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)
+    install_openapi(app)  # bearer scheme, error bodies, examples
     # After the routers, so /static/vendor/plotly.min.js (served from the installed
     # plotly package by app.pages.router) is matched before the static folder.
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")

@@ -13,7 +13,7 @@ from app import cli
 from app.db.engine import Database
 from app.reporting import evaluations
 from tests.conftest import make_run, make_token
-from tests.test_client import through
+from tests.test_client_package import through
 
 P = "/api/v1/pipelines/ranker"
 FINISHED = datetime.fromisoformat("2026-11-02T22:00:00+00:00")

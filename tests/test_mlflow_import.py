@@ -31,7 +31,7 @@ from app.mlflow_import.mapping import (
 )
 from app.mlflow_import.mlflow_api import ExperimentNotFound, MlflowClient, MlflowError
 from tests.conftest import make_token
-from tests.test_client import through
+from tests.test_client_package import through
 
 URL = "http://testserver"
 MLFLOW = "http://mlflow.test:5000"

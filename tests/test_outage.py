@@ -2,7 +2,7 @@
 
 ``test_a_postgresql_outage_loses_no_run`` starts a throwaway PostgreSQL cluster (initdb,
 pg_ctl; as the ``postgres`` OS user when the suite runs as root), migrates it, serves it
-with ``cadence serve`` and posts runs through :class:`app.client.CadenceClient` while
+with ``cadence serve`` and posts runs through :class:`cadence_client.CadenceClient` while
 PostgreSQL is stopped for ~3 s. It runs in the PostgreSQL pass only; there, missing
 PostgreSQL binaries skip it loudly, or fail it when ``CADENCE_REQUIRE_POSTGRES=1``.
 
@@ -33,13 +33,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from cadence_client import CadenceClient
 from fastapi import Request
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from app.client import CadenceClient
 from app.db.engine import Database, make_engine
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings

@@ -24,7 +24,7 @@ from app.reporting.records import RecordError, read_records
 from app.runs.schemas import RunIn
 from app.settings import Settings
 from tests.conftest import make_run, make_token
-from tests.test_client import through
+from tests.test_client_package import through
 
 URL = "http://testserver"
 

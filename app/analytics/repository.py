@@ -45,6 +45,7 @@ class RunRow:
     variant: str
     started_at: datetime
     facts: RunFacts
+    utilization_source: str | None = None
 
 
 def wall_clock(dialect: str) -> ColumnElement[Any]:
@@ -99,7 +100,7 @@ def recent_runs(
             Run.gpu_utilization, effective_price().label("price"), Run.data_stall_hours,
             Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.quality_value,
             Run.interruption_count, Run.lost_progress_hours, Run.resume_hours,
-            Run.reschedule_hours,
+            Run.reschedule_hours, Run.utilization_source,
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pipeline_id)
@@ -193,6 +194,7 @@ def _to_run_row(r: Any) -> RunRow:
             interruptions=interruptions,
             quality_value=r.quality_value,
         ),
+        utilization_source=r.utilization_source,
     )
 
 
@@ -395,3 +397,15 @@ def recorded_spend(
         .group_by(Run.pipeline_id)
     )
     return {pid: float(total or 0.0) for pid, total in rows}
+
+
+def utilization_sources(
+    session: Session, pipeline_id: int, since: datetime, until: datetime
+) -> dict[str | None, int]:
+    """Runs per ``utilization_source`` started in ``[since, until)`` (None: not given)."""
+    rows = session.execute(
+        select(Run.utilization_source, func.count())
+        .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
+        .group_by(Run.utilization_source)
+    )
+    return {source: int(n) for source, n in rows}

@@ -53,6 +53,9 @@ class GoodputOut(BaseModel):
     group: Literal["week"] = "week"
     weeks: list[WeekSummary]
     total: Goodput
+    warnings: list[str] = Field(
+        default_factory=list, description="E.g. weeks whose runs mix utilization sources."
+    )
 
 
 class GateOut(BaseModel):
@@ -66,6 +69,9 @@ class GateOut(BaseModel):
     result: GateResult
     scenario: ScenarioOut
     windows: dict[str, RunWindow]
+    warnings: list[str] = Field(
+        default_factory=list, description="E.g. arms whose runs mix utilization sources."
+    )
 
 
 class Prediction(BaseModel):

@@ -20,6 +20,7 @@ from app.planning.model import PlanningError
 from app.planning.projection import project_costs
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
 from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
+from app.planning.sources import gate_source_warnings, trend_source_warnings
 from app.planning.weekly import fill_weeks
 from app.planning.whatif import WhatIf
 
@@ -212,7 +213,9 @@ def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) 
     total = EMPTY_TOTALS
     for r in rows.get(pipeline.id, []):
         total = total + r.goodput
-    return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total))
+    sources = repo.utilization_sources(session, pipeline.id, since, since + timedelta(weeks=weeks))
+    return GoodputOut(pipeline=name, weeks=summaries, total=goodput_from_totals(total),
+                      warnings=trend_source_warnings(sources))  # fmt: skip
 
 
 def gate(
@@ -243,6 +246,9 @@ def gate(
         budget_usd=budget, convention=scenario.convention, thresholds=thresholds,
         what_if=what_if, scaling_model=model, current_runs_per_week=pipeline.runs_per_week,
     )  # fmt: skip
+    warnings = gate_source_warnings(
+        (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)
+    )
     return GateOut(
         pipeline=name,
         baseline=baseline,
@@ -254,6 +260,7 @@ def gate(
         result=result,
         scenario=echo(pipeline, scenario),
         windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
+        warnings=warnings,
     )
 
 

@@ -108,8 +108,12 @@ def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
     return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
 
 
-def weekly(session: Session, pipeline: Pipeline, weeks: int = TREND_WEEKS) -> list[WeekSummary]:
-    return analytics.goodput(session, pipeline.name, weeks=weeks, until=None).weeks
+def weekly(
+    session: Session, pipeline: Pipeline, weeks: int = TREND_WEEKS
+) -> tuple[list[WeekSummary], list[str]]:
+    """The weeks of the goodput trend, and its warnings (e.g. mixed utilization sources)."""
+    out = analytics.goodput(session, pipeline.name, weeks=weeks, until=None)
+    return out.weeks, out.warnings
 
 
 def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:

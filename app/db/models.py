@@ -74,6 +74,8 @@ class Run(CreatedAt, Base):
     gpu_type: Mapped[str] = mapped_column(String(64), default="")
     gpu_hours: Mapped[float] = mapped_column(Double)
     gpu_utilization: Mapped[float] = mapped_column(Double)
+    # One of app.runs.schemas.UTILIZATION_SOURCES (checked by the API), or unknown.
+    utilization_source: Mapped[str | None] = mapped_column(String(32), nullable=True)
     price_per_gpu_hour: Mapped[float | None] = mapped_column(Double, nullable=True)
     # The price in force when the run was stored (its own, else the pipeline's then):
     # recorded spend uses it, so a later pipeline price change never rewrites history.

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cadence_client import CadenceAPIError, CadenceClient, ServiceUnavailable
 
-from app.client import CadenceAPIError, Unavailable
 from app.mlflow_import.evaluations import evaluations_of
 from app.mlflow_import.evaluations import post as post_evaluations
 from app.mlflow_import.mapping import Mapped, Mapping, MappingError, load_mapping, map_run
@@ -28,7 +28,6 @@ from app.reporting.commands import (
     OK,
     UNAVAILABLE,
     USAGE,
-    ReportingClient,
     _connection_args,
     _exit_code,
 )
@@ -118,7 +117,7 @@ def run_import(
     created = existing = 0
     url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
     try:
-        with ReportingClient(url, token, transport=transport, sleep=sleep) as client:
+        with CadenceClient(url, token, transport=transport, sleep=sleep) as client:
             for offset in range(0, len(ready), BATCH_SIZE):
                 chunk = ready[offset : offset + BATCH_SIZE]
                 payloads: list[dict[str, Any]] = [m.payload for m in chunk if m.payload]
@@ -137,8 +136,8 @@ def run_import(
                     _summary(len(found), created, existing, skipped, partial=True)
                     return _exit_code(exc)
                 print(f"evaluations: {len(evals)} ({new} created / {old} already there)")
-    except Unavailable as exc:
-        _error(f"server unavailable: {exc.message}")
+    except ServiceUnavailable as exc:
+        _error(f"server unavailable at {exc.url}: {exc.message}")
         _summary(len(found), created, existing, skipped, partial=True)
         return UNAVAILABLE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:

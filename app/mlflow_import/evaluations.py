@@ -12,7 +12,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from app.client import CadenceClient
+from cadence_client import CadenceClient
+
 from app.mlflow_import.mapping import Mapped
 from app.mlflow_import.mlflow_api import MlflowClient
 

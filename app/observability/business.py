@@ -9,6 +9,10 @@ For every pipeline (none is left out), in one read-only transaction of four quer
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
 - ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs,
   from ``run_rollup``;
+- ``cadence_pipeline_weekly_badput_gpu_hours{cause}``: that week's idle GPU-hours by cause;
+- ``cadence_alert_deliveries_total{status}``: webhook notifications stored, delivered or
+  failed, counted from the database (so every replica reports the same total; deleting
+  a rule deletes its deliveries, which Prometheus reads as a counter reset);
 - ``cadence_pipelines``: how many pipelines there are, so a dashboard can check that
   every one has its gauges.
 
@@ -26,17 +30,18 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
-from app.db.models import Pipeline
+from app.db.models import AlertDelivery, Pipeline
 from app.planning.goodput import goodput_from_totals
 from app.planning.projection import monthly_cost_now
 from app.planning.scenario import RUN_WINDOW
+from app.planning.weekly import BADPUT_CAUSES
 from app.rollups import repository as rollups
 
 if TYPE_CHECKING:
@@ -63,9 +68,20 @@ def gauges(session: Session) -> Iterator[tuple[str, str, str, float]]:
             yield "budget", name, team, budget
         if pid in medians:
             yield "cost", name, team, monthly_cost_now(medians[pid], cadence)
-        overall = goodput_from_totals(weeks[pid].goodput).overall if pid in weeks else None
+        if pid not in weeks:
+            continue
+        overall = goodput_from_totals(weeks[pid].goodput).overall
         if overall is not None:
             yield "goodput", name, team, overall
+        for cause in BADPUT_CAUSES:
+            yield f"badput:{cause}", name, team, weeks[pid].gpu_hours_by_cause.get(cause, 0.0)
+
+
+def delivery_counts(session: Session) -> dict[str, int]:
+    rows = session.execute(
+        select(AlertDelivery.status, func.count()).group_by(AlertDelivery.status)
+    )
+    return {str(status): int(n) for status, n in rows}
 
 
 def by_team(rows: Iterable[tuple[str, str, str, float]]) -> dict[tuple[str, str], float]:
@@ -100,6 +116,11 @@ class BusinessCollector(Collector):
             "cadence_database_up", "1 when the scrape could read the database, else 0."
         )
         count = GaugeMetricFamily("cadence_pipelines", "Pipelines in the database.")
+        deliveries = CounterMetricFamily(
+            "cadence_alert_deliveries",
+            "Alert webhook notifications stored, by status (delivered or failed).",
+            labels=("status",),
+        )
         db = getattr(self.app.state, "database", None)
         limit = self.app.state.settings.metrics_pipeline_limit
         try:
@@ -110,12 +131,17 @@ class BusinessCollector(Collector):
                 per_team = total > limit
                 families = _families("team" if per_team else "pipeline")
                 rows = gauges(session)
-                if per_team:
-                    for (gauge, team), value in sorted(by_team(rows).items()):
-                        families[gauge].add_metric([team], value)
-                else:
-                    for gauge, name, _, value in rows:
-                        families[gauge].add_metric([name], value)
+                pairs = (
+                    sorted(by_team(rows).items())
+                    if per_team
+                    else (((gauge, name), value) for gauge, name, _, value in rows)
+                )
+                for (gauge, label), value in pairs:
+                    kind, _, cause = gauge.partition(":")
+                    families[kind].add_metric([label, cause] if cause else [label], value)
+                counts = delivery_counts(session)
+                for status in ("delivered", "failed"):
+                    deliveries.add_metric([status], counts.get(status, 0))
         except (SQLAlchemyError, RuntimeError) as exc:
             log.warning("metrics: database unavailable: %s", str(exc).splitlines()[0][:200])
             up.add_metric([], 0)
@@ -123,7 +149,7 @@ class BusinessCollector(Collector):
             return
         up.add_metric([], 1)
         count.add_metric([], total)
-        yield from (up, count, *families.values())
+        yield from (up, count, *families.values(), deliveries)
 
 
 def _families(level: str) -> dict[str, GaugeMetricFamily]:
@@ -147,6 +173,11 @@ def _families(level: str) -> dict[str, GaugeMetricFamily]:
             labels=(level,),
         ),
     }
+    families["badput"] = GaugeMetricFamily(
+        f"cadence_{level}_weekly_badput_gpu_hours",
+        f"Idle GPU-hours of the latest ISO week with runs, by cause; {each}.",
+        labels=(level, "cause"),
+    )
     if level == "team":
         families["pipelines"] = GaugeMetricFamily(
             "cadence_team_pipelines", "Pipelines owned by the team.", labels=("team",)

@@ -101,13 +101,14 @@ def pipeline_page(
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
         context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
-        summaries = views.weekly(session, pipeline)
+        summaries, trend_warnings = views.weekly(session, pipeline)
         scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = runs_table.page(
             session, pipeline, sort=sort, descending=order == "desc", number=page, size=size
         )
         context.update({
             "trend": views.trend_sections(summaries), "weeks": summaries,
+            "trend_warnings": trend_warnings,
             "runs_charts": views.run_sections(session, pipeline),
             "scaling": scaling, "scaling_out": scaling_out,
             "runs": runs, "total_runs": total, "sort": sort, "order": order,

@@ -10,19 +10,20 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-
-from app.client import (
+from cadence_client import (
     AuthError,
     CadenceAPIError,
     CadenceClient,
     ConflictError,
-    Unavailable,
+    ServiceUnavailable,
 )
+
+from app.reporting.focus import write_focus
 from app.reporting.records import Record, RecordError, read_records, write_csv, write_jsonl
 
 OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
@@ -47,6 +48,11 @@ RUN_FLAGS: dict[str, tuple[str, type, str]] = {
     "finished_at": ("finished_at", str, "ISO 8601 with an offset (required)"),
     "workers": ("workers", int, "number of workers (required)"),
     "utilization": ("gpu_utilization", float, "busy fraction 0..1, e.g. 0.38 (required)"),
+    "utilization_source": (
+        "utilization_source",
+        str,
+        "what measured it: nvml_gpu_util, dcgm_sm_active, mfu, ...",
+    ),
     "gpu_type": ("gpu_type", str, "e.g. A100-80GB"),
     "gpu_hours": ("gpu_hours", float, "billed GPU-hours (default workers x wall clock)"),
     "price": ("price_per_gpu_hour", float, "USD per GPU-hour for this run"),
@@ -108,7 +114,17 @@ def add_parsers(sub: Any) -> None:
     )
     _connection_args(export, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
     export.add_argument("--pipeline", help="only this pipeline (default: every pipeline)")
-    export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    export.add_argument(
+        "--format",
+        choices=("csv", "jsonl", "focus"),
+        default="csv",
+        help="csv or jsonl (every API field), or focus: FinOps FOCUS 1.0 cost rows",
+    )
+    export.add_argument(
+        "--provider",
+        default="Unknown",
+        help="--format focus: Provider, Publisher and InvoiceIssuer (e.g. your cloud)",
+    )
     export.add_argument("--output", type=Path, help="file to write (default: stdout)")
     export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     export.set_defaults(func=lambda _settings, args: run_export(args))
@@ -123,25 +139,15 @@ def _connection_args(parser: argparse.ArgumentParser, token_help: str) -> None:
     parser.add_argument("--token", default=None, help=token_help)
 
 
-class ReportingClient(CadenceClient):
-    """The client plus the pipeline list, which export needs."""
-
-    def __enter__(self) -> ReportingClient:
-        return self
-
-    def list_pipelines(self) -> list[str]:
-        body = self._json_object(self._request("GET", "/api/v1/pipelines"))
-        return [str(p["name"]) for p in body.get("pipelines", [])]
-
-
-def _client(
+def client_for(
     args: argparse.Namespace,
     token: str | None,
     transport: httpx.BaseTransport | None,
     sleep: Callable[[float], None],
-) -> ReportingClient:
+) -> CadenceClient:
+    """The cadence-client package's client, at ``--url`` (else $CADENCE_URL)."""
     url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
-    return ReportingClient(url, token, transport=transport, sleep=sleep)
+    return CadenceClient(url, token, transport=transport, sleep=sleep)
 
 
 def _runs(n: int) -> str:
@@ -177,7 +183,7 @@ def run_report(
     progress = Progress(len(records), sys.stderr) if show else None
     done = created = existing = 0
     try:
-        with _client(args, token, transport, sleep) as client:
+        with client_for(args, token, transport, sleep) as client:
             for offset in range(0, len(records), BATCH_SIZE):
                 chunk = records[offset : offset + BATCH_SIZE]
                 try:
@@ -192,8 +198,8 @@ def run_report(
                 done += len(chunk)
                 if progress:
                     progress.update(done)
-    except Unavailable as exc:
-        _error(f"server unavailable: {exc.message}")
+    except ServiceUnavailable as exc:
+        _error(f"server unavailable at {exc.url}: {exc.message}")
         _stored_before(done, created, existing)
         return UNAVAILABLE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -319,10 +325,18 @@ def run_export(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    write = write_csv if args.format == "csv" else write_jsonl
+    write: Callable[[Iterable[dict[str, Any]], TextIO], int] = {
+        "csv": write_csv,
+        "jsonl": write_jsonl,
+        "focus": lambda runs, out: write_focus(runs, out, provider=args.provider),
+    }[args.format]
     try:
-        with _client(args, token, transport, sleep) as client:
-            pipelines = [args.pipeline] if args.pipeline else client.list_pipelines()
+        with client_for(args, token, transport, sleep) as client:
+            pipelines = (
+                [args.pipeline]
+                if args.pipeline
+                else [str(p["name"]) for p in client.list_pipelines()]
+            )
 
             def runs() -> Iterator[dict[str, Any]]:
                 for name in pipelines:
@@ -336,8 +350,8 @@ def run_export(
     except CadenceAPIError as exc:
         _error(f"refused ({exc.status} {exc.code}): {exc.message}")
         return REFUSED
-    except Unavailable as exc:
-        _error(f"server unavailable: {exc.message}")
+    except ServiceUnavailable as exc:
+        _error(f"server unavailable at {exc.url}: {exc.message}")
         return UNAVAILABLE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         _error(f"bad --url: {exc}")

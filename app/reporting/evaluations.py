@@ -17,8 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from app.client import AuthError, CadenceAPIError, CadenceClient, ConflictError, Unavailable
+from cadence_client import (
+    AuthError,
+    CadenceAPIError,
+    CadenceClient,
+    ConflictError,
+    ServiceUnavailable,
+)
 
 BATCH = 1000
 COLUMNS = ("run_id", "evaluated_at", "value", "metric")
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace, *, transport: httpx.BaseTransport | None = Non
         if isinstance(exc, AuthError):
             return AUTH
         return CONFLICT if isinstance(exc, ConflictError) else REFUSED
-    except Unavailable as exc:
+    except ServiceUnavailable as exc:
         print(f"cadence: server unavailable: {exc.message}", file=sys.stderr)
         return UNAVAILABLE
     print(f"{len(items)} evaluations stored: {created} created, {existing} already there")

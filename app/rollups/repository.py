@@ -160,21 +160,27 @@ def weekly_totals(
 
 
 def latest_weeks(session: Session) -> dict[int, WeekTotals]:
-    """Each pipeline's latest ISO week with runs, its totals (for /metrics)."""
+    """Each pipeline's latest ISO week with runs: goodput and badput GPU-hours (/metrics)."""
     r = ROLLUP.c
     latest = (
         select(r.pipeline_id, func.max(r.week_start).label("week"))
         .group_by(r.pipeline_id)
         .subquery()
     )
+    names = [*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES)]
     stmt = (
         select(r.pipeline_id, r.week_start, func.sum(r.runs).label("runs"),
-               *[func.sum(r[n]).label(n) for n in GOODPUT_SUMS])
+               *[func.sum(r[n]).label(n) for n in names])
         .join(latest, and_(latest.c.pipeline_id == r.pipeline_id, latest.c.week == r.week_start))
         .group_by(r.pipeline_id, r.week_start)
     )  # fmt: skip
     return {
-        row.pipeline_id: WeekTotals(as_date(row.week_start), goodput_totals(row._mapping), 0.0)
+        row.pipeline_id: WeekTotals(
+            as_date(row.week_start),
+            goodput_totals(row._mapping),
+            0.0,
+            gpu_hours_by_cause={c: float(row._mapping[f"g_{c}"]) for c in CAUSES},
+        )
         for row in session.execute(stmt)
     }
 

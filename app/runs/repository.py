@@ -102,6 +102,7 @@ PG_TYPES = {
     "pipeline_id": "int4", "run_id": "text", "variant": "text",
     "started_at": "timestamptz", "finished_at": "timestamptz", "workers": "int4",
     "gpu_type": "text", "gpu_hours": "float8", "gpu_utilization": "float8",
+    "utilization_source": "text",
     "price_per_gpu_hour": "float8", "billed_price_per_gpu_hour": "float8",
     "quality_metric": "text", "quality_value": "float8",
     "data_stall_hours": "float8", "checkpoint_hours": "float8",
@@ -274,6 +275,7 @@ _OUT_COLUMNS = (
     Run.gpu_hours, Run.price_per_gpu_hour, Run.billed_price_per_gpu_hour,
     Run.quality_metric, Run.quality_value,
     Run.data_stall_hours, Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.tags,
+    Run.utilization_source,
     Run.created_at, Run.interruption_count,
 )  # fmt: skip
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -21,6 +21,17 @@ from app.schemas_common import (
 MAX_TAGS = 50
 TagKey = Annotated[Identifier, Field(min_length=1, max_length=100)]
 TagValue = Annotated[Text, Field(max_length=500)]
+
+
+# What the utilization number measures: "GPU utilization" differs by metric (NVML's and
+# DCGM's utilization.gpu count any kernel running; DCGM's SM activity and graphics-engine
+# activity count how busy the chip is), so runs measured differently don't compare.
+UTILIZATION_SOURCES = (
+    "nvml_gpu_util", "dcgm_gpu_util", "dcgm_sm_active", "dcgm_gr_engine_active", "mfu", "other",
+)  # fmt: skip
+UtilizationSource = Literal[
+    "nvml_gpu_util", "dcgm_gpu_util", "dcgm_sm_active", "dcgm_gr_engine_active", "mfu", "other"
+]
 
 
 class InterruptionIn(StrictModel):
@@ -45,6 +56,9 @@ class RunIn(StrictModel):
     workers: int = Field(ge=1, le=100_000)
     gpu_type: Annotated[Identifier, Field(max_length=64)] = ""
     gpu_utilization: float = Field(description="Average busy fraction, 0..1 (0.38, not 38).")
+    utilization_source: UtilizationSource | None = Field(
+        None, description="Where gpu_utilization came from (which metric measured it)."
+    )
     gpu_hours: float | None = Field(
         None, gt=0, le=1e9, description="Billed GPU-hours; default workers x wall clock."
     )
@@ -92,6 +106,7 @@ class RunOut(OutModel):
     workers: int
     gpu_type: str
     gpu_utilization: float
+    utilization_source: str | None
     gpu_hours: float
     price_per_gpu_hour: float | None
     quality_metric: str | None

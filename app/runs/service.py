@@ -30,7 +30,8 @@ from app.settings import Settings
 MAX_LIST_LIMIT = 1000
 COMPARED = (
     "variant", "started_at", "finished_at", "workers", "gpu_type", "gpu_hours",
-    "gpu_utilization", "price_per_gpu_hour", "quality_metric", "quality_value",
+    "gpu_utilization", "utilization_source", "price_per_gpu_hour", "quality_metric",
+    "quality_value",
     "data_stall_hours", "checkpoint_hours", "scheduling_wait_hours", "mfu", "tags",
 )  # fmt: skip
 
@@ -325,6 +326,7 @@ def out_dict(row: Any, interruptions: list[Any]) -> dict[str, Any]:
         "id": row.id, "pipeline": row.pipeline, "run_id": row.run_id, "variant": row.variant,
         "started_at": row.started_at, "finished_at": row.finished_at, "workers": row.workers,
         "gpu_type": row.gpu_type, "gpu_utilization": row.gpu_utilization,
+        "utilization_source": row.utilization_source,
         "gpu_hours": row.gpu_hours, "price_per_gpu_hour": row.price_per_gpu_hour,
         "quality_metric": row.quality_metric or row.pipeline_metric,
         "quality_value": row.quality_value, "data_stall_hours": row.data_stall_hours,

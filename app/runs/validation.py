@@ -61,6 +61,7 @@ def stored_values(run: RunIn) -> dict[str, Any]:
         "gpu_type": run.gpu_type,
         "gpu_hours": run.gpu_hours if run.gpu_hours is not None else run.workers * hours,
         "gpu_utilization": run.gpu_utilization,
+        "utilization_source": run.utilization_source,
         "price_per_gpu_hour": run.price_per_gpu_hour,
         "quality_metric": run.quality_metric,
         "quality_value": run.quality_value,

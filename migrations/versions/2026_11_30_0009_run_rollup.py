@@ -1,7 +1,7 @@
 """run_rollup: per (pipeline, variant, ISO week, month) sums kept by ingest and delete.
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0004
 Create Date: 2026-11-30 18:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0009'
-down_revision: str | None = '0006'
+down_revision: str | None = '0004'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -133,6 +133,8 @@ def test_api_docs_work_offline(page, problems, live_server, artifacts):
     expect(page.locator(".opblock-summary-path", has_text="/api/v1/runs/batch")).to_be_visible(
         timeout=15_000
     )
+    # The bearer scheme in openapi.json gives Swagger UI its Authorize button.
+    expect(page.locator("button.authorize")).to_be_visible()
     page.screenshot(path=str(artifacts / "docs.png"))
     assert live_server.url("/static/vendor/swagger-ui-bundle.js") in problems.requests
     assert all(u.startswith(live_server.base_url + "/") for u in problems.requests), (

@@ -1,12 +1,4 @@
-"""A small typed client for Cadence's ingestion and run API, for training pipelines.
-
-    from app.client import CadenceClient
-
-    with CadenceClient("https://cadence.internal", token=os.environ["CADENCE_TOKEN"]) as c:
-        c.post_run({"pipeline": "recsys-ranker", "run_id": "2026-11-30-weekly", ...})
-        result = c.post_runs(backfill)          # chunked into batches of 500
-        for run in c.list_runs(pipeline="recsys-ranker", variant="candidate"):
-            ...
+"""The HTTP client: retries with jittered backoff, ``Retry-After``, typed errors.
 
 **Retries are safe.** ``(pipeline, run_id)`` identifies a run: the server stores a run
 once and answers an identical retry with 200 and the stored record (a retry whose body
@@ -14,13 +6,10 @@ differs is a 409, never a second row). So the client retries *every* request, wr
 included, on connection errors and timeouts (``httpx.TransportError``), on 429 and on
 5xx, with exponential backoff and full jitter (a random delay between 0 and
 ``min(backoff_max, backoff_base * 2 ** (attempt - 1))``), honouring the server's
-``Retry-After`` (seconds or an HTTP date; capped at ``backoff_max``). A request that
-reached the server but whose answer was lost is therefore harmless to resend. Other
-4xx answers are never retried: they raise a :class:`CadenceAPIError` subclass carrying
-the status, the error code, the message and the server's ``fields`` list. When the
-attempts run out the client raises :class:`Unavailable` with the last cause.
-
-The module depends on httpx only, so pipelines can vendor it.
+``Retry-After`` (seconds or an HTTP date; capped at ``backoff_max``). Other 4xx answers
+are never retried: they raise a :class:`CadenceAPIError` subclass carrying the status,
+the error code, the message, the server's ``fields`` list and the URL. When the attempts
+run out the client raises :class:`ServiceUnavailable` with the last cause.
 """
 
 from __future__ import annotations
@@ -31,106 +20,34 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
-__all__ = [
-    "AuthError",
-    "BatchResult",
-    "CadenceAPIError",
-    "CadenceClient",
-    "CadenceError",
-    "ConflictError",
-    "Unavailable",
-    "ValidationFailed",
-]
+from cadence_client.errors import (
+    AuthError,
+    CadenceAPIError,
+    CadenceClientError,
+    ConflictError,
+    ServiceUnavailable,
+    ValidationFailed,
+)
 
-log = logging.getLogger("cadence.client")
+if TYPE_CHECKING:
+    from cadence_client.tracking import TrackedRun
 
-USER_AGENT = "cadence-client/0.1.0"
+log = logging.getLogger("cadence_client")
+
+__version__ = "0.2.0"
+USER_AGENT = f"cadence-client/{__version__}"
 RUNS = "/api/v1/runs"
 
 
-class CadenceError(Exception):
-    """Base of every error this client raises.
-
-    ``status`` is the HTTP status of the server's answer (``None`` when there was no
-    answer), ``code`` the server's error code (e.g. ``validation_error``), ``message``
-    its explanation and ``fields`` its list of ``{"field": ..., "reason": ...}``.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        code: str = "error",
-        fields: Sequence[Mapping[str, Any]] = (),
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
-        self.fields: list[dict[str, Any]] = [dict(f) for f in fields]
-
-    def __str__(self) -> str:
-        prefix = f"{self.status} {self.code}: " if self.status is not None else ""
-        return prefix + self.message
-
-
-class CadenceAPIError(CadenceError):
-    """The server refused the request (any error answer without a subclass of its own).
-
-    ``batch_offset`` is set by :meth:`CadenceClient.post_runs`: the position, in the list
-    you passed, of the first run of the refused batch (``fields`` then name runs by that
-    list's index, e.g. ``runs.503.gpu_utilization``).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        code: str = "error",
-        fields: Sequence[Mapping[str, Any]] = (),
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(message, status=status, code=code, fields=fields)
-        self.headers: dict[str, str] = dict(headers or {})
-        self.batch_offset: int | None = None
-
-
-class ValidationFailed(CadenceAPIError):
-    """422: the body breaks a rule (``fields`` names each offending field)."""
-
-
-class ConflictError(CadenceAPIError):
-    """409: this ``(pipeline, run_id)`` is stored with different values."""
-
-
-class AuthError(CadenceAPIError):
-    """401 (missing or bad token) or 403 (the token lacks the scope or the pipeline)."""
-
-
-class Unavailable(CadenceError):
-    """Every attempt failed with a retryable error; ``cause`` is the last one.
-
-    ``cause`` is the ``httpx.TransportError`` of a failed connection or timeout, or the
-    :class:`CadenceAPIError` built from the last 429/5xx answer (whose ``status``,
-    ``code``, ``message`` and ``fields`` this error repeats).
-    """
-
-    def __init__(self, message: str, *, attempts: int, cause: Exception) -> None:
-        if isinstance(cause, CadenceError):
-            super().__init__(message, status=cause.status, code=cause.code, fields=cause.fields)
-        else:
-            super().__init__(message, code="unavailable")
-        self.attempts = attempts
-        self.cause = cause
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -174,17 +91,14 @@ class CadenceClient:
         client: an existing ``httpx.Client`` to send through instead (one you configured
             with proxies, certificates or limits); its own timeout applies and
             :meth:`close` leaves it open.
-        sleep, rng: the sleep function and random source used between attempts
-            (injectable for tests).
-
-    Every request is retried as the module docstring describes; that is safe for
-    writes because runs are idempotent by ``(pipeline, run_id)``.
+        sleep, rng, now: the sleep function and random source used between attempts,
+            and the clock :meth:`track_run` reads (injectable for tests).
     """
 
     def __init__(
         self,
         base_url: str,
-        token: str | None,
+        token: str | None = None,
         *,
         timeout: float = 10.0,
         max_attempts: int = 8,
@@ -194,6 +108,7 @@ class CadenceClient:
         client: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -205,6 +120,7 @@ class CadenceClient:
         self.max_attempts = max_attempts
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.now = now
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
@@ -282,6 +198,36 @@ class CadenceClient:
         path = f"/api/v1/pipelines/{quote(pipeline, safe='')}/evaluations"
         return self._json_object(self._request("POST", path, body=body))
 
+    def track_run(
+        self,
+        *,
+        pipeline: str,
+        run_id: str,
+        workers: int,
+        sample_gpu: bool = False,
+        sample_interval: float = 5.0,
+        **fields: Any,
+    ) -> TrackedRun:
+        """A context manager that records one training run and posts it on exit.
+
+        ``started_at`` is read on entry and ``finished_at`` on exit; ``fields`` are any
+        other run fields (``variant``, ``gpu_utilization``, ``tags``...), and the job
+        can add or change them with ``run.set(...)``. If the job raises, the run is
+        still posted, tagged ``cadence_outcome=failed`` (and ``cadence_error`` with
+        the exception's type), and the job's exception is re-raised. With
+        ``sample_gpu=True`` utilization is sampled through NVML (``pip install
+        cadence-client[nvml]``) unless the job sets it; without a GPU or the library
+        the sampler does nothing and logs why.
+        """
+        from cadence_client.tracking import TrackedRun
+
+        return TrackedRun(
+            self,
+            {"pipeline": pipeline, "run_id": run_id, "workers": workers, **fields},
+            sample_gpu=sample_gpu,
+            sample_interval=sample_interval,
+        )
+
     def list_runs(
         self,
         pipeline: str | None = None,
@@ -314,6 +260,21 @@ class CadenceClient:
                 return
             params["cursor"] = str(cursor)
 
+    def list_pipelines(self) -> list[dict[str, Any]]:
+        """Every pipeline with its settings (price, budget, cadence, quality metric)."""
+        body = self._json_object(self._request("GET", "/api/v1/pipelines"))
+        return [dict(p) for p in body.get("pipelines", [])]
+
+    def projection(self, pipeline: str, **params: Any) -> dict[str, Any]:
+        """``GET /api/v1/pipelines/{pipeline}/projection`` with its query parameters
+        (``cadences="1,2"``, ``price``, ``utilization_target``, ``workers``,
+        ``failure_rate``, ``weeks_per_month``...); ``None`` values are left out."""
+        query: dict[str, str | int] = {
+            k: _query_value(v) for k, v in params.items() if v is not None
+        }
+        path = f"/api/v1/pipelines/{pipeline}/projection"
+        return self._json_object(self._request("GET", path, params=query))
+
     def health(self) -> bool:
         """Whether the service is ready (``/readyz``: database reachable, schema at head).
 
@@ -338,22 +299,19 @@ class CadenceClient:
         body: Any = None,
         params: Mapping[str, str | int] | None = None,
     ) -> httpx.Response:
-        """Send with retries; returns a 2xx answer or raises a :class:`CadenceError`."""
+        """Send with retries; returns a 2xx answer or raises a :class:`CadenceClientError`."""
         headers = dict(self._headers)
         content: bytes | None = None
         if body is not None:
             content = _encode_json(body)
             headers["Content-Type"] = "application/json"
+        url = self._url(path)
         cause: Exception | None = None
         for attempt in range(1, self.max_attempts + 1):
             retry_after: float | None = None
             try:
                 response = self._http.request(
-                    method,
-                    self._url(path),
-                    content=content,
-                    params=params,
-                    headers=headers,
+                    method, url, content=content, params=params, headers=headers
                 )
             except httpx.UnsupportedProtocol:
                 raise  # a wrong base_url: retrying cannot help
@@ -363,7 +321,7 @@ class CadenceClient:
             else:
                 if response.is_success:
                     return response
-                error = _api_error(response)
+                error = _api_error(response, method, url)
                 if not _retryable(response.status_code):
                     raise error
                 cause = error
@@ -375,7 +333,7 @@ class CadenceClient:
             log.warning(
                 "cadence %s %s failed (%s); retry %d/%d in %.2fs",
                 method,
-                path,
+                url,
                 reason,
                 attempt,
                 self.max_attempts - 1,
@@ -383,10 +341,16 @@ class CadenceClient:
             )
             self._sleep(delay)
         assert cause is not None
-        raise Unavailable(
-            f"{method} {path} failed after {self.max_attempts} attempts; last error: {cause}",
+        if isinstance(cause, CadenceClientError):
+            last = cause.message  # its status and code lead the error's own text
+        else:
+            last = f"{type(cause).__name__}: {cause}"
+        raise ServiceUnavailable(
+            f"failed after {self.max_attempts} attempts; last error: {last}",
             attempts=self.max_attempts,
             cause=cause,
+            method=method,
+            url=url,
         ) from cause
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -398,6 +362,7 @@ class CadenceClient:
 
     @staticmethod
     def _json_object(response: httpx.Response) -> dict[str, Any]:
+        method, url = response.request.method, str(response.request.url)
         try:
             body = response.json()
         except ValueError as exc:
@@ -405,12 +370,16 @@ class CadenceClient:
                 f"expected a JSON object, got {response.text[:200]!r}",
                 status=response.status_code,
                 code="bad_response",
+                method=method,
+                url=url,
             ) from exc
         if not isinstance(body, dict):
             raise CadenceAPIError(
                 f"expected a JSON object, got {type(body).__name__}",
                 status=response.status_code,
                 code="bad_response",
+                method=method,
+                url=url,
             )
         return body
 
@@ -419,7 +388,7 @@ def _retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def _api_error(response: httpx.Response) -> CadenceAPIError:
+def _api_error(response: httpx.Response, method: str, url: str) -> CadenceAPIError:
     """The error a non-2xx answer stands for, from Cadence's ``{"error": {...}}`` body."""
     status = response.status_code
     code, fields = f"http_{status}", []
@@ -441,7 +410,15 @@ def _api_error(response: httpx.Response) -> CadenceAPIError:
         cls = ConflictError
     elif status in (401, 403):
         cls = AuthError
-    return cls(message, status=status, code=code, fields=fields, headers=response.headers)
+    return cls(
+        message,
+        status=status,
+        code=code,
+        fields=fields,
+        headers=response.headers,
+        method=method,
+        url=url,
+    )
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -458,8 +435,8 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - utcnow()).total_seconds())
 
 
 def _shift_field(item: Mapping[str, Any], offset: int) -> dict[str, Any]:
@@ -472,8 +449,16 @@ def _shift_field(item: Mapping[str, Any], offset: int) -> dict[str, Any]:
     return shifted
 
 
+def _query_value(value: Any) -> str | int:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return value if isinstance(value, (int, str)) else str(value)
+
+
 def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime | date):
+    if isinstance(value, (datetime, date)):
         return value.isoformat()
     raise TypeError(f"cannot send {type(value).__name__} as JSON")
 

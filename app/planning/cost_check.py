@@ -1,0 +1,59 @@
+"""The CI cost gate (``cadence check``): is a proposed scenario's monthly cost within the
+limits a team set? Pure: two monthly costs and the limits in, a verdict with reasons out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CostLimits:
+    """Each limit is optional; a limit left out is not checked."""
+
+    max_increase_pct: float | None = None
+    max_increase_usd: float | None = None
+    max_monthly_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class CostCheck:
+    today_usd: float
+    proposed_usd: float
+    increase_usd: float
+    increase_pct: float | None  # None when today's cost is 0 (no ratio to take)
+    breaches: tuple[str, ...]  # one sentence per limit exceeded
+
+    @property
+    def passed(self) -> bool:
+        return not self.breaches
+
+
+def check_cost(today_usd: float, proposed_usd: float, limits: CostLimits) -> CostCheck:
+    """increase = proposed - today; increase % = 100 x increase / today.
+
+    A limit is breached when the figure is strictly above it (equal passes). A
+    percentage limit with today's cost at 0 is breached by any increase (any rise from
+    nothing is infinitely many percent).
+    """
+    increase = proposed_usd - today_usd
+    pct = 100.0 * increase / today_usd if today_usd > 0 else None
+    breaches = []
+    if limits.max_increase_pct is not None:
+        over = pct > limits.max_increase_pct if pct is not None else increase > 0
+        if over:
+            shown = f"{pct:+.1f}%" if pct is not None else "from $0"
+            breaches.append(
+                f"the monthly cost rises {shown}, over the {limits.max_increase_pct:g}% limit"
+            )
+    if limits.max_increase_usd is not None and increase > limits.max_increase_usd:
+        breaches.append(
+            f"the monthly cost rises ${increase:,.2f}, over the "
+            f"${limits.max_increase_usd:,.2f} limit"
+        )
+    if limits.max_monthly_usd is not None and proposed_usd > limits.max_monthly_usd:
+        breaches.append(
+            f"the proposed monthly cost ${proposed_usd:,.2f} is over the "
+            f"${limits.max_monthly_usd:,.2f} limit"
+        )
+    return CostCheck(today_usd, proposed_usd, increase, pct, tuple(breaches))

@@ -1,0 +1,155 @@
+"""``cadence check``: a cost gate for CI. Projects the monthly cost of a proposed scenario
+(cadence and what-ifs) with the server's projection endpoint, compares it with today's,
+prints a Markdown summary for a pull-request comment, and exits 1 when over a limit."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from cadence_client import AuthError, CadenceAPIError, ServiceUnavailable
+
+from app.planning.cost_check import CostCheck, CostLimits, check_cost
+from app.reporting.commands import AUTH, OK, UNAVAILABLE, USAGE, _connection_args, client_for
+
+OVER = 1
+EXIT_CODES = """exit codes:
+  0  within every limit given (or no limit given)
+  1  over a limit
+  2  usage error, or the server cannot project this pipeline (unknown, no runs yet)
+  4  authentication (401) or authorization (403) failed
+  5  the server was unavailable after retries"""
+SCENARIO_FLAGS = (
+    ("price", float, "USD per GPU-hour"),
+    ("utilization_target", float, "busy fraction the change reaches, e.g. 0.7"),
+    ("workers", int, "workers per run"),
+    ("failure_rate", float, "failures per instance-hour"),
+)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="CI cost gate: is a proposed cadence/scenario within the cost limits?",
+        description="Compare the projected monthly cost of a proposed scenario with "
+        "today's (the pipeline's current cadence, recorded runs, no what-ifs) and print "
+        "a Markdown summary.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _connection_args(p, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
+    p.add_argument("--pipeline", required=True, help="pipeline slug")
+    p.add_argument("--cadence", type=float, help="proposed runs per week (default: today's)")
+    for name, kind, text in SCENARIO_FLAGS:
+        p.add_argument(f"--{name.replace('_', '-')}", type=kind, help=text)
+    p.add_argument("--weeks-per-month", choices=("calendar", "four_week"), default="calendar")
+    p.add_argument("--max-increase-pct", type=float, help="limit on the rise, percent")
+    p.add_argument("--max-increase-usd", type=float, help="limit on the rise, USD per month")
+    p.add_argument("--max-monthly-usd", type=float, help="limit on the proposed monthly cost")
+    p.set_defaults(func=lambda _settings, args: run_check(args))
+
+
+def run_check(
+    args: argparse.Namespace,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    token = args.token or os.environ.get("CADENCE_TOKEN") or None
+    limits = CostLimits(args.max_increase_pct, args.max_increase_usd, args.max_monthly_usd)
+    try:
+        with client_for(args, token, transport, sleep) as client:
+            cadence = args.cadence
+            if cadence is None:
+                found = [p for p in client.list_pipelines() if p.get("name") == args.pipeline]
+                if not found:
+                    _say(f"cadence: no pipeline named {args.pipeline!r}", error=True)
+                    return USAGE
+                cadence = float(found[0]["runs_per_week"])
+            scenario = {name: getattr(args, name) for name, _, _ in SCENARIO_FLAGS}
+            out = client.projection(
+                args.pipeline,
+                cadences=[cadence],
+                weeks_per_month=args.weeks_per_month,
+                **scenario,
+            )
+    except AuthError as exc:
+        _say(f"cadence: not allowed: {exc}", error=True)
+        return AUTH
+    except CadenceAPIError as exc:
+        _say(f"cadence: cannot project {args.pipeline!r}: {exc.message}", error=True)
+        return USAGE
+    except ServiceUnavailable as exc:
+        _say(f"cadence: server unavailable at {exc.url}: {exc.message}", error=True)
+        return UNAVAILABLE
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        _say(f"cadence: bad --url: {exc}", error=True)
+        return USAGE
+    projection = out["projections"][out["current_variant"]]
+    today = projection["current_monthly_cost_usd"]
+    proposed = projection["cadences"][0]
+    result = check_cost(float(today), float(proposed["monthly_cost_usd"]), limits)
+    print(summary(args, result, projection, proposed, limits))
+    return OK if result.passed else OVER
+
+
+def _say(text: str, *, error: bool = False) -> None:
+    print(text, file=sys.stderr if error else sys.stdout)
+
+
+def _scenario(args: argparse.Namespace, runs_per_week: float) -> str:
+    parts = [f"{runs_per_week:g}×/week"]
+    if args.utilization_target is not None:
+        parts.append(f"utilization {args.utilization_target:.0%}")
+    if args.price is not None:
+        parts.append(f"${args.price:g}/GPU-hour")
+    if args.workers is not None:
+        parts.append(f"{args.workers} workers")
+    if args.failure_rate is not None:
+        parts.append(f"failure rate {args.failure_rate:g}/instance-hour")
+    return ", ".join(parts)
+
+
+def summary(
+    args: argparse.Namespace,
+    result: CostCheck,
+    projection: dict[str, Any],
+    proposed: dict[str, Any],
+    limits: CostLimits,
+) -> str:
+    """A short Markdown report: the two costs, the change, the verdict and why."""
+    pct = f" ({result.increase_pct:+.1f}%)" if result.increase_pct is not None else ""
+    today_rpw = projection.get("current_runs_per_week") or 0.0
+    lines = [
+        f"### Cadence cost check: `{args.pipeline}`",
+        "",
+        "| | Scenario | Monthly cost |",
+        "| --- | --- | ---: |",
+        f"| Today | {today_rpw:g}×/week, as recorded | ${result.today_usd:,.2f} |",
+        f"| Proposed | {_scenario(args, float(proposed['runs_per_week']))} "
+        f"| ${result.proposed_usd:,.2f} |",
+        f"| Change | | {'+' if result.increase_usd >= 0 else '-'}"
+        f"${abs(result.increase_usd):,.2f}{pct} |",
+        "",
+        f"Proposed range (p10–p90): ${proposed['monthly_cost_p10_usd']:,.2f} – "
+        f"${proposed['monthly_cost_p90_usd']:,.2f} a month, from {projection['runs_used']} "
+        f"recent runs ({args.weeks_per_month.replace('_', '-')} months).",
+        "",
+    ]
+    given = [
+        f"+{limits.max_increase_pct:g}%" if limits.max_increase_pct is not None else None,
+        f"+${limits.max_increase_usd:,.2f}" if limits.max_increase_usd is not None else None,
+        f"${limits.max_monthly_usd:,.2f}/month" if limits.max_monthly_usd is not None else None,
+    ]
+    shown = ", ".join(g for g in given if g) or "none given"
+    if result.passed:
+        lines.append(f"**PASS**: within the limits ({shown}).")
+    else:
+        lines.append(f"**OVER LIMIT**: {'; '.join(result.breaches)}.")
+    lines += [f"> ⚠ {w}" for w in projection.get("warnings", [])]
+    return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""``cadence check``: the CI cost gate against the real projection endpoint."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.db.engine import Database
+from app.reporting.check import run_check
+from tests.conftest import make_run, make_token
+from tests.test_client_package import through
+from tests.test_reporting import URL, args
+
+PIPE = "check-pipe"
+
+
+@pytest.fixture
+def seeded(client: TestClient, db: Database) -> TestClient:
+    """Three runs of the worked example's baseline (8 workers x 14 h at 38%, $2.50)."""
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest')}"}
+    for day in (2, 3, 4):
+        run = make_run(
+            pipeline=PIPE, run_id=f"r{day}", interruptions=[],
+            started_at=f"2026-11-0{day}T08:00:00+00:00",
+            finished_at=f"2026-11-0{day}T22:00:00+00:00",
+        )  # fmt: skip
+        assert client.post("/api/v1/runs", json=run, headers=headers).status_code == 201
+    return client
+
+
+def check(client: TestClient, *argv: str) -> int:
+    namespace = args("check", "--url", URL, "--pipeline", PIPE, *argv)
+    return run_check(namespace, transport=through(client, []), sleep=pytest.fail)
+
+
+def test_twice_weekly_at_70_percent_is_within_a_10_percent_limit(
+    seeded: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = check(
+        seeded, "--cadence", "2", "--utilization-target", "0.7", "--max-increase-pct", "10"
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    # Today: 112 GPU-h x $2.50 = $280 a run, x 52/12 = $1,213.33 a month. Proposed:
+    # 112 x 38/70 = 60.8 GPU-h x $2.50 = $152 a run, x 2 x 52/12 = $1,317.33 (+$104, +8.6%).
+    assert "| Today | 1×/week, as recorded | $1,213.33 |" in out
+    assert "| Proposed | 2×/week, utilization 70% | $1,317.33 |" in out
+    assert "| Change | | +$104.00 (+8.6%) |" in out
+    assert "**PASS**: within the limits (+10%)." in out
+
+
+def test_over_a_limit_exits_1_and_says_which(
+    seeded: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = check(
+        seeded, "--cadence", "2", "--utilization-target", "0.7",
+        "--max-increase-pct", "5", "--max-monthly-usd", "2000",
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "**OVER LIMIT**: the monthly cost rises +8.6%, over the 5% limit." in out
+
+
+def test_doubling_the_cadence_doubles_the_cost(
+    seeded: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # $280 x 2 x 52/12 = $2,426.67, +$1,213.33 over today: over a $1,000 rise limit.
+    assert check(seeded, "--cadence", "2", "--max-increase-usd", "1000") == 1
+    out = capsys.readouterr().out
+    assert "| Proposed | 2×/week | $2,426.67 |" in out
+    assert "over the $1,000.00 limit" in out
+    # Without --cadence the proposal is today's cadence: no change, a pass.
+    assert check(seeded, "--max-increase-pct", "0") == 0
+    assert "| Change | | +$0.00 (+0.0%) |" in capsys.readouterr().out
+
+
+def test_errors_keep_the_cli_exit_codes(
+    seeded: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace = args("check", "--url", URL, "--pipeline", "no-such-pipe", "--cadence", "2")
+    assert run_check(namespace, transport=through(seeded, []), sleep=pytest.fail) == 2
+    assert "cannot project 'no-such-pipe'" in capsys.readouterr().err
+    assert check(seeded, "--cadence", "2", "--workers", "0") == 2  # refused by the server
+    bad_url = args("check", "--url", "ftp://x", "--pipeline", PIPE, "--cadence", "2")
+    assert run_check(bad_url, sleep=pytest.fail) == 2
+    assert "bad --url" in capsys.readouterr().err
