@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any, cast
 
-from sqlalchemy import Date, Float, Table, and_, delete, func, insert, literal, select, true
+from sqlalchemy import Date, Float, Table, and_, delete, func, insert, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
@@ -50,8 +50,10 @@ def subtract_run(session: Session, pk: int) -> None:
     (a delete; the run need not load into Python), and drop the row if no runs remain."""
     one = _recompute_select(session).where(Run.id == pk).subquery()
     ins = (postgresql.insert if _dialect(session) == "postgresql" else sqlite.insert)(ROLLUP)
+    # A run stored before timestamps were range-checked (year 10000) has no week on
+    # SQLite (NULL) and was never in the rollups there; nothing to take out.
     negated = select(*[one.c[k] for k in KEY], *[-one.c[c] for c in ("runs", *SUMS)]).where(
-        true()  # SQLite: INSERT ... SELECT ... ON CONFLICT needs a WHERE to parse
+        one.c.week_start.is_not(None), one.c.month_start.is_not(None)
     )
     stmt = ins.from_select([*KEY, "runs", *SUMS], negated).on_conflict_do_update(
         index_elements=list(KEY),
