@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.staticfiles import StaticFiles
 
+from app.assets import router as assets_router
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.errors import install_error_handlers
@@ -19,7 +19,6 @@ from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
 from app.security import SecuredFastAPI, install_security
 from app.settings import Settings, get_settings
-from app.web import STATIC_DIR
 
 log = logging.getLogger("cadence")
 
@@ -69,9 +68,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)
-    # After the routers, so /static/vendor/plotly.min.js (served from the installed
-    # plotly package by app.pages.router) is matched before the static folder.
-    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.include_router(assets_router)  # /static/...: gzipped, fingerprinted (app.assets)
     return app
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from sqlalchemy import ColumnElement, func, select, true
 
 from app.alerts.service import page_section as alerts_section
@@ -16,10 +16,9 @@ from app.dashboard.figures import to_json
 from app.dashboard.value_view import value_section
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
-from app.errors import Invalid, NotFound
 from app.pipelines.service import get_by_name
-from app.planning.weekly import iso_week, week_monday
-from app.web import VENDOR_FILES, templates
+from app.planning.weekly import iso_week
+from app.web import templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
@@ -172,35 +171,6 @@ def runs_csv(name: ReadablePipeline, db: DatabaseDep) -> StreamingResponse:
     )
 
 
-@router.get("/review", response_class=HTMLResponse)
-def weekly_review(
-    request: Request,
-    db: DatabaseDep,
-    viewer: Viewer,
-    week: Annotated[str | None, Query(max_length=10)] = None,
-) -> HTMLResponse:
-    today = datetime.now(UTC).date()
-    label = week or iso_week(today)
-    try:
-        monday = week_monday(label)
-    except ValueError as exc:
-        raise Invalid(
-            str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
-        ) from exc
-    with db.transaction(write=False) as session:
-        pipelines = list(
-            session.scalars(
-                select(Pipeline).where(visible(viewer)).order_by(Pipeline.name).limit(500)
-            )
-        )
-        rows = views.review(session, pipelines, monday)
-    return templates.TemplateResponse(request, "review.html", {
-        "rows": rows, "week": label, "monday": monday,
-        "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
-        "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
-    })  # fmt: skip
-
-
 @router.get("/help", response_class=HTMLResponse)
 def help_page(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "help.html", {})
@@ -210,16 +180,3 @@ def help_page(request: Request) -> HTMLResponse:
 def api_docs(request: Request) -> HTMLResponse:
     """Swagger UI from the installed package, started by a static script (no inline JS)."""
     return templates.TemplateResponse(request, "docs.html", {})
-
-
-@router.get("/static/vendor/{name}")
-def vendor_file(name: str) -> FileResponse:
-    """Third-party browser files from installed Python packages: nothing loads from a CDN."""
-    if name not in VENDOR_FILES:
-        raise NotFound(f"no vendored file {name!r}")
-    path, media_type = VENDOR_FILES[name]
-    if not path.exists():
-        raise NotFound(f"{name} is missing from its installed package")
-    return FileResponse(
-        path, media_type=media_type, headers={"Cache-Control": "public, max-age=86400"}
-    )
