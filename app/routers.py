@@ -10,6 +10,14 @@ def all_routers() -> list[APIRouter]:
     from app.analytics.router import router as analytics_router
     from app.cadence.router import router as cadence_router
     from app.evaluations.router import router as evaluations_router
+    from app.pages.review import router as review_router
     from app.pages.router import router as pages_router
 
-    return [analytics_router, cadence_router, evaluations_router, alerts_router, pages_router]
+    return [
+        analytics_router,
+        cadence_router,
+        evaluations_router,
+        alerts_router,
+        pages_router,
+        review_router,
+    ]

@@ -1,0 +1,90 @@
+"""Where the weekly review's numbers come from: the database side, kept behind two
+functions (``load_review`` and ``top_actions``) so the source can change (per-week rollup
+tables, pagination over thousands of pipelines) without touching the page or the export.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.orm import Session
+
+from app.analytics import repository as repo
+from app.analytics import service as analytics
+from app.dashboard.review import TREND_WEEKS, PipelineInfo, ReviewLine
+from app.db.models import Pipeline
+from app.errors import CadenceError
+from app.planning.weekly import WeekTotals
+
+REVIEW_PIPELINES = 500  # the page's limit until the review pages over rollups
+ACTION_PIPELINES = 5  # levers are computed for the pipelines with the largest badput
+TOP_ACTIONS = 5
+
+
+@dataclass(frozen=True)
+class ReviewData:
+    pipelines: list[PipelineInfo]
+    totals: dict[str, list[WeekTotals]]  # by pipeline name, the trend's weeks
+    teams: list[str]
+
+
+@dataclass(frozen=True)
+class Action:
+    pipeline: PipelineInfo
+    label: str
+    remedy: str
+    usd_per_month: float
+    saving_usd_per_month: float  # if the cause is halved
+
+
+def _midnight(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def load_review(
+    session: Session, visible: ColumnElement[bool], monday: date, team: str | None
+) -> ReviewData:
+    """The pipelines the viewer may see (of ``team`` when given) and their weekly sums
+    for the ``TREND_WEEKS`` weeks ending with ``monday``'s, in one GROUP BY."""
+    query = select(Pipeline).where(visible)
+    if team:
+        query = query.where(Pipeline.owner == team)
+    rows = list(session.scalars(query.order_by(Pipeline.name).limit(REVIEW_PIPELINES)))
+    teams = sorted(
+        t for t in session.scalars(select(Pipeline.owner).where(visible).distinct()) if t
+    )
+    first = monday - timedelta(weeks=TREND_WEEKS - 1)
+    sums = repo.weekly_totals(
+        session, None, _midnight(first), _midnight(monday + timedelta(weeks=1))
+    )
+    infos = [
+        PipelineInfo(p.name, p.display_name or p.name, p.owner, p.monthly_budget_usd) for p in rows
+    ]
+    totals = {p.name: list(sums.get(p.id, [])) for p in rows}
+    return ReviewData(infos, totals, teams)
+
+
+def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:
+    """The ranked levers (``/levers``) of the pipelines whose week cost most in badput,
+    merged and ordered by what halving each cause would save per month."""
+    found: list[Action] = []
+    for line in lines[:ACTION_PIPELINES]:
+        p = line.pipeline
+        if p is None or line.this.runs == 0 or line.badput_usd <= 0:
+            continue
+        try:
+            levers = analytics.levers(
+                session, p.name, variant=None, cadence=None, convention="calendar"
+            )
+        except (CadenceError, statistics.StatisticsError):  # no runs to rank levers on
+            continue
+        found.extend(
+            Action(p, lever.label, lever.remedy, lever.usd_per_month, lever.saving_if_halved_usd)
+            for lever in levers.levers
+            if lever.billed and lever.saving_if_halved_usd > 0
+        )
+    found.sort(key=lambda a: -a.saving_usd_per_month)
+    return found[:TOP_ACTIONS]
