@@ -72,18 +72,34 @@ def require_scope(scope: str) -> Callable[..., Awaitable[TokenInfo]]:
     async def check(
         request: Request, authorization: Annotated[str | None, Header()] = None
     ) -> TokenInfo:
-        secret = parse_bearer(authorization)
-        digest = hash_token(secret)
-        cache = token_cache(request)
-        token = cache.get(digest)
-        if token is None:  # a miss needs the database: do it in a worker thread
-            token = await run_in_threadpool(verify, request.app.state.database, secret)
-            cache.put(digest, token)
-        return remember_token(request, check_scope(token, scope))
+        return remember_token(
+            request, check_scope(await authenticate(request, authorization), scope)
+        )
 
     return check
 
 
+async def authenticate(request: Request, authorization: str | None) -> TokenInfo:
+    """The live token of ``Authorization: Bearer ...`` (401 when missing or bad)."""
+    secret = parse_bearer(authorization)
+    digest = hash_token(secret)
+    cache = token_cache(request)
+    token = cache.get(digest)
+    if token is None:  # a miss needs the database: do it in a worker thread
+        token = await run_in_threadpool(verify, request.app.state.database, secret)
+        cache.put(digest, token)
+    return token
+
+
+async def bearer_if_sent(
+    request: Request, authorization: Annotated[str | None, Header()] = None
+) -> TokenInfo | None:
+    """On reads: the bearer token when one is sent (a bad one is a 401), else None. Lets
+    a read show admins more (e.g. full webhook URLs) without closing it to others."""
+    return None if authorization is None else await authenticate(request, authorization)
+
+
+MaybeToken = Annotated[TokenInfo | None, Depends(bearer_if_sent)]
 require_ingest = require_scope("ingest")
 require_admin = require_scope("admin")
 Ingestor = Annotated[TokenInfo, Depends(require_ingest)]

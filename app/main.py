@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from app.alerts.sender import Sender
 from app.assets import router as assets_router
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
@@ -44,7 +45,13 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             raise
         except Exception as exc:  # unreachable database: serve, and say so on /readyz
             log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
+        run_sender = settings.alert_sender and not db.single_connection
+        sender = Sender(db, settings) if run_sender else None
+        if sender is not None:  # alert webhooks go out from here, never from a request
+            sender.start()
         yield
+        if sender is not None:
+            sender.stop()
         if database is None:
             db.dispose()
 

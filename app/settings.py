@@ -89,11 +89,26 @@ class Settings(BaseSettings):
     alert_webhook_timeout_seconds: float = Field(
         5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."
     )
-    alert_max_attempts: int = Field(
-        3, ge=1, le=10, description="Attempts per alert webhook (retried on errors and 5xx)."
+    alert_retry_base_seconds: float = Field(
+        30.0, gt=0, le=3600,
+        description="First retry delay of a failed alert webhook; doubles each time, for up "
+        "to 24 h.",
+    )  # fmt: skip
+    alert_min_interval_seconds: float = Field(
+        600.0, ge=0, le=86_400,
+        description="At most one alert webhook per rule per this many seconds; a rule that "
+        "flaps meanwhile sends its latest state.",
+    )  # fmt: skip
+    alert_sender: bool = Field(
+        True, description="Send queued alert webhooks from this process (a background thread)."
     )
-    alert_retry_backoff_seconds: float = Field(
-        0.5, ge=0, le=30, description="First retry delay of an alert webhook; doubles each time."
+    alert_max_in_flight: int = Field(
+        4, ge=1, le=64, description="Alert webhooks one process sends at the same time."
+    )
+    webhook_allowed_hosts: str = Field(
+        "",
+        description="host[:port] list (comma-separated) that webhooks may reach although "
+        "loopback, private or link-local (refused otherwise).",
     )
 
     @field_validator("database_url", "read_database_url")
@@ -109,6 +124,12 @@ class Settings(BaseSettings):
                 "CADENCE_ENVIRONMENT=production"
             )
         return self
+
+    @property
+    def webhook_allowed(self) -> frozenset[str]:
+        return frozenset(
+            h.strip().lower() for h in self.webhook_allowed_hosts.split(",") if h.strip()
+        )
 
     @property
     def is_sqlite(self) -> bool:

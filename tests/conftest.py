@@ -66,7 +66,9 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, default_price_per_gpu_hour=2.5)
+    # No background alert sender: the ``db`` fixture's sessions share one connection,
+    # which a second thread must not use. Alert tests drain the outbox themselves.
+    return Settings(database_url=database_url, default_price_per_gpu_hour=2.5, alert_sender=False)
 
 
 @pytest.fixture(scope="session")

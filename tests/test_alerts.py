@@ -7,14 +7,15 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.alerts import rules
-from app.alerts.delivery import deliver
+from app.alerts import rules, sender
+from app.alerts.delivery import attempt
 from app.db.engine import Database
 from app.main import create_app
 from app.settings import Settings
@@ -88,6 +89,27 @@ def test_payload_text_is_slack_compatible() -> None:
     assert resolved["text"].startswith("[Cadence] p: resolved: latest run (r9) GPU utilization")
 
 
+def test_payload_text_escapes_chat_markup() -> None:
+    run_id = "<!channel> & <https://evil.test|your invoice>"
+    body = rules.payload(
+        pipeline="a<b>&c", rule_id=1, kind="utilization_floor", event="firing", value=0.1,
+        threshold=0.4, metrics=rules.Metrics(latest_run_id=run_id), at="t",
+    )  # fmt: skip
+    assert body["text"] == (
+        "[Cadence] a&lt;b&gt;&amp;c: latest run (&lt;!channel&gt; &amp; "
+        "&lt;https://evil.test|your invoice&gt;) GPU utilization 10.0% (floor 40.0%)"
+    )
+    assert "<" not in body["text"] and ">" not in body["text"]
+    assert body["pipeline"] == "a<b>&c"  # structured fields are data, not markup
+    weeks = rules.Metrics(goodput_latest=0.5, goodput_previous=0.7, latest_week="<w2>",
+                          previous_week="<w1>")  # fmt: skip
+    text = rules.payload(
+        pipeline="p", rule_id=1, kind="goodput_drop", event="firing", value=20.0,
+        threshold=10.0, metrics=weeks, at="t",
+    )["text"]  # fmt: skip
+    assert "&lt;w1&gt; 70.0% -> &lt;w2&gt; 50.0%" in text
+
+
 @pytest.mark.parametrize(
     ("kind", "threshold", "ok"),
     [
@@ -124,18 +146,32 @@ def test_webhook_urls(url: str, ok: bool) -> None:
 
 
 class Receiver:
-    """Records JSON POSTs; answers each with the next queued status (then 200)."""
+    """Records JSON POSTs; answers each with the next queued status (then 200).
+
+    With ``hold`` set, each request first sets ``entered`` and waits until ``hold`` is
+    released (a receiver slower than anything: the test decides when it answers).
+    """
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.delivery_ids: list[int] = []
         self.statuses: list[int] = []
+        self.hold: threading.Event | None = None
+        self.entered = threading.Event()
+        self.lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
-                receiver.requests.append(json.loads(self.rfile.read(length)))
-                code = receiver.statuses.pop(0) if receiver.statuses else 200
+                body = json.loads(self.rfile.read(length))
+                if receiver.hold is not None:
+                    receiver.entered.set()
+                    assert receiver.hold.wait(60), "the test never released the receiver"
+                with receiver.lock:
+                    receiver.requests.append(body)
+                    receiver.delivery_ids.append(int(self.headers["X-Cadence-Delivery"]))
+                    code = receiver.statuses.pop(0) if receiver.statuses else 200
                 self.send_response(code)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
@@ -168,13 +204,22 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/hook"
 
 
+def alert_settings(settings: Settings, **overrides: Any) -> Settings:
+    """The receiver runs on 127.0.0.1, which webhooks may reach only when listed."""
+    values = {"alert_webhook_timeout_seconds": 2.0, "webhook_allowed_hosts": "127.0.0.1",
+              "alert_min_interval_seconds": 0.0, **overrides}  # fmt: skip
+    return settings.model_copy(update=values)
+
+
 @pytest.fixture
 def app_client(db: Database, settings: Settings) -> Iterator[TestClient]:
-    fast = settings.model_copy(
-        update={"alert_retry_backoff_seconds": 0.0, "alert_webhook_timeout_seconds": 2.0}
-    )
-    with TestClient(create_app(fast, database=db)) as c:
+    with TestClient(create_app(alert_settings(settings), database=db)) as c:
         yield c
+
+
+def drain(c: TestClient, now: datetime | None = None) -> dict[int, str]:
+    """What the background sender does (it does not run on the tests' shared connection)."""
+    return sender.drain(c.app.state.database, c.app.state.settings, now=now)  # type: ignore[attr-defined]
 
 
 def setup_pipeline(
@@ -196,8 +241,10 @@ def add_rule(c: TestClient, admin: dict[str, str], **rule: Any) -> dict[str, Any
 
 
 def post_run(c: TestClient, ingest: dict[str, str], **overrides: Any) -> None:
+    """Ingest one run, then send what its evaluation queued."""
     r = c.post("/api/v1/runs", json=make_run(**overrides), headers=ingest)
     assert r.status_code == 201, r.text
+    drain(c)
 
 
 # --- API ---------------------------------------------------------------------------------
@@ -290,26 +337,32 @@ def test_cost_over_budget_fires_once_and_resolves(
     setup_pipeline(c, admin_headers, budget=2000)
     r = c.post("/api/v1/pipelines/ranker/alerts/evaluate", headers=admin_headers)
     assert r.status_code == 200, r.text
-    assert [d["event"] for d in r.json()["deliveries"]] == ["resolved"]
+    assert [(d["event"], d["status"]) for d in r.json()["deliveries"]] == [("resolved", "pending")]
+    assert len(receiver.requests) == 1  # queued, not sent by the request
+    drain(c)
     assert len(receiver.requests) == 2
     assert receiver.requests[1]["event"] == "resolved"
     assert receiver.requests[1]["text"].startswith("[Cadence] ranker: resolved: projected")
     # Evaluating again changes nothing.
     c.post("/api/v1/pipelines/ranker/alerts/evaluate", headers=admin_headers)
+    assert drain(c) == {}
     assert len(receiver.requests) == 2
     assert c.post("/api/v1/pipelines/ranker/alerts/evaluate").status_code == 401
 
-    found = c.get("/api/v1/pipelines/ranker/alerts/deliveries").json()["deliveries"]
+    url = "/api/v1/pipelines/ranker/alerts/deliveries"
+    found = c.get(url, headers=admin_headers).json()["deliveries"]
     assert [(d["event"], d["status"], d["attempts"]) for d in found] == [
         ("resolved", "delivered", 1),
         ("firing", "delivered", 1),
     ]
     assert found[1]["response_status"] == 200 and found[1]["payload"]["text"] == hook["text"]
+    assert sorted(receiver.delivery_ids) == sorted(d["id"] for d in found)
+    assert found[0]["next_attempt_at"] is None and found[0]["last_attempt_at"] is not None
     page = c.get("/api/v1/pipelines/ranker/alerts/deliveries?limit=1&before=" + str(found[0]["id"]))
     assert [d["id"] for d in page.json()["deliveries"]] == [found[1]["id"]]
 
 
-def test_retries_5xx_then_delivers(
+def test_retries_5xx_later_with_backoff_then_delivers(
     app_client: TestClient,
     admin_headers: dict[str, str],
     ingest_headers: dict[str, str],
@@ -319,32 +372,41 @@ def test_retries_5xx_then_delivers(
     setup_pipeline(c, admin_headers, budget=500)
     add_rule(c, admin_headers, kind="cost_over_budget", threshold=100, webhook_url=receiver.url)
     receiver.statuses = [500, 503]
-    post_run(c, ingest_headers)
-    assert len(receiver.requests) == 3
-    [d] = c.get("/api/v1/pipelines/ranker/alerts/deliveries").json()["deliveries"]
+    r = c.post("/api/v1/runs", json=make_run(), headers=ingest_headers)
+    assert r.status_code == 201 and receiver.requests == []  # queued, not sent
+    # The notification was queued at the real time of the ingest; T0 is a minute later.
+    T0 = datetime.now(UTC) + timedelta(minutes=1)  # a clock the test sets
+    [(pk, status)] = drain(c, now=T0).items()
+    assert status == "retrying"
+    url = "/api/v1/pipelines/ranker/alerts/deliveries"
+    [d] = c.get(url, headers=admin_headers).json()["deliveries"]
+    # Base 30 s: the second attempt waits 30 s, the third 60 s.
+    assert datetime.fromisoformat(d["next_attempt_at"]) == T0 + timedelta(seconds=30)
+    assert drain(c, now=T0 + timedelta(seconds=29)) == {}  # not due yet
+    assert drain(c, now=T0 + timedelta(seconds=30)) == {pk: "retrying"}
+    [d] = c.get(url, headers=admin_headers).json()["deliveries"]
+    assert datetime.fromisoformat(d["next_attempt_at"]) == T0 + timedelta(seconds=90)
+    assert drain(c, now=T0 + timedelta(seconds=90)) == {pk: "delivered"}
+    assert len(receiver.requests) == 3 and receiver.delivery_ids == [pk, pk, pk]
+    [d] = c.get(url, headers=admin_headers).json()["deliveries"]
     assert (d["status"], d["attempts"], d["response_status"]) == ("delivered", 3, 200)
     assert d["error"] == "attempt 1: HTTP 500\nattempt 2: HTTP 503"
+    assert d["next_attempt_at"] is None
+    # A reader learns that it took three attempts, not what the receiver answered.
+    [seen] = c.get(url).json()["deliveries"]
+    assert seen["response_status"] is None and "HTTP" not in seen["error"]
 
 
 def test_client_error_is_not_retried(receiver: Receiver) -> None:
     receiver.statuses = [404]
-    result = deliver(
-        receiver.url, {"text": "x"}, max_attempts=3, timeout_seconds=2, backoff_seconds=0
+    result = attempt(
+        receiver.url, {"text": "x"}, delivery_id=1, timeout_seconds=2, allowed_hosts={"127.0.0.1"}
     )
-    assert (result.status, result.attempts, result.response_status) == ("failed", 1, 404)
+    assert (result.outcome, result.response_status, result.error) == ("failed", 404, "HTTP 404")
+    assert receiver.delivery_ids == [1]
 
 
-def test_backoff_doubles() -> None:
-    waits: list[float] = []
-    result = deliver(
-        closed_port_url(), {}, max_attempts=3, timeout_seconds=1, backoff_seconds=0.5,
-        sleep=waits.append,
-    )  # fmt: skip
-    assert waits == [0.5, 1.0]
-    assert result.status == "failed" and result.attempts == 3 and result.response_status is None
-
-
-def test_unreachable_webhook_records_failure_and_ingest_succeeds(
+def test_unreachable_webhook_is_retried_and_ingest_succeeds(
     app_client: TestClient, admin_headers: dict[str, str], ingest_headers: dict[str, str]
 ) -> None:
     c = app_client
@@ -352,15 +414,23 @@ def test_unreachable_webhook_records_failure_and_ingest_succeeds(
     add_rule(
         c, admin_headers, kind="cost_over_budget", threshold=100, webhook_url=closed_port_url()
     )
-    r = c.post("/api/v1/runs", json=make_run(), headers=ingest_headers)
-    assert r.status_code == 201
-    [d] = c.get("/api/v1/pipelines/ranker/alerts/deliveries").json()["deliveries"]
-    assert (d["status"], d["attempts"], d["response_status"]) == ("failed", 3, None)
-    assert d["error"].count("attempt") == 3 and "ConnectError" in d["error"]
-    # The rule still counts as firing: it is not re-sent on every run.
+    post_run(c, ingest_headers)
+    url = "/api/v1/pipelines/ranker/alerts/deliveries"
+    [d] = c.get(url, headers=admin_headers).json()["deliveries"]
+    assert (d["status"], d["attempts"], d["response_status"]) == ("retrying", 1, None)
+    assert d["error"].startswith("attempt 1: ConnectError")
+    # Readers are not told which ports answer.
+    [seen] = c.get(url).json()["deliveries"]
+    assert "ConnectError" not in seen["error"] and seen["error"] == (
+        "the webhook did not accept it (admins see the details)"
+    )
+    html = c.get("/pipelines/ranker").text
+    assert 'data-outbox="pending:0 retrying:1 failed:0"' in html
+    assert 'data-status="retrying"' in html and "(next try " in html
+    # The rule still counts as firing: it is not queued again on every run.
     post_run(c, ingest_headers, run_id="r2", started_at="2026-11-09T08:00:00+00:00",
              finished_at="2026-11-09T22:00:00+00:00")  # fmt: skip
-    assert len(c.get("/api/v1/pipelines/ranker/alerts/deliveries").json()["deliveries"]) == 1
+    assert len(c.get(url).json()["deliveries"]) == 1
 
 
 def test_utilization_floor_through_batches(
@@ -377,6 +447,7 @@ def test_utilization_floor_through_batches(
         c.post("/api/v1/runs/batch", json={"runs": [low]}, headers=ingest_headers).status_code
         == 201
     )
+    drain(c)
     assert [h["event"] for h in receiver.requests] == ["firing"]
     assert "GPU utilization 30.0% (floor 40.0%)" in receiver.requests[0]["text"]
     # Same batch again: nothing new stored, nothing evaluated.
@@ -387,6 +458,7 @@ def test_utilization_floor_through_batches(
     high = make_run(run_id="high", gpu_utilization=0.5, started_at="2026-11-09T08:00:00+00:00",
                     finished_at="2026-11-09T22:00:00+00:00")  # fmt: skip
     c.post("/api/v1/runs/batch", json={"runs": [high]}, headers=ingest_headers)
+    drain(c)
     assert [h["event"] for h in receiver.requests] == ["firing", "resolved"]
 
 

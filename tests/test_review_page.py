@@ -71,3 +71,12 @@ def test_team_filter(demo: TestClient) -> None:
     assert 'data-pipeline="recsys-ranker"' not in html
     rows = demo.get("/review.json", params={"week": WEEK, "team": "risk-ml"}).json()["rows"]
     assert [r["pipeline"] for r in rows] == ["fraud-detector", "TOTAL"]
+
+
+def test_csv_cells_are_spreadsheet_safe(demo: TestClient, admin_headers: dict[str, str]) -> None:
+    body = {"display_name": "=HYPERLINK(1)", "owner": "@team"}
+    r = demo.put("/api/v1/pipelines/recsys-ranker", json=body, headers=admin_headers)
+    assert r.status_code == 200, r.text
+    rows = list(csv.DictReader(io.StringIO(demo.get("/review.csv", params={"week": WEEK}).text)))
+    ranker = next(r for r in rows if r["pipeline"] == "recsys-ranker")
+    assert ranker["display_name"] == "'=HYPERLINK(1)" and ranker["owner"] == "'@team"

@@ -1,67 +1,80 @@
-"""Webhook delivery: POST JSON, retry connection errors, 429 and 5xx with backoff."""
+"""One webhook attempt: check where the URL resolves, POST the JSON there, classify.
+
+Never raises. Connection errors, timeouts, DNS failures, 429 and 5xx are worth another
+attempt later (the sender schedules it); any other answer, and a refused target, is
+final (a 4xx will not get better by repeating it). Redirects are not followed: a
+redirect could lead to an address the check refused.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 
+from app.alerts.targets import (
+    RefusedTarget,
+    Resolver,
+    checked_address,
+    default_port,
+    system_resolver,
+)
+
 USER_AGENT = "cadence-alerts/1"
+Outcome = Literal["delivered", "retry", "failed"]
 
 
 @dataclass(frozen=True)
-class DeliveryResult:
-    status: str  # delivered | failed
-    attempts: int
+class Attempt:
+    outcome: Outcome
     response_status: int | None
-    error: str | None  # one line per failed attempt
+    error: str | None  # for admins: what went wrong, one line
 
 
 def retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def deliver(
+def attempt(
     url: str,
     body: dict[str, Any],
     *,
-    max_attempts: int,
+    delivery_id: int,
     timeout_seconds: float,
-    backoff_seconds: float,
-    sleep: Callable[[float], None] = time.sleep,
+    allowed_hosts: Iterable[str] = (),
+    resolve: Resolver = system_resolver,
     transport: httpx.BaseTransport | None = None,
-) -> DeliveryResult:
-    """POST ``body`` to ``url`` at most ``max_attempts`` times; never raises.
-
-    2xx is delivered. Connection errors, timeouts, 429 and 5xx are retried after
-    ``backoff_seconds`` x 2^(attempt - 1); any other status is final (a 4xx will not get
-    better by repeating it). Redirects are not followed.
-    """
-    problems: list[str] = []
-    status: int | None = None
-    timeout = httpx.Timeout(timeout_seconds)
-    headers = {"User-Agent": USER_AGENT}
-    with httpx.Client(timeout=timeout, transport=transport, follow_redirects=False) as client:
-        for attempt in range(1, max_attempts + 1):
-            try:
-                response = client.post(url, json=body, headers=headers)
-            except httpx.HTTPError as exc:
-                status = None
-                problems.append(f"attempt {attempt}: {type(exc).__name__}: {exc}"[:300])
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    return DeliveryResult("delivered", attempt, status, _joined(problems))
-                problems.append(f"attempt {attempt}: HTTP {status}")
-                if not retryable(status):
-                    return DeliveryResult("failed", attempt, status, _joined(problems))
-            if attempt < max_attempts:
-                sleep(backoff_seconds * 2 ** (attempt - 1))
-    return DeliveryResult("failed", max_attempts, status, _joined(problems))
-
-
-def _joined(problems: list[str]) -> str | None:
-    return "\n".join(problems) if problems else None
+) -> Attempt:
+    """POST ``body`` to ``url`` once, connecting to the address that was just checked
+    (so a DNS answer that changes between the check and the connection cannot send the
+    request elsewhere). ``X-Cadence-Delivery`` lets a receiver drop a repeat."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        address = checked_address(host, parts.port or default_port(parts.scheme),
+                                  allowed_hosts, resolve)  # fmt: skip
+    except RefusedTarget as exc:
+        return Attempt("failed", None, str(exc))
+    except (OSError, UnicodeError) as exc:
+        return Attempt("retry", None, f"cannot resolve the host: {exc}"[:300])
+    target = httpx.URL(url).copy_with(host=address)
+    headers = {
+        "User-Agent": USER_AGENT,
+        "Host": parts.netloc.rpartition("@")[2],
+        "X-Cadence-Delivery": str(delivery_id),
+    }
+    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    try:
+        with httpx.Client(
+            timeout=httpx.Timeout(timeout_seconds), transport=transport, follow_redirects=False
+        ) as client:
+            response = client.post(target, json=body, headers=headers, extensions=extensions)
+    except httpx.HTTPError as exc:
+        return Attempt("retry", None, f"{type(exc).__name__}: {exc}"[:300])
+    status = response.status_code
+    if 200 <= status < 300:
+        return Attempt("delivered", status, None)
+    return Attempt("retry" if retryable(status) else "failed", status, f"HTTP {status}")

@@ -116,27 +116,39 @@ def _usd(value: float | None) -> str:
     return "–" if value is None else f"${value:,.0f}"
 
 
+def chat_escape(text: object) -> str:
+    """``text`` safe inside Slack-compatible message markup.
+
+    Slack (and Mattermost, Rocket.Chat) read ``<!channel>``, ``<@U123>`` and
+    ``<https://x|label>`` in a message's text as mentions and links; a pipeline token
+    could otherwise ping a whole channel or disguise a link through a run id. Their
+    documented escapes are exactly these three.
+    """
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def describe(kind: str, value: float, threshold: float, metrics: Metrics) -> str:
-    """The condition in words, e.g. "projected monthly cost $2,456 is 175% of ..."."""
+    """The condition in words, e.g. "projected monthly cost $2,456 is 175% of ...";
+    every value from the data is escaped for chat markup (:func:`chat_escape`)."""
+    e = chat_escape
     if kind == "cost_over_budget":
         return (
-            f"projected monthly cost {_usd(metrics.projected_monthly_cost_usd)} is "
-            f"{value:.0f}% of the {_usd(metrics.budget_usd)} budget (threshold {threshold:g}%)"
+            f"projected monthly cost {e(_usd(metrics.projected_monthly_cost_usd))} is "
+            f"{value:.0f}% of the {e(_usd(metrics.budget_usd))} budget (threshold {threshold:g}%)"
         )
     if kind == "goodput_drop":
         prev, last = metrics.goodput_previous or 0.0, metrics.goodput_latest or 0.0
         return (
-            f"weekly goodput {metrics.previous_week} {prev:.1%} -> {metrics.latest_week} "
+            f"weekly goodput {e(metrics.previous_week)} {prev:.1%} -> {e(metrics.latest_week)} "
             f"{last:.1%}, a drop of {value:.1f} points (threshold {threshold:g} points)"
         )
-    run = f" ({metrics.latest_run_id})" if metrics.latest_run_id else ""
+    run = f" ({e(metrics.latest_run_id)})" if metrics.latest_run_id else ""
     return f"latest run{run} GPU utilization {value:.1%} (floor {threshold:.1%})"
 
 
 @dataclass(frozen=True)
 class Notification:
     rule_id: int
-    url: str
     event: Event
     payload: dict[str, Any] = field(default_factory=dict)
 
@@ -152,11 +164,12 @@ def payload(
     metrics: Metrics,
     at: str,
 ) -> dict[str, Any]:
-    """A Slack-compatible body (``text``) plus structured fields."""
+    """A Slack-compatible body (``text``, every interpolated value escaped) plus
+    structured fields (plain JSON values, not markup)."""
     words = describe(kind, value, threshold, metrics)
     prefix = "" if event == "firing" else "resolved: "
     return {
-        "text": f"[Cadence] {pipeline}: {prefix}{words}",
+        "text": f"[Cadence] {chat_escape(pipeline)}: {prefix}{words}",
         "pipeline": pipeline,
         "rule_id": rule_id,
         "kind": kind,

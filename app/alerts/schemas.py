@@ -34,7 +34,10 @@ class AlertRuleOut(OutModel):
     pipeline: str
     kind: str
     threshold: float
-    webhook_url: str
+    webhook_url: str = Field(
+        description="The full URL for admin tokens; scheme and host only for readers."
+    )
+    webhook_url_masked: bool
     enabled: bool
     firing: bool
     since: datetime | None
@@ -53,12 +56,19 @@ class DeliveryOut(OutModel):
     rule_id: int
     kind: str
     event: str
-    status: str
+    status: str = Field(
+        description="pending | retrying | delivered | failed (gave up) | superseded (the "
+        "rule changed again before it was sent; the later state was sent instead)"
+    )
     attempts: int
-    response_status: int | None
-    error: str | None
+    response_status: int | None = Field(description="The receiver's HTTP status (admins).")
+    error: str | None = Field(description="One line per failed attempt (admins; readers "
+                              "see that it failed)")  # fmt: skip
     payload: dict[str, Any]
     created_at: datetime
+    scheduled_at: datetime = Field(description="When it could first be sent.")
+    next_attempt_at: datetime | None = Field(description="The next try, while not final.")
+    last_attempt_at: datetime | None
 
 
 class DeliveryList(OutModel):

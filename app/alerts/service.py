@@ -1,26 +1,26 @@
-"""Alert rules: storage, evaluation and delivery.
+"""Alert rules: storage, evaluation, and what readers and admins see of them.
 
 Evaluation reads a pipeline's metrics, applies the pure rules of ``app.alerts.rules``
 and updates each rule's state in one transaction (rules locked ``FOR UPDATE`` on
 PostgreSQL, SQLite's write lock otherwise, so two evaluations cannot both announce the
-same change). Webhooks are sent after that transaction commits, never while it holds a
-lock, and each notification (all its attempts) is then recorded in ``alert_delivery``.
+same change). The same transaction queues each notification in the outbox
+(``alert_delivery``, ``app.alerts.repository``); the sender (``app.alerts.sender``)
+POSTs it later, outside any request.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-import httpx
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from app.alerts import rules
-from app.alerts.delivery import deliver
+from app.alerts import repository, rules, targets
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
+from app.alerts.sender import WAKE
 from app.analytics import repository as repo
 from app.analytics.service import current_monthly_cost
 from app.db.engine import Database
@@ -40,9 +40,12 @@ MAX_DELIVERIES = 200
 # --- rules -------------------------------------------------------------------------------
 
 
-def validate(rule: AlertRuleIn) -> None:
+def validate(rule: AlertRuleIn, allowed_hosts: frozenset[str]) -> None:
     fields = []
-    if (problem := rules.url_problem(rule.webhook_url)) is not None:
+    problem = rules.url_problem(rule.webhook_url)
+    if problem is None:
+        problem = targets.saved_target_problem(rule.webhook_url, allowed_hosts)
+    if problem is not None:
         fields.append({"field": "webhook_url", "reason": problem})
     if (problem := rules.threshold_problem(rule.kind, rule.threshold)) is not None:
         fields.append({"field": "threshold", "reason": f"{rule.kind} threshold {problem}"})
@@ -51,24 +54,28 @@ def validate(rule: AlertRuleIn) -> None:
         raise Invalid(f"invalid request: {summary}", fields=fields)
 
 
-def rule_out(rule: AlertRule, pipeline: str) -> AlertRuleOut:
+def rule_out(rule: AlertRule, pipeline: str, *, admin: bool = False) -> AlertRuleOut:
+    """A rule as a reader sees it (the webhook as scheme and host), or an admin."""
+    url = rule.webhook_url if admin else targets.masked(rule.webhook_url)
     return AlertRuleOut(
         id=rule.id, pipeline=pipeline, kind=rule.kind, threshold=rule.threshold,
-        webhook_url=rule.webhook_url, enabled=rule.enabled, firing=rule.firing,
+        webhook_url=url, webhook_url_masked=not admin, enabled=rule.enabled, firing=rule.firing,
         since=rule.since, last_value=rule.last_value,
         last_evaluated_at=rule.last_evaluated_at, created_at=rule.created_at,
     )  # fmt: skip
 
 
-def list_rules(session: Session, pipeline: Pipeline) -> list[AlertRuleOut]:
+def list_rules(session: Session, pipeline: Pipeline, *, admin: bool = False) -> list[AlertRuleOut]:
     rows = session.scalars(
         select(AlertRule).where(AlertRule.pipeline_id == pipeline.id).order_by(AlertRule.id)
     )
-    return [rule_out(r, pipeline.name) for r in rows]
+    return [rule_out(r, pipeline.name, admin=admin) for r in rows]
 
 
-def create_rule(session: Session, pipeline: Pipeline, rule: AlertRuleIn) -> AlertRuleOut:
-    validate(rule)
+def create_rule(
+    session: Session, pipeline: Pipeline, rule: AlertRuleIn, allowed_hosts: frozenset[str]
+) -> AlertRuleOut:
+    validate(rule, allowed_hosts)
     count = session.scalar(
         select(func.count()).select_from(AlertRule).where(AlertRule.pipeline_id == pipeline.id)
     )
@@ -83,7 +90,7 @@ def create_rule(session: Session, pipeline: Pipeline, rule: AlertRuleIn) -> Aler
     )  # fmt: skip
     session.add(row)
     session.flush()
-    return rule_out(row, pipeline.name)
+    return rule_out(row, pipeline.name, admin=True)
 
 
 def delete_rule(session: Session, pipeline: Pipeline, rule_id: int) -> None:
@@ -95,7 +102,12 @@ def delete_rule(session: Session, pipeline: Pipeline, rule_id: int) -> None:
 
 
 def deliveries(
-    session: Session, pipeline: Pipeline, *, limit: int, before: int | None = None
+    session: Session,
+    pipeline: Pipeline,
+    *,
+    limit: int,
+    before: int | None = None,
+    admin: bool = False,
 ) -> list[DeliveryOut]:
     stmt = (
         select(AlertDelivery, AlertRule.kind)
@@ -106,14 +118,21 @@ def deliveries(
     )
     if before is not None:
         stmt = stmt.where(AlertDelivery.id < before)
-    return [_delivery_out(d, kind) for d, kind in session.execute(stmt)]
+    return [_delivery_out(d, kind, admin) for d, kind in session.execute(stmt)]
 
 
-def _delivery_out(d: AlertDelivery, kind: str) -> DeliveryOut:
+READER_ERROR = "the webhook did not accept it (admins see the details)"
+
+
+def _delivery_out(d: AlertDelivery, kind: str, admin: bool) -> DeliveryOut:
+    """Admins see the receiver's answers; readers only whether it worked, since the
+    error text would tell them which hosts and ports answer inside the network."""
     return DeliveryOut(
         id=d.id, rule_id=d.rule_id, kind=kind, event=d.event, status=d.status,
-        attempts=d.attempts, response_status=d.response_status, error=d.error,
-        payload=d.payload, created_at=d.created_at,
+        attempts=d.attempts, response_status=d.response_status if admin else None,
+        error=d.error if admin or d.error is None else READER_ERROR,
+        payload=d.payload, created_at=d.created_at, scheduled_at=d.scheduled_at,
+        next_attempt_at=d.next_attempt_at, last_attempt_at=d.last_attempt_at,
     )  # fmt: skip
 
 
@@ -185,22 +204,17 @@ def apply(
             pipeline=pipeline, rule_id=rule.id, kind=rule.kind, event=event, value=value,
             threshold=rule.threshold, metrics=metrics, at=now.isoformat(),
         )  # fmt: skip
-        notes.append(rules.Notification(rule.id, rule.webhook_url, event, body))
+        notes.append(rules.Notification(rule.id, event, body))
     return notes
 
 
 def evaluate(
-    db: Database,
-    settings: Settings,
-    name: str,
-    *,
-    now: datetime | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    transport: httpx.BaseTransport | None = None,
+    db: Database, settings: Settings, name: str, *, now: datetime | None = None
 ) -> list[int]:
-    """Evaluate a pipeline's enabled rules; send and record a webhook per state change.
+    """Evaluate a pipeline's enabled rules; queue a webhook per state change, in the
+    transaction that changes the state (so neither happens without the other).
 
-    Returns the ids of the deliveries recorded (empty when nothing changed).
+    Returns the ids of the notifications queued or cancelled (empty: nothing changed).
     """
     now = now or datetime.now(UTC)
     with db.transaction() as session:
@@ -217,40 +231,16 @@ def evaluate(
             return []
         metrics = read_metrics(session, pipeline, {r.kind for r in rows})
         notes = apply(rows, metrics, pipeline.name, now)
-    if not notes:
-        return []
-    results = [
-        deliver(
-            n.url,
-            n.payload,
-            max_attempts=settings.alert_max_attempts,
-            timeout_seconds=settings.alert_webhook_timeout_seconds,
-            backoff_seconds=settings.alert_retry_backoff_seconds,
-            sleep=sleep,
-            transport=transport,
-        )
-        for n in notes
-    ]
-    with db.transaction() as session:
-        records = [
-            AlertDelivery(
-                rule_id=n.rule_id,
-                event=n.event,
-                payload=n.payload,
-                status=r.status,
-                attempts=r.attempts,
-                response_status=r.response_status,
-                error=r.error,
-            )
-            for n, r in zip(notes, results, strict=True)
-        ]
-        session.add_all(records)
-        session.flush()
-        ids = [d.id for d in records]
-    for n, r in zip(notes, results, strict=True):
-        level = logging.INFO if r.status == "delivered" else logging.WARNING
-        log.log(level, "alert %s for rule %s: %s after %s attempt(s)", n.event, n.rule_id,
-                r.status, r.attempts)  # fmt: skip
+        ids = [
+            repository.enqueue(
+                session, n.rule_id, n.event, n.payload, now=now,
+                min_interval=settings.alert_min_interval_seconds,
+            ).id
+            for n in notes
+        ]  # fmt: skip
+    if ids:
+        WAKE.set()  # this process's sender looks at once
+        log.info("alerts of %s: %s notification(s) queued", name, len(ids))
     return ids
 
 
@@ -299,7 +289,9 @@ def evaluate_after_ingest(db: Database, settings: Settings, names: list[str]) ->
 
 
 def page_section(session: Session, pipeline: Pipeline, limit: int = 10) -> dict[str, object]:
+    """Rules and deliveries as readers see them, and the outbox by status."""
     return {
         "rules": list_rules(session, pipeline),
         "deliveries": deliveries(session, pipeline, limit=limit),
+        "outbox": repository.outbox_counts(session, pipeline.id),
     }

@@ -17,6 +17,7 @@ from app.db.engine import Database
 from app.db.models import Pipeline, Run
 from app.runs import repository, service
 from app.runs.schemas import RunOut
+from app.spreadsheet import cell_from_text
 
 SORTS: dict[str, Any] = {
     "started_at": Run.started_at,
@@ -47,6 +48,10 @@ def page(
 
 
 def csv_value(value: Any) -> str:
+    """A JSON value as a CSV cell; text that a spreadsheet would run as a formula is
+    marked as text (``app.spreadsheet``). Used by the download and ``cadence export``."""
+    if isinstance(value, str):
+        return cell_from_text(value)
     if value is None:
         return ""
     if isinstance(value, list | dict):

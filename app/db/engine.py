@@ -98,6 +98,8 @@ class Database:
         # Small per-process caches that belong with this database (e.g. the alert rule
         # index): values are (expires_monotonic, data).
         self.caches: dict[str, Any] = {}
+        # Tests: every session shares one connection, which no second thread may use.
+        self.single_connection = bind is not None
         extra: dict[str, Any] = {"expire_on_commit": False}
         if bind is not None:
             self.read_sessions = sessionmaker(

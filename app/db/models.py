@@ -200,7 +200,8 @@ class AlertRule(CreatedAt, Base):
 
 
 class AlertDelivery(CreatedAt, Base):
-    """One webhook notification (all its attempts) for a rule's state change."""
+    """One webhook notification for a rule's state change: the outbox row, written in the
+    same transaction as the change and drained by the sender (app/alerts/sender.py)."""
 
     __tablename__ = "alert_delivery"
 
@@ -208,10 +209,24 @@ class AlertDelivery(CreatedAt, Base):
     rule_id: Mapped[int] = mapped_column(ForeignKey("alert_rule.id", ondelete="CASCADE"))
     event: Mapped[str] = mapped_column(String(16))  # firing | resolved
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(16))  # delivered | failed
+    # pending (not tried yet) | retrying | delivered | failed (gave up) | superseded (a
+    # later state of the rule replaced it before it was sent: flapping)
+    status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer)
     response_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # One line per failed attempt ("attempt 1: HTTP 500"), null when the first succeeded.
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The first moment it may be sent: at most one notification per rule per
+    # CADENCE_ALERT_MIN_INTERVAL_SECONDS. Retries do not move it.
+    scheduled_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # When the sender should try next; null once delivered, failed or superseded.
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # A sender's claim (a lease): another sender leaves the row alone until it expires.
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    claim_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
-    __table_args__ = (Index("ix_alert_delivery_rule_created", "rule_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_alert_delivery_rule_created", "rule_id", "created_at"),
+        Index("ix_alert_delivery_next_attempt_at", "next_attempt_at"),
+    )

@@ -34,6 +34,7 @@ from app.deps import DatabaseDep, Viewer
 from app.errors import Invalid
 from app.pages.router import visible
 from app.planning.weekly import BADPUT_CAUSES, iso_week, week_monday
+from app.spreadsheet import cell_from_text
 from app.web import templates
 
 router = APIRouter(include_in_schema=False)
@@ -128,19 +129,14 @@ def review_json(rows: ExportRows) -> JSONResponse:
     return JSONResponse({"week": rows[-1]["week"], "timezone": "UTC", "rows": rows})
 
 
-def _cell(value: object) -> object:
-    """Text a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``) is quoted."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value
-    return value
-
-
 @router.get("/review.csv")
 def review_csv(rows: ExportRows) -> Response:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
+    writer.writerows(
+        {k: cell_from_text(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows
+    )
     filename = f"cadence-review-{rows[-1]['week']}.csv"
     return Response(
         out.getvalue(),

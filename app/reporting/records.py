@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from app.dashboard.runs_table import CSV_COLUMNS, csv_value
 from app.runs.schemas import RunIn, RunOut
+from app.spreadsheet import text_from_cell
 
 RUN_FIELDS = tuple(RunIn.model_fields)
 READ_ONLY_FIELDS = frozenset(RunOut.model_fields) - frozenset(RUN_FIELDS)
@@ -125,7 +126,8 @@ def read_csv(handle: TextIO) -> list[Record]:
 
 def csv_cell(name: str, text: str, where: str = "") -> Any:
     """A CSV cell as the JSON value of field ``name``: whole numbers, finite numbers,
-    JSON for ``interruptions`` and ``tags``, text as it is."""
+    JSON for ``interruptions`` and ``tags``, text as it is (less the ``'`` an export puts
+    before text a spreadsheet would read as a formula)."""
     prefix = f"{where}: " if where else ""
     if name in INT_FIELDS:
         try:
@@ -145,7 +147,7 @@ def csv_cell(name: str, text: str, where: str = "") -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise RecordError(f"{prefix}{name}: invalid JSON: {exc.msg}") from None
-    return text
+    return text_from_cell(text)
 
 
 def _check_header(columns: list[str]) -> None:

@@ -1,0 +1,175 @@
+"""The alert outbox in SQL: queue a notification with the rule's state change, claim due
+ones for sending, record each attempt.
+
+Claims are leases: a sender marks rows ``claimed_until`` and sends after its claim has
+committed, so no transaction is open during an HTTP call. On PostgreSQL the claim
+selects ``FOR UPDATE SKIP LOCKED``, so concurrent senders (workers, replicas) take
+disjoint rows without waiting; on SQLite the write transaction (``BEGIN IMMEDIATE``)
+serialises claims. The update is conditional on the row being unclaimed either way.
+A sender that dies mid-send leaves a lease that expires; the row is then sent again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.alerts import schedule
+from app.alerts.delivery import Attempt
+from app.db.models import AlertDelivery, AlertRule
+
+OPEN = ("pending", "retrying")
+
+
+def _unclaimed(now: datetime) -> Any:
+    return or_(AlertDelivery.claimed_until.is_(None), AlertDelivery.claimed_until < now)
+
+
+def enqueue(
+    session: Session,
+    rule_id: int,
+    event: str,
+    payload: dict[str, Any],
+    *,
+    now: datetime,
+    min_interval: float,
+) -> AlertDelivery:
+    """Queue a notification of a rule's new state, in the caller's transaction (the one
+    that changed the state; the rule row is locked by it).
+
+    States alternate, so a notification of the rule that still waits (for the interval
+    or a retry, and is not being sent) announces the opposite of ``event``: the rule is
+    back where the receiver last heard it was, and the waiting one is cancelled instead
+    (``superseded``). Otherwise a new one is queued for ``schedule.first_due``.
+    """
+    waiting = session.scalar(
+        select(AlertDelivery)
+        .where(AlertDelivery.rule_id == rule_id, AlertDelivery.status.in_(OPEN))
+        .order_by(AlertDelivery.id.desc())
+        .limit(1)
+    )
+    if waiting is not None and waiting.event != event:
+        cancelled = session.execute(
+            update(AlertDelivery)
+            .where(AlertDelivery.id == waiting.id, _unclaimed(now))  # not while it is sent
+            .values(status="superseded", next_attempt_at=None)
+            .execution_options(synchronize_session=False)
+        )
+        if cancelled.rowcount:  # type: ignore[attr-defined]
+            session.refresh(waiting)
+            return waiting
+    last = session.scalar(
+        select(func.max(AlertDelivery.scheduled_at)).where(
+            AlertDelivery.rule_id == rule_id, AlertDelivery.status != "superseded"
+        )
+    )
+    due = schedule.first_due(now, last, min_interval)
+    row = AlertDelivery(
+        rule_id=rule_id, event=event, payload=payload, status="pending", attempts=0,
+        scheduled_at=due, next_attempt_at=due,
+    )  # fmt: skip
+    session.add(row)
+    session.flush()
+    return row
+
+
+@dataclass(frozen=True)
+class Claimed:
+    id: int
+    url: str
+    payload: dict[str, Any]
+    attempts: int
+    scheduled_at: datetime
+    error: str | None
+
+
+def any_due(session: Session, *, now: datetime) -> bool:
+    """Whether anything is due: a read, so an idle sender never takes a write lock."""
+    found = session.scalar(
+        select(AlertDelivery.id)
+        .where(AlertDelivery.next_attempt_at <= now, _unclaimed(now))
+        .limit(1)
+    )
+    return found is not None
+
+
+def claim_due(
+    session: Session, *, now: datetime, limit: int, lease: timedelta, token: str
+) -> list[Claimed]:
+    """Claim up to ``limit`` notifications due at ``now`` for ``lease``, oldest first."""
+    ids = list(
+        session.scalars(
+            select(AlertDelivery.id)
+            .where(AlertDelivery.next_attempt_at <= now, _unclaimed(now))
+            .order_by(AlertDelivery.next_attempt_at, AlertDelivery.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)  # SQLite: nothing (its write lock serialises)
+        )
+    )
+    if not ids:
+        return []
+    session.execute(
+        update(AlertDelivery)
+        .where(AlertDelivery.id.in_(ids), _unclaimed(now))
+        .values(claimed_until=now + lease, claim_token=token)
+        .execution_options(synchronize_session=False)
+    )
+    rows = session.execute(
+        select(AlertDelivery, AlertRule.webhook_url)
+        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
+        .where(AlertDelivery.id.in_(ids), AlertDelivery.claim_token == token)
+        .order_by(AlertDelivery.next_attempt_at, AlertDelivery.id)
+    )
+    return [Claimed(d.id, url, d.payload, d.attempts, d.scheduled_at, d.error) for d, url in rows]
+
+
+def record_attempt(
+    session: Session,
+    claimed: Claimed,
+    result: Attempt,
+    *,
+    now: datetime,
+    token: str,
+    retry_base: float,
+) -> str:
+    """Store one attempt's outcome and release the claim; the row's new status."""
+    attempts = claimed.attempts + 1
+    retry_at = None
+    if result.outcome == "retry":
+        retry_at = schedule.next_attempt(claimed.scheduled_at, now, attempts, retry_base)
+    status = "delivered" if result.outcome == "delivered" else "retrying" if retry_at else "failed"
+    error = claimed.error
+    if result.error:  # one line per failed attempt; the last ~2000 characters are kept
+        error = (f"{error}\n" if error else "") + f"attempt {attempts}: {result.error}"
+        error = error[-2000:]
+    session.execute(
+        update(AlertDelivery)
+        .where(AlertDelivery.id == claimed.id, AlertDelivery.claim_token == token)
+        .values(
+            status=status,
+            attempts=attempts,
+            response_status=result.response_status,
+            error=error,
+            last_attempt_at=now,
+            next_attempt_at=retry_at,
+            claimed_until=None,
+            claim_token=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return status
+
+
+def outbox_counts(session: Session, pipeline_id: int) -> dict[str, int]:
+    """Notifications of a pipeline's rules by status (for the pipeline page)."""
+    rows = session.execute(
+        select(AlertDelivery.status, func.count())
+        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
+        .where(AlertRule.pipeline_id == pipeline_id)
+        .group_by(AlertDelivery.status)
+    )
+    return {status: int(n) for status, n in rows}
