@@ -12,6 +12,7 @@ def all_routers() -> list[APIRouter]:
     from app.evaluations.router import router as evaluations_router
     from app.pages.review import router as review_router
     from app.pages.router import router as pages_router
+    from app.pages.settings import router as settings_router
 
     return [
         analytics_router,
@@ -20,4 +21,5 @@ def all_routers() -> list[APIRouter]:
         alerts_router,
         pages_router,
         review_router,
+        settings_router,
     ]

@@ -16,6 +16,7 @@ from app.dashboard.figures import to_json
 from app.dashboard.value_view import value_section
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
+from app.pipelines import changes as pipeline_changes
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week
 from app.web import templates
@@ -119,6 +120,7 @@ def pipeline_page(
             "runs": runs, "total_runs": total, "sort": sort, "order": order,
             "page": page, "size": size, "pages": max(1, -(-total // size)),
             "variants": variants, "query": dict(request.query_params),
+            "history": pipeline_changes.recent(session, pipeline.id, limit=5),
             "whatif_keys": WHATIF_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
             "alerts": alerts_section(session, pipeline),
