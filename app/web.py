@@ -46,13 +46,27 @@ def num(value: float | None, digits: int = 1) -> str:
     return "–" if _missing(value) else f"{value:,.{digits}f}"
 
 
+def measure(value: float | None, unit: str, signed: bool = False) -> str:
+    """A gate number for people, in its unit: ``1308.8593, "usd_per_month"`` ->
+    ``$1,309/month``; ``12.04, "points"`` -> ``12.0 points``; metrics to 3 significant
+    digits (``0.004999`` -> ``0.005``)."""
+    if _missing(value):
+        return "–"
+    assert value is not None
+    if unit == "usd_per_month":
+        return f"{usd(value)}/month"
+    if unit == "points":
+        return f"{value:+.1f} points" if signed else f"{value:.1f} points"
+    return f"{value:+.3g}" if signed else f"{value:.3g}"
+
+
 def with_query(query: Mapping[str, str], **changes: object) -> str:
     """``?a=1&b=2`` with ``changes`` applied: links that keep the rest of the view."""
     merged = {**query, **{k: str(v) for k, v in changes.items()}}
     return "?" + urlencode(merged)
 
 
-templates.env.filters.update(usd=usd, pct=pct, num=num, signed_usd=signed_usd)
+templates.env.filters.update(usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd)
 templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
 templates.env.globals["asset_url"] = asset_url

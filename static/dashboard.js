@@ -91,10 +91,14 @@
 
     function update() {
       var params = whatIfParams(form);
+      var gateKeys = ["baseline", "candidate", "min_uplift", "margin", "alpha"];
+      var request = new URLSearchParams(params);
+      var current = new URLSearchParams(window.location.search);
+      gateKeys.forEach(function (k) { if (current.has(k)) { request.set(k, current.get(k)); } });
       status.textContent = "Updating…";
       if (pending) { pending.abort(); }
       pending = new AbortController();
-      fetch(form.getAttribute("data-whatif") + "?" + params.toString(), {
+      fetch(form.getAttribute("data-whatif") + "?" + request.toString(), {
         headers: { Accept: "application/json" }, signal: pending.signal
       }).then(function (response) {
         return response.json().then(function (body) {
@@ -108,8 +112,9 @@
       }).then(function (body) {
         target.innerHTML = body.html;
         render(target);
+        setupGateForm();
         var keep = new URLSearchParams(window.location.search);
-        ["cadence", "utilization_target", "price", "workers", "failure_rate", "weeks_per_month"].forEach(function (k) {
+        ["cadence", "utilization_target", "price", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {
           keep.delete(k);
         });
         params.forEach(function (v, k) { keep.set(k, v); });

@@ -162,8 +162,12 @@ def test_goodput_matches_pure_core(client: TestClient, ingest_headers: dict[str,
         mfu=0.2,
     )
     assert run0  # built by hand from make_run's defaults with run 0's overrides
-    # Program goodput is GPU-hour weighted: (112 x 0.2 + 36 x 0.5) / 148 = 0.27297
-    assert body["total"]["program"] == pytest.approx((112 * 0.2 + 36 * 0.5) / 148)
+    # Program goodput is weighted by forward-progress GPU-hours (held - runtime loss):
+    # both runs lose tch 0.5 + trm 0.25 + tre 0.25 + checkpoint 1 = 2 h of their wall clock.
+    # run 0: MFU 0.2 x 8 x (14 - 2) = 0.2 x 96 = 19.2 of 96;
+    # run 1 (proxy, G/T = 3.6): 0.5 x 36 - 3.6 x 0.5 tch = 16.2 of 3.6 x (10 - 2) = 28.8.
+    # (19.2 + 16.2) / (96 + 28.8) = 35.4 / 124.8 = 0.28365
+    assert body["total"]["program"] == pytest.approx(35.4 / 124.8)
     assert body["total"]["program_is_proxy"] is True
     assert goodput_from_totals(totals_from_runs([run0])).program == pytest.approx(0.2)
 

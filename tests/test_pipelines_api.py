@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import make_run
@@ -46,12 +47,25 @@ def test_put_needs_admin_and_valid_values(
     assert r.json()["error"]["fields"][0]["field"] == "name"
 
 
-def test_pipeline_price_applies_to_runs_without_price(
+def test_pipeline_price_change_reprices_projections_never_recorded_spend(
     client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
 ) -> None:
-    pk = client.post("/api/v1/runs", json=make_run(), headers=ingest_headers).json()["id"]
+    # Issue 12, bug 6. The run (112 GPU-h, no price of its own) is stored while the
+    # pipeline charges $2.50: its cost is frozen at 112 x 2.5 = $280.
+    run = make_run()
+    run.pop("price_per_gpu_hour", None)
+    pk = client.post("/api/v1/runs", json=run, headers=ingest_headers).json()["id"]
+    assert client.get(f"/api/v1/runs/{pk}").json()["cost_usd"] == 280.0
     client.put("/api/v1/pipelines/ranker", json={"price_per_gpu_hour": 3.0}, headers=admin_headers)
-    assert client.get(f"/api/v1/runs/{pk}").json()["cost_usd"] == 336.0  # 112 x $3
+    # Recorded spend does not move: still $280, in the run and in the weekly totals.
+    assert client.get(f"/api/v1/runs/{pk}").json()["cost_usd"] == 280.0
+    weeks = client.get("/api/v1/pipelines/ranker/goodput", params={"weeks": 1}).json()
+    assert weeks["weeks"][-1]["cost_usd"] == pytest.approx(280.0)
+    # The projection is re-priced: 1 run/week x 52/12 x 112 x $3 = $1,456 a month.
+    proj = client.get("/api/v1/pipelines/ranker/projection", params={"cadences": "1"}).json()
+    assert proj["projections"]["baseline"]["cadences"][0]["monthly_cost_usd"] == pytest.approx(
+        52 / 12 * 336.0
+    )
 
 
 def test_unknown_pipeline_404(client: TestClient) -> None:

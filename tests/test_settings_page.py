@@ -19,6 +19,7 @@ FORM = {
     "monthly_budget_usd": "1500",
     "price_per_gpu_hour": "2.5",
     "runs_per_week": "2",
+    "production_variant": "candidate",
     "quality_metric": "auc",
 }
 
@@ -61,10 +62,11 @@ def test_an_admin_edits_and_every_change_is_recorded(
         f"/pipelines/{ranker}/settings", data={**FORM, "csrf": csrf_value(page.text)}
     )
     assert r.status_code == 303, r.text
-    assert r.headers["location"] == f"/pipelines/{ranker}/settings?saved=5"
+    assert r.headers["location"] == f"/pipelines/{ranker}/settings?saved=6"
     api = token_client.get(f"/api/v1/pipelines/{ranker}").json()
     assert api["display_name"] == "Ranker v2" and api["monthly_budget_usd"] == 1500
     assert api["runs_per_week"] == 2 and api["owner"] == "ranking-team"
+    assert api["production_variant"] == "candidate"
     after = token_client.get(f"/pipelines/{ranker}", headers=HTML).text
     assert 'data-change="monthly_budget_usd"' in after
     assert "<td>alice</td><td>Monthly budget (USD)</td><td>1400</td><td>1500</td>" in after

@@ -28,24 +28,31 @@ def what_if_of(plan: PlanIn) -> WhatIf | None:
     )
 
 
-def _arm(runs: list[ArmRunIn], default_price: float) -> list[RunFacts]:
-    return [
-        RunFacts(
-            workers=r.workers,
-            wall_clock_hours=r.wall_clock_hours,
-            gpu_hours=r.workers * r.wall_clock_hours,
-            gpu_utilization=r.gpu_utilization,
-            price_per_gpu_hour=r.price_per_gpu_hour
-            if r.price_per_gpu_hour is not None
-            else default_price,
-            quality_value=r.quality_value,
-        )
-        for r in runs
-    ]
+def _arm(runs: list[ArmRunIn], plan: PlanIn) -> list[RunFacts]:
+    """Arm runs as RunFacts. What a run leaves out it inherits from the plan: workers,
+    wall clock (and then the plan's G, when it gave one) and price. An arm that gave only
+    utilization and quality is priced like the plan's run, not as 1 worker x 1 hour."""
+    out = []
+    for r in runs:
+        workers = r.workers if r.workers is not None else plan.workers
+        wall = r.wall_clock_hours if r.wall_clock_hours is not None else plan.wall_clock_hours
+        inherits = r.workers is None and r.wall_clock_hours is None
+        gpu_hours = plan.gpu_hours if inherits and plan.gpu_hours is not None else workers * wall
+        price = r.price_per_gpu_hour
+        out.append(
+            RunFacts(
+                workers=workers, wall_clock_hours=wall, gpu_hours=gpu_hours,
+                gpu_utilization=r.gpu_utilization,
+                price_per_gpu_hour=price if price is not None else plan.price_per_gpu_hour,
+                quality_value=r.quality_value,
+            )
+        )  # fmt: skip
+    return out
 
 
 def plan(body: PlanIn) -> PlanOut:
     model = fit_usl([ScalingPoint(p.workers, p.wall_clock_hours) for p in body.scaling_probes])
+    what_if = what_if_of(body)
     projection = project_from_inputs(
         workers=body.workers,
         wall_clock_hours=body.wall_clock_hours,
@@ -56,21 +63,24 @@ def plan(body: PlanIn) -> PlanOut:
         convention=body.weeks_per_month,
         budget_usd=body.budget_usd,
         current_runs_per_week=body.current_runs_per_week,
-        what_if=what_if_of(body),
+        what_if=what_if,
         scaling_model=model,
         data_stall_hours=body.data_stall_hours,
         checkpoint_hours=body.checkpoint_hours,
     )
+    price = what_if.price if what_if is not None and what_if.price is not None else None
     advice = None
     if body.checkpoints is not None:
         c = body.checkpoints
+        paid = (body.gpu_hours or body.workers * body.wall_clock_hours) / body.wall_clock_hours
         advice = checkpoint_advice(
             write_hours=c.checkpoint_write_hours,
             current_interval_hours=c.checkpoint_interval_hours,
-            workers=c.instances or body.workers,
+            workers=paid,
+            instances=c.instances,
             wall_clock_hours=body.wall_clock_hours,
             runs_per_month=runs_per_month(body.current_runs_per_week, body.weeks_per_month),
-            price_per_gpu_hour=body.price_per_gpu_hour,
+            price_per_gpu_hour=price if price is not None else body.price_per_gpu_hour,
             failure_rate_per_instance_hour=c.failure_rate,
             resume_hours=c.restart_hours,
         )
@@ -78,8 +88,8 @@ def plan(body: PlanIn) -> PlanOut:
     if body.gate is not None:
         g = body.gate
         gate = evaluate_gate(
-            _arm(g.baseline, body.price_per_gpu_hour),
-            _arm(g.candidate, body.price_per_gpu_hour),
+            _arm(g.baseline, body),
+            _arm(g.candidate, body),
             higher_is_better=g.higher_is_better,
             target_runs_per_week=g.target_runs_per_week,
             budget_usd=g.budget_usd,
@@ -89,7 +99,12 @@ def plan(body: PlanIn) -> PlanOut:
                 quality_margin=g.quality_margin,
                 alpha=g.alpha,
                 min_runs=g.min_runs,
+                power=g.power,
+                cost_basis=g.cost_basis,
             ),
+            what_if=what_if,
+            scaling_model=model,
+            current_runs_per_week=body.current_runs_per_week,
         )
     decay, value = _value(body, projection)
     return PlanOut(

@@ -57,7 +57,14 @@ def _dialect(session: Session) -> str:
 
 
 def effective_price() -> ColumnElement[float]:
+    """The price projections use: the run's own, else the pipeline's *current* price, so
+    a price change re-prices what the runs would cost from now on."""
     return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
+
+
+def recorded_price() -> ColumnElement[float]:
+    """The price frozen on the run when it was stored (DOMAIN.md §2): recorded spend."""
+    return Run.billed_price_per_gpu_hour.expression
 
 
 @per_session
@@ -139,7 +146,15 @@ def weekly_totals(
     dialect = _dialect(session)
     t = wall_clock(dialect)
     weff = Run.gpu_hours / t
-    price = effective_price()
+    price = recorded_price()
+    progress = _greatest(
+        weff * (t - Run.reschedule_hours - Run.resume_hours - Run.lost_progress_hours
+                - Run.checkpoint_hours), 0.0,
+    )  # fmt: skip
+    busy = _greatest(Run.gpu_utilization * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
+    program = case(
+        (Run.mfu.is_not(None), Run.mfu * progress), (busy > progress, progress), else_=busy
+    )
     idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
     failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
     named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
@@ -163,7 +178,7 @@ def weekly_totals(
         func.sum(weff * (t - Run.reschedule_hours)).label("held"),
         func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours))
         .label("runtime_loss"),
-        func.sum(Run.gpu_hours * func.coalesce(Run.mfu, Run.gpu_utilization)).label("program"),
+        func.sum(cast(program, Float)).label("program"),
         func.sum(case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0)).label("mfu_hours"),
         func.sum(Run.gpu_hours * price).label("cost"),
         *[func.sum(cast(expr, Float)).label(f"g_{name}") for name, expr in causes.items()],
@@ -287,3 +302,18 @@ def worker_times(
         .limit(limit)
     )
     return [(int(w), float(t)) for w, t in session.execute(stmt)]
+
+
+def recorded_spend(
+    session: Session, pipeline_ids: list[int], since: datetime, until: datetime
+) -> dict[int, float]:
+    """USD recorded per pipeline for runs started in [since, until), every variant, at
+    the price frozen on each run."""
+    if not pipeline_ids:
+        return {}
+    rows = session.execute(
+        select(Run.pipeline_id, func.sum(Run.gpu_hours * recorded_price()))
+        .where(Run.pipeline_id.in_(pipeline_ids), Run.started_at >= since, Run.started_at < until)
+        .group_by(Run.pipeline_id)
+    )
+    return {pid: float(total or 0.0) for pid, total in rows}

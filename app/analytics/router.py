@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from app.analytics import advice, service
 from app.analytics import plan as plan_service
-from app.analytics import service
+from app.analytics.scenario import ScenarioDep
 from app.analytics.schemas import (
     CheckpointsOut,
-    Convention,
     GateOut,
     GoodputOut,
     LeversOut,
@@ -22,16 +22,10 @@ from app.analytics.schemas import (
 )
 from app.deps import DatabaseDep, ReadablePipeline
 from app.errors import Invalid
-from app.planning.gate import GateThresholds
-from app.planning.whatif import WhatIf
+from app.pipelines.service import get_by_name
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])
 
-Price = Annotated[float | None, Query(ge=0, le=10_000, description="USD per GPU-hour")]
-Cadence = Annotated[float | None, Query(ge=0.01, le=100, description="Runs per week")]
-MonthConvention = Annotated[
-    Convention, Query(description="calendar = 52/12 weeks per month; four_week = 4")
-]
 Variant = Annotated[str | None, Query(max_length=64)]
 
 
@@ -61,29 +55,18 @@ def parse_variants(text: str | None) -> list[str] | None:
 def get_projection(
     name: ReadablePipeline,
     db: DatabaseDep,
+    scenario: ScenarioDep,
     variant: Annotated[str | None, Query(description="Variant(s), comma-separated")] = None,
-    cadences: Annotated[str, Query(description="Runs per week, e.g. 1,2")] = "1,2",
-    price: Price = None,
-    utilization_target: Annotated[float | None, Query(ge=0.01, le=1)] = None,
-    workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
-    failure_rate: Annotated[float | None, Query(ge=0, le=0.1)] = None,
-    checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
-    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
-    weeks_per_month: MonthConvention = "calendar",
-    recent: Annotated[int, Query(ge=1, le=200)] = service.RECENT_RUNS,
+    cadences: Annotated[
+        str, Query(description="Runs per week to chart, e.g. 1,2 (the scenario's is added)")
+    ] = "1,2",
 ) -> ProjectionOut:
-    """Monthly cost at each cadence from the recent runs of each variant, with what-ifs."""
-    what_if = WhatIf(
-        price=price,
-        utilization_target=utilization_target,
-        workers=workers,
-        failure_rate_per_instance_hour=failure_rate,
-        checkpoint_interval_hours=checkpoint_interval_hours,
-    )
+    """Monthly cost (median, p90, P(over budget)) at each cadence from each variant's
+    newest runs, under the scenario; echoes the scenario and the run window used."""
     with db.transaction(write=False) as session:
         return service.projection(
             session, name, variants=parse_variants(variant), cadences=parse_cadences(cadences),
-            what_if=what_if, convention=weeks_per_month, budget=budget, recent=recent,
+            scenario=scenario,
         )  # fmt: skip
 
 
@@ -106,83 +89,68 @@ def get_goodput(
 def get_gate(
     name: ReadablePipeline,
     db: DatabaseDep,
+    scenario: ScenarioDep,
     baseline: Annotated[str, Query(max_length=64)] = "baseline",
     candidate: Annotated[str, Query(max_length=64)] = "candidate",
-    cadence: Cadence = None,
-    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
     min_uplift_points: Annotated[float, Query(ge=0, le=100)] = 10.0,
     quality_margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
     min_runs: Annotated[int, Query(ge=2, le=1000)] = 3,
-    weeks_per_month: MonthConvention = "calendar",
+    power: Annotated[float | None, Query(ge=0.5, le=0.99)] = None,
+    cost_basis: Annotated[Literal["median", "p90"] | None, Query()] = None,
 ) -> GateOut:
-    """May the candidate move to the target cadence? PASS, FAIL or INSUFFICIENT_DATA."""
-    thresholds = GateThresholds(
-        min_utilization_uplift_points=min_uplift_points,
-        quality_margin=quality_margin,
-        alpha=alpha,
-        min_runs=min_runs,
-    )
+    """May the candidate move to the scenario's cadence? PASS, FAIL or INSUFFICIENT_DATA."""
     with db.transaction(write=False) as session:
+        pipeline = get_by_name(session, name)
+        thresholds = service.thresholds_for(
+            pipeline, min_uplift_points=min_uplift_points, quality_margin=quality_margin,
+            alpha=alpha, min_runs=min_runs, power=power, cost_basis=cost_basis,
+        )  # fmt: skip
         return service.gate(
-            session,
-            name,
-            baseline=baseline,
-            candidate=candidate,
-            cadence=cadence,
-            budget=budget,
+            session, name, baseline=baseline, candidate=candidate, scenario=scenario,
             thresholds=thresholds,
-            convention=weeks_per_month,
-        )
+        )  # fmt: skip
 
 
 @router.get("/pipelines/{name}/scaling", response_model=ScalingOut)
 def get_scaling(
     name: ReadablePipeline,
     db: DatabaseDep,
+    scenario: ScenarioDep,
     variant: Variant = None,
     workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
 ) -> ScalingOut:
     """Speedup and efficiency by worker count, the USL fit, and a prediction."""
     with db.transaction(write=False) as session:
-        return service.scaling(session, name, variant=variant, workers=workers)
+        return advice.scaling(session, name, variant=variant, workers=workers, scenario=scenario)
 
 
 @router.get("/pipelines/{name}/levers", response_model=LeversOut)
 def get_levers(
-    name: ReadablePipeline,
-    db: DatabaseDep,
-    variant: Variant = None,
-    cadence: Cadence = None,
-    weeks_per_month: MonthConvention = "calendar",
+    name: ReadablePipeline, db: DatabaseDep, scenario: ScenarioDep, variant: Variant = None
 ) -> LeversOut:
-    """Badput causes ranked by monthly cost at the cadence, with remedies and savings."""
+    """Badput causes ranked by monthly cost at the scenario's cadence and price."""
     with db.transaction(write=False) as session:
-        return service.levers(
-            session, name, variant=variant, cadence=cadence, convention=weeks_per_month
-        )
+        return advice.levers(session, name, variant=variant, scenario=scenario)
 
 
 @router.get("/pipelines/{name}/checkpoints", response_model=CheckpointsOut)
 def get_checkpoints(
     name: ReadablePipeline,
     db: DatabaseDep,
+    scenario: ScenarioDep,
     variant: Variant = None,
-    cadence: Cadence = None,
-    instances: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
-    failure_rate: Annotated[float | None, Query(ge=1e-9, le=0.1)] = None,
+    instances: Annotated[
+        int | None, Query(ge=1, le=1_000_000, description="Failure domains: set the MTBF only")
+    ] = None,
     checkpoint_write_hours: Annotated[float | None, Query(ge=1e-4, le=1000)] = None,
-    checkpoint_interval_hours: Annotated[float | None, Query(ge=0.01, le=1000)] = None,
     restart_hours: Annotated[float | None, Query(ge=0, le=1000)] = None,
-    weeks_per_month: MonthConvention = "calendar",
 ) -> CheckpointsOut:
     """Current vs Young/Daly optimal checkpoint interval, ETTR, and the monthly saving."""
     with db.transaction(write=False) as session:
-        return service.checkpoints(
-            session, name, variant=variant, cadence=cadence, convention=weeks_per_month,
-            instances=instances, failure_rate=failure_rate,
-            checkpoint_write_hours=checkpoint_write_hours,
-            checkpoint_interval_hours=checkpoint_interval_hours, restart_hours=restart_hours,
+        return advice.checkpoints(
+            session, name, variant=variant, scenario=scenario, instances=instances,
+            checkpoint_write_hours=checkpoint_write_hours, restart_hours=restart_hours,
         )  # fmt: skip
 
 

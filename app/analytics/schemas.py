@@ -14,10 +14,28 @@ from app.planning.goodput import Goodput
 from app.planning.levers import Lever
 from app.planning.projection import Projection
 from app.planning.scaling import ScalingModel, ScalingRow
+from app.planning.scenario import RunWindow
 from app.planning.weekly import WeekSummary
 from app.schemas_common import StrictModel
 
 Convention = Literal["calendar", "four_week"]
+
+
+class ScenarioOut(BaseModel):
+    """The scenario a response used: the query's values and what they resolved to."""
+
+    cadence: float | None
+    price: float | None
+    utilization_target: float | None
+    workers: int | None
+    failure_rate: float | None
+    checkpoint_interval_hours: float | None
+    convention: str
+    budget: float | None
+    target_runs_per_week: float = Field(description="Cadence every figure is computed at.")
+    current_runs_per_week: float
+    budget_usd: float | None = Field(description="The budget used (scenario's, else pipeline's).")
+    price_used: str = Field(description="Which price every dollar figure uses.")
 
 
 class ProjectionOut(BaseModel):
@@ -26,6 +44,8 @@ class ProjectionOut(BaseModel):
     current_variant: str | None = Field(description="Variant whose runs define today's cost.")
     projections: dict[str, Projection]
     available_variants: list[str]
+    scenario: ScenarioOut
+    windows: dict[str, RunWindow] = Field(description="Runs each variant's figures come from.")
 
 
 class GoodputOut(BaseModel):
@@ -44,6 +64,8 @@ class GateOut(BaseModel):
     quality_metric: str
     higher_is_better: bool
     result: GateResult
+    scenario: ScenarioOut
+    windows: dict[str, RunWindow]
 
 
 class Prediction(BaseModel):
@@ -69,6 +91,8 @@ class LeversOut(BaseModel):
     runs_per_week: float
     runs_per_month: float
     levers: list[Lever]
+    scenario: ScenarioOut
+    window: RunWindow
 
 
 class InputSource(BaseModel):
@@ -82,6 +106,8 @@ class CheckpointsOut(BaseModel):
     inputs: dict[str, InputSource]
     failure_rate_estimate: FailureRateEstimate | None
     advice: CheckpointAdvice
+    scenario: ScenarioOut
+    window: RunWindow
 
 
 # POST /api/v1/plan -----------------------------------------------------------------
@@ -111,8 +137,10 @@ class ProbeIn(StrictModel):
 
 
 class ArmRunIn(StrictModel):
-    workers: Annotated[int, Field(ge=1, le=100_000)] = 1
-    wall_clock_hours: Hours = 1.0
+    """One run of a gate arm. Omitted workers, wall clock and price come from the plan."""
+
+    workers: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    wall_clock_hours: Hours | None = None
     gpu_utilization: Annotated[float, Field(ge=0, le=1)]
     quality_value: Metric | None = None
     price_per_gpu_hour: Price | None = None
@@ -128,6 +156,8 @@ class GateIn(StrictModel):
     quality_margin: Annotated[float, Field(ge=0, le=1e6)] = 0.01
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
     min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
+    power: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
+    cost_basis: Literal["median", "p90"] = "p90"
 
 
 class CheckpointIn(StrictModel):

@@ -2,43 +2,28 @@
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
-from app.analytics.schemas import (
-    CheckpointsOut,
-    GateOut,
-    GoodputOut,
-    InputSource,
-    LeversOut,
-    Prediction,
-    ProjectionOut,
-    ScalingOut,
-)
+from app.analytics.schemas import GateOut, GoodputOut, ProjectionOut, ScenarioOut
 from app.db.models import Pipeline
-from app.errors import CadenceError, Invalid
+from app.errors import Invalid
 from app.pipelines.service import get_by_name
-from app.planning.failures import (
-    DEFAULT_FAILURE_RATE,
-    checkpoint_advice,
-    estimate_failure_rate,
-    write_hours_per_checkpoint,
-)
-from app.planning.gate import GateThresholds, evaluate_gate
+from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
+from app.planning.gate import CostBasis, GateThresholds, evaluate_gate
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
-from app.planning.levers import rank_levers
 from app.planning.model import PlanningError
-from app.planning.projection import project_costs, runs_per_month
-from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl, scaling_advice, scaling_table
+from app.planning.projection import project_costs
+from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
+from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
 from app.planning.weekly import fill_weeks
 from app.planning.whatif import WhatIf
 
-RECENT_RUNS = 12
-GATE_RUNS = 30
+RECENT_RUNS = RUN_WINDOW  # one window for projection, gate, levers and checkpoints
 DEFAULT_CHECKPOINT_INTERVAL_HOURS = 1.0
 
 
@@ -50,11 +35,11 @@ def _variant_names(session: Session, pipeline: Pipeline) -> list[str]:
     return [v.variant for v in repo.variants(session, pipeline.id)]
 
 
-def default_variants(names: list[str]) -> list[str]:
-    """baseline (or the most-run variant), then candidate when there is one."""
+def default_variants(names: list[str], production: str = "baseline") -> list[str]:
+    """The production variant (or the most-run variant), then candidate when there is one."""
     if not names:
         return []
-    first = "baseline" if "baseline" in names else names[0]
+    first = production if production in names else names[0]
     rest = ["candidate"] if "candidate" in names and first != "candidate" else []
     return [first, *rest]
 
@@ -119,49 +104,76 @@ def scaling_model(
     return variant, points
 
 
+def window(variant: str, rows: list[repo.RunRow]) -> RunWindow:
+    return window_of(variant, [r.started_at for r in rows])
+
+
+def scenario_inputs(
+    session: Session, pipeline: Pipeline, scenario: Scenario
+) -> tuple[WhatIf | None, ScalingModel | None]:
+    """The run-level what-ifs of a scenario, completed from what the runs recorded (the
+    checkpoint interval and restart time a failure-rate what-if needs), and the scaling
+    model a workers what-if needs. None when the scenario changes nothing per run."""
+    model = None
+    if scenario.workers is not None:
+        _, points = scaling_model(session, pipeline)
+        model = fit_usl(points) if points else None
+    interval, restart = None, 0.0
+    if scenario.failure_rate is not None:
+        d = failure_defaults(session, pipeline)
+        interval, restart = d.interval_hours, d.restart_hours
+    what_if = scenario.what_if(default_interval_hours=interval, resume_hours=restart)
+    return (None if what_if.is_empty else what_if), model
+
+
+def echo(pipeline: Pipeline, scenario: Scenario) -> ScenarioOut:
+    """The scenario as applied: given values plus the defaults they resolved to."""
+    price_note = (
+        f"${scenario.price:g}/GPU-h on every run"
+        if scenario.price is not None
+        else f"each run's own price, else the pipeline's ${pipeline.price_per_gpu_hour:g}/GPU-h"
+    )
+    return ScenarioOut(
+        **asdict(scenario),
+        target_runs_per_week=scenario.target(pipeline.runs_per_week),
+        current_runs_per_week=pipeline.runs_per_week,
+        budget_usd=scenario.budget_or(pipeline.monthly_budget_usd),
+        price_used=price_note,
+    )
+
+
 def projection(
     session: Session,
     name: str,
     *,
     variants: list[str] | None,
-    cadences: list[float],
-    what_if: WhatIf,
-    convention: str,
-    budget: float | None,
-    recent: int = RECENT_RUNS,
+    cadences: list[float] | None,
+    scenario: Scenario,
 ) -> ProjectionOut:
+    """Monthly cost of each variant at the given cadences plus the scenario's target,
+    from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs."""
     pipeline = get_by_name(session, name)
     available = _variant_names(session, pipeline)
-    chosen = variants or default_variants(available)
+    chosen = variants or default_variants(available, pipeline.production_variant)
     if not chosen:
         raise _bad(
             "pipeline",
             f"pipeline {name!r} has no runs yet: POST some to "
             "/api/v1/runs, or use POST /api/v1/plan with typical numbers",
         )
-    model = None
-    if what_if.workers is not None:
-        _, points = scaling_model(session, pipeline)
-        model = fit_usl(points) if points else None
-    if what_if.failure_rate_per_instance_hour is not None:
-        d = failure_defaults(session, pipeline)
-        what_if = WhatIf(
-            price=what_if.price, utilization_target=what_if.utilization_target,
-            workers=what_if.workers,
-            failure_rate_per_instance_hour=what_if.failure_rate_per_instance_hour,
-            checkpoint_interval_hours=what_if.checkpoint_interval_hours or d.interval_hours,
-            resume_hours=d.restart_hours, reschedule_hours=0.0,
-        )  # fmt: skip
-    current = runs_of(session, pipeline, chosen[0], recent)
-    out = {}
+    target = scenario.target(pipeline.runs_per_week)
+    wanted = sorted({*(cadences or [1.0, 2.0]), target})
+    what_if, model = scenario_inputs(session, pipeline, scenario)
+    budget = scenario.budget_or(pipeline.monthly_budget_usd)
+    current = runs_of(session, pipeline, chosen[0], RUN_WINDOW)
+    out, windows = {}, {}
     for variant in chosen:
-        rows = current if variant == chosen[0] else runs_of(session, pipeline, variant, recent)
+        rows = current if variant == chosen[0] else runs_of(session, pipeline, variant, RUN_WINDOW)
+        windows[variant] = window(variant, rows)
         out[variant] = project_costs(
-            [r.facts for r in rows], cadences, convention=convention,
-            budget_usd=budget if budget is not None else pipeline.monthly_budget_usd,
-            current_runs_per_week=pipeline.runs_per_week,
-            what_if=None if what_if.is_empty else what_if, scaling_model=model,
-            current_runs=[r.facts for r in current],
+            [r.facts for r in rows], wanted, convention=scenario.convention,
+            budget_usd=budget, current_runs_per_week=pipeline.runs_per_week,
+            what_if=what_if, scaling_model=model, current_runs=[r.facts for r in current],
         )  # fmt: skip
     return ProjectionOut(
         pipeline=name,
@@ -169,22 +181,23 @@ def projection(
         current_variant=chosen[0],
         projections=out,
         available_variants=available,
+        scenario=echo(pipeline, scenario),
+        windows=windows,
     )
 
 
 def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
-    """The projected monthly cost at the pipeline's current cadence, from its default
-    variant's recent runs (what ``GET .../projection?cadences=<runs_per_week>`` shows);
-    None when there is nothing to project. Used by the overview, /metrics and alerts."""
-    try:
-        out = projection(
-            session, pipeline.name, variants=None, cadences=[pipeline.runs_per_week],
-            what_if=WhatIf(), convention="calendar", budget=None,
-        )  # fmt: skip
-    except (CadenceError, PlanningError):  # no runs yet, or nothing to project
+    """The projected monthly cost at the pipeline's current cadence, from its production
+    variant's newest RUN_WINDOW runs, as recorded (what ``GET .../projection?variant=
+    <production_variant>&cadence=<runs_per_week>`` shows); None when that variant has no
+    runs. The overview, the review, /metrics and alerts all show this one figure."""
+    rows = repo.recent_runs(
+        session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
+    )
+    if not rows:
         return None
-    variant = out.current_variant or out.variants[0]
-    return out.projections[variant].cadences[0].monthly_cost_usd
+    proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention="calendar")
+    return proj.cadences[0].monthly_cost_usd
 
 
 def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) -> GoodputOut:
@@ -208,26 +221,27 @@ def gate(
     *,
     baseline: str,
     candidate: str,
-    cadence: float | None,
-    budget: float | None,
+    scenario: Scenario,
     thresholds: GateThresholds,
-    convention: str,
-    recent: int = GATE_RUNS,
 ) -> GateOut:
+    """The gate at the scenario's target cadence, on the same run window and what-ifs as
+    the projection, so its cost criterion shows the projection's number."""
     pipeline = get_by_name(session, name)
-    budget = budget if budget is not None else pipeline.monthly_budget_usd
+    budget = scenario.budget_or(pipeline.monthly_budget_usd)
     if budget is None:
         raise _bad(
             "budget",
             f"pipeline {name!r} has no monthly budget: pass budget=... or PUT one on the pipeline",
         )
-    target = cadence if cadence is not None else 2.0 * pipeline.runs_per_week
-    base_rows = repo.recent_runs(session, pipeline.id, variant=baseline, limit=recent)
-    cand_rows = repo.recent_runs(session, pipeline.id, variant=candidate, limit=recent)
+    target = scenario.target(pipeline.runs_per_week)
+    base_rows = repo.recent_runs(session, pipeline.id, variant=baseline, limit=RUN_WINDOW)
+    cand_rows = repo.recent_runs(session, pipeline.id, variant=candidate, limit=RUN_WINDOW)
+    what_if, model = scenario_inputs(session, pipeline, scenario)
     result = evaluate_gate(
         [r.facts for r in base_rows], [r.facts for r in cand_rows],
         higher_is_better=pipeline.higher_is_better, target_runs_per_week=target,
-        budget_usd=budget, convention=convention, thresholds=thresholds,
+        budget_usd=budget, convention=scenario.convention, thresholds=thresholds,
+        what_if=what_if, scaling_model=model, current_runs_per_week=pipeline.runs_per_week,
     )  # fmt: skip
     return GateOut(
         pipeline=name,
@@ -238,160 +252,27 @@ def gate(
         quality_metric=pipeline.quality_metric,
         higher_is_better=pipeline.higher_is_better,
         result=result,
+        scenario=echo(pipeline, scenario),
+        windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
     )
 
 
-def scaling(session: Session, name: str, *, variant: str | None, workers: int | None) -> ScalingOut:
-    pipeline = get_by_name(session, name)
-    chosen, points = scaling_model(session, pipeline, variant)
-    table = scaling_table(points) if points else []
-    model: ScalingModel | None = fit_usl(points) if points else None
-    base = repo.recent_runs(
-        session, pipeline.id, variant="baseline", limit=RECENT_RUNS
-    ) or repo.recent_runs(session, pipeline.id, limit=RECENT_RUNS)
-    utilization = statistics.median(r.facts.gpu_utilization for r in base) if base else None
-    efficiency = table[-1].efficiency if len(table) >= 2 else None
-    advice = (
-        scaling_advice(utilization, efficiency, model=model)
-        if utilization is not None
-        else ["No runs yet: record runs (and short probes at several worker counts) first."]
-    )
-    prediction = None
-    if workers is not None:
-        if model is None:
-            raise _bad(
-                "workers",
-                "no scaling model yet: record runs of one variant at two or "
-                "more worker counts (short probes are enough)",
-            )
-        prediction = Prediction(
-            workers=workers,
-            wall_clock_hours=model.predict_wall_clock(workers),
-            gpu_hours=model.predict_gpu_hours(workers),
-            extrapolation=model.is_extrapolation(workers),
-        )
-    return ScalingOut(
-        pipeline=name,
-        variant=chosen,
-        table=table,
-        model=model,
-        advice=advice,
-        prediction=prediction,
-        utilization=utilization,
-    )
-
-
-def levers(
-    session: Session, name: str, *, variant: str | None, cadence: float | None, convention: str
-) -> LeversOut:
-    pipeline = get_by_name(session, name)
-    chosen = variant or (default_variants(_variant_names(session, pipeline)) or ["baseline"])[0]
-    rows = runs_of(session, pipeline, chosen, RECENT_RUNS)
-    target = cadence if cadence is not None else pipeline.runs_per_week
-    per_month = runs_per_month(target, convention)
-    utilization = statistics.median(r.facts.gpu_utilization for r in rows)
-    _, points = scaling_model(session, pipeline)
-    table = scaling_table(points) if points else []
-    efficiency = table[-1].efficiency if len(table) >= 2 else None
-    ranked = rank_levers(
-        [r.facts for r in rows],
-        runs_per_month=per_month,
-        utilization=utilization,
-        efficiency=efficiency,
-    )
-    return LeversOut(
-        pipeline=name, variant=chosen, runs_per_week=target, runs_per_month=per_month, levers=ranked
-    )
-
-
-def checkpoints(
-    session: Session,
-    name: str,
+def thresholds_for(
+    pipeline: Pipeline,
     *,
-    variant: str | None,
-    cadence: float | None,
-    convention: str,
-    instances: int | None,
-    failure_rate: float | None,
-    checkpoint_write_hours: float | None,
-    checkpoint_interval_hours: float | None,
-    restart_hours: float | None,
-) -> CheckpointsOut:
-    pipeline = get_by_name(session, name)
-    chosen = variant or (default_variants(_variant_names(session, pipeline)) or ["baseline"])[0]
-    rows = runs_of(session, pipeline, chosen, RECENT_RUNS)
-    d = failure_defaults(session, pipeline)
-    exposure = repo.failure_exposure(session, pipeline.id)
-    estimate = estimate_failure_rate(exposure.interruptions, exposure.instance_hours)
-    wall = statistics.median(r.facts.wall_clock_hours for r in rows)
-    inputs: dict[str, InputSource] = {}
-
-    def pick(key: str, given: float | None, recorded: float, source: str, note: str) -> float:
-        if given is not None:
-            inputs[key] = InputSource(value=given, source="query")
-            return given
-        inputs[key] = InputSource.model_validate(
-            {"value": recorded, "source": source, "note": note}
-        )
-        return recorded
-
-    workers = int(
-        pick(
-            "instances",
-            instances,
-            statistics.median(r.facts.workers for r in rows),
-            "recorded",
-            "median workers of recent runs; each worker counted as one instance",
-        )
-    )
-    rate = pick(
-        "failure_rate",
-        failure_rate,
-        d.rate,
-        d.rate_source,
-        "interruptions per instance-hour"
-        if d.rate_source == "recorded"
-        else "planning default (fewer than 3 recorded interruptions)",
-    )
-    interval = pick(
-        "checkpoint_interval_hours",
-        checkpoint_interval_hours,
-        d.interval_hours,
-        "recorded" if exposure.interruptions else "default",
-        "2 x mean progress lost per failure"
-        if exposure.interruptions
-        else "assumed hourly checkpoints",
-    )
-    ckpt = statistics.median(r.facts.checkpoint_hours for r in rows)
-    write = pick(
-        "checkpoint_write_hours",
-        checkpoint_write_hours,
-        write_hours_per_checkpoint(ckpt, wall, interval),
-        "recorded",
-        "median blocking checkpoint hours / checkpoints per run",
-    )
-    restart = pick(
-        "restart_hours",
-        restart_hours,
-        d.restart_hours,
-        "recorded" if exposure.interruptions else "default",
-        "mean resume + reschedule time per interruption",
-    )
-    target = cadence if cadence is not None else pipeline.runs_per_week
-    price = statistics.median(r.facts.price_per_gpu_hour for r in rows)
-    inputs["wall_clock_hours"] = InputSource(
-        value=wall, source="recorded", note="median of recent runs"
-    )
-    if write <= 0:
-        raise _bad(
-            "checkpoint_write_hours",
-            "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
-        )
-    advice = checkpoint_advice(
-        write_hours=write, current_interval_hours=interval, workers=max(1, workers),
-        wall_clock_hours=wall, runs_per_month=runs_per_month(target, convention),
-        price_per_gpu_hour=price, failure_rate_per_instance_hour=rate, resume_hours=restart,
-    )  # fmt: skip
-    return CheckpointsOut(
-        pipeline=name, inputs=inputs, failure_rate_estimate=estimate, advice=advice
-    )
+    min_uplift_points: float = 10.0,
+    quality_margin: float = 0.01,
+    alpha: float = 0.05,
+    min_runs: int = 3,
+    power: float | None = None,
+    cost_basis: str | None = None,
+) -> GateThresholds:
+    """Gate thresholds with the pipeline's power and cost basis unless given."""
+    try:
+        return GateThresholds(
+            min_utilization_uplift_points=min_uplift_points, quality_margin=quality_margin,
+            alpha=alpha, min_runs=min_runs, power=power or pipeline.gate_power,
+            cost_basis=cast(CostBasis, cost_basis or pipeline.gate_cost_basis),
+        )  # fmt: skip
+    except PlanningError as exc:
+        raise _bad("gate", str(exc)) from exc

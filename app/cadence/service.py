@@ -15,6 +15,7 @@ from app.pipelines.service import get_by_name
 from app.planning.cadence_value import cadence_value
 from app.planning.decay import MIN_POINTS, DecayFit, fit_decay
 from app.planning.model import PlanningError
+from app.planning.scenario import Scenario as PlanningScenario
 from app.planning.whatif import WhatIf
 
 
@@ -58,14 +59,20 @@ def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
             f"of {pipeline.quality_metric} is worth per month",
         )
     fit = decay_fit(session, name)
+    w = scenario.what_if
+    planning = PlanningScenario(
+        price=w.price, utilization_target=w.utilization_target, workers=w.workers,
+        failure_rate=w.failure_rate_per_instance_hour,
+        checkpoint_interval_hours=w.checkpoint_interval_hours,
+        convention=scenario.convention, budget=scenario.budget,
+    )  # fmt: skip
     out = analytics.projection(
         session, name, variants=[scenario.variant] if scenario.variant else None,
-        cadences=[1.0], what_if=scenario.what_if, convention=scenario.convention,
-        budget=scenario.budget,
+        cadences=[1.0], scenario=planning,
     )  # fmt: skip
     variant = out.variants[0]
     proj = out.projections[variant]
-    at = proj.cadences[0]
+    at = next(c for c in proj.cadences if c.runs_per_week == 1.0)
     budget = scenario.budget if scenario.budget is not None else pipeline.monthly_budget_usd
     result = cadence_value(
         fit.decay, value_usd_per_unit_month=value, cost_per_run_usd=at.cost_per_run_usd,

@@ -178,7 +178,7 @@ def checkpoint_figure(
     advice: CheckpointAdvice,
     *,
     write_hours: float,
-    workers: int,
+    workers: float,
     wall_clock_hours: float,
     restart_overhead_hours: float = 0.0,
 ) -> Figure:

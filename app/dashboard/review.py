@@ -18,7 +18,6 @@ from app.planning.goodput import EMPTY_TOTALS, GoodputTotals
 from app.planning.weekly import BADPUT_CAUSES, WeekSummary, WeekTotals, fill_weeks, iso_week
 
 TREND_WEEKS = 12
-WEEKS_PER_MONTH = 52 / 12  # run-rate: a week's spend x 52 / 12 = a month at that pace
 CAUSE_LABELS = {
     "data_stall": "Data stalls",
     "checkpoint": "Checkpoint writes",
@@ -43,6 +42,19 @@ class PipelineInfo:
     display_name: str
     owner: str
     monthly_budget_usd: float | None
+    production_variant: str = "baseline"
+    runs_per_week: float = 1.0
+
+
+@dataclass(frozen=True)
+class MonthSpend:
+    """The budget cell: recorded spend from the 1st of the week's month to the end of
+    the week (every variant, at each run's frozen price), and the projected month at the
+    current cadence from the production variant (the overview's figure; None without
+    runs of that variant)."""
+
+    month_to_date_usd: float = 0.0
+    projected_month_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,7 @@ class ReviewLine:
     this: WeekSummary
     previous: WeekSummary
     monthly_budget_usd: float | None
+    month: MonthSpend = MonthSpend()
 
     @property
     def badput_usd(self) -> float:
@@ -72,14 +85,11 @@ class ReviewLine:
         return self.this.cost_usd - self.previous.cost_usd
 
     @property
-    def run_rate_usd(self) -> float | None:
-        return self.this.cost_usd * WEEKS_PER_MONTH if self.this.runs else None
-
-    @property
     def over_budget_usd(self) -> float | None:
-        """Run-rate minus budget (positive = over), None without a budget or runs."""
-        rate, budget = self.run_rate_usd, self.monthly_budget_usd
-        return None if rate is None or budget is None else rate - budget
+        """Projected month minus budget (positive = over), None without either: the
+        same comparison as the overview's card."""
+        projected, budget = self.month.projected_month_usd, self.monthly_budget_usd
+        return None if projected is None or budget is None else projected - budget
 
 
 def add_totals(rows: Iterable[WeekTotals], monday: date) -> WeekTotals:
@@ -106,6 +116,7 @@ def review_lines(
     pipelines: Sequence[PipelineInfo],
     totals: Mapping[str, Sequence[WeekTotals]],
     monday: date,
+    months: Mapping[str, MonthSpend] | None = None,
 ) -> list[ReviewLine]:
     """One line per pipeline (``totals`` is keyed by pipeline name), largest badput in
     dollars first: the pipelines where the week's waste cost most come first, then by
@@ -117,7 +128,8 @@ def review_lines(
         last_week, this_week = fill_weeks(
             [_week(rows, previous), _week(rows, monday)], previous, monday
         )
-        lines.append(ReviewLine(p, this_week, last_week, p.monthly_budget_usd))
+        month = (months or {}).get(p.name, MonthSpend())
+        lines.append(ReviewLine(p, this_week, last_week, p.monthly_budget_usd, month))
     return sorted(lines, key=_impact)
 
 
@@ -126,17 +138,26 @@ def _impact(line: ReviewLine) -> tuple[float, float, str]:
 
 
 def totals_line(
-    totals: Mapping[str, Sequence[WeekTotals]], names: Iterable[str], monday: date
+    totals: Mapping[str, Sequence[WeekTotals]],
+    names: Iterable[str],
+    monday: date,
+    months: Mapping[str, MonthSpend] | None = None,
 ) -> ReviewLine:
     """All the named pipelines together: sums of GPU-hours, dollars and goodput terms
-    (so the total goodput is GPU-hour weighted, not a mean of the pipelines' goodputs);
-    the budget is the sum of the budgets that are set."""
+    (so the total goodput is GPU-hour weighted, not a mean of the pipelines' goodputs),
+    month to date and projected months (of the pipelines that have a projection)."""
     previous = monday - timedelta(weeks=1)
+    names = list(names)
     rows = [r for name in names for r in totals.get(name, ())]
+    spends = [(months or {}).get(n, MonthSpend()) for n in names]
+    projected = [m.projected_month_usd for m in spends if m.projected_month_usd is not None]
+    month = MonthSpend(
+        sum(m.month_to_date_usd for m in spends), sum(projected) if projected else None
+    )
     last_week, this_week = fill_weeks(
         [_week(rows, previous), _week(rows, monday)], previous, monday
     )
-    return ReviewLine(None, this_week, last_week, None)
+    return ReviewLine(None, this_week, last_week, None, month)
 
 
 def trend(
@@ -153,7 +174,8 @@ EXPORT_FIELDS = (
     "week", "pipeline", "display_name", "owner", "runs", "gpu_hours", "spend_usd",
     "spend_change_usd", "goodput", "goodput_previous", "goodput_change_points",
     *(f"{c}_gpu_hours" for c in BADPUT_CAUSES), *(f"{c}_usd" for c in BADPUT_CAUSES),
-    "badput_usd", "run_rate_usd", "monthly_budget_usd", "over_budget_usd",
+    "badput_usd", "month_to_date_usd", "projected_month_usd", "monthly_budget_usd",
+    "over_budget_usd",
 )  # fmt: skip
 
 
@@ -184,7 +206,8 @@ def export_row(line: ReviewLine, monday: date) -> dict[str, Any]:
     for c in BADPUT_CAUSES:
         row[f"{c}_usd"] = round(this.usd_by_cause.get(c, 0.0), 2)
     row["badput_usd"] = round(line.badput_usd, 2)
-    row["run_rate_usd"] = _rounded(line.run_rate_usd, 2)
+    row["month_to_date_usd"] = round(line.month.month_to_date_usd, 2)
+    row["projected_month_usd"] = _rounded(line.month.projected_month_usd, 2)
     row["monthly_budget_usd"] = line.monthly_budget_usd
     row["over_budget_usd"] = _rounded(line.over_budget_usd, 2)
     return row

@@ -12,11 +12,13 @@ from datetime import UTC, date, datetime, timedelta
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
+from app.analytics import advice
 from app.analytics import repository as repo
 from app.analytics import service as analytics
-from app.dashboard.review import TREND_WEEKS, PipelineInfo, ReviewLine
+from app.dashboard.review import TREND_WEEKS, MonthSpend, PipelineInfo, ReviewLine
 from app.db.models import Pipeline
 from app.errors import CadenceError
+from app.planning.scenario import Scenario
 from app.planning.weekly import WeekTotals
 
 REVIEW_PIPELINES = 500  # the page's limit until the review pages over rollups
@@ -29,6 +31,7 @@ class ReviewData:
     pipelines: list[PipelineInfo]
     totals: dict[str, list[WeekTotals]]  # by pipeline name, the trend's weeks
     teams: list[str]
+    months: dict[str, MonthSpend]  # by pipeline name: the budget cell
 
 
 @dataclass(frozen=True)
@@ -61,24 +64,45 @@ def load_review(
         session, None, _midnight(first), _midnight(monday + timedelta(weeks=1))
     )
     infos = [
-        PipelineInfo(p.name, p.display_name or p.name, p.owner, p.monthly_budget_usd) for p in rows
+        PipelineInfo(
+            p.name,
+            p.display_name or p.name,
+            p.owner,
+            p.monthly_budget_usd,
+            p.production_variant,
+            p.runs_per_week,
+        )
+        for p in rows
     ]
     totals = {p.name: list(sums.get(p.id, [])) for p in rows}
-    return ReviewData(infos, totals, teams)
+    return ReviewData(infos, totals, teams, month_spend(session, rows, monday))
+
+
+def month_spend(session: Session, rows: list[Pipeline], monday: date) -> dict[str, MonthSpend]:
+    """Recorded spend from the 1st of ``monday``'s month to the end of its week, and
+    the projected month at the current cadence (``current_monthly_cost``, the figure the
+    overview, /metrics and alerts show)."""
+    week_end = _midnight(monday + timedelta(weeks=1))
+    month_start = datetime(monday.year, monday.month, 1, tzinfo=UTC)
+    spent = repo.recorded_spend(session, [p.id for p in rows], month_start, week_end)
+    return {
+        p.name: MonthSpend(spent.get(p.id, 0.0), analytics.current_monthly_cost(session, p))
+        for p in rows
+    }
 
 
 def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:
-    """The ranked levers (``/levers``) of the pipelines whose week cost most in badput,
-    merged and ordered by what halving each cause would save per month."""
+    """The ranked levers (``/levers``, production variant, current cadence) of the
+    pipelines whose week cost most in badput, merged and ordered by what halving each
+    cause would save per month."""
     found: list[Action] = []
     for line in lines[:ACTION_PIPELINES]:
         p = line.pipeline
         if p is None or line.this.runs == 0 or line.badput_usd <= 0:
             continue
         try:
-            levers = analytics.levers(
-                session, p.name, variant=None, cadence=None, convention="calendar"
-            )
+            at_current_cadence = Scenario(cadence=p.runs_per_week)
+            levers = advice.levers(session, p.name, variant=None, scenario=at_current_cadence)
         except (CadenceError, statistics.StatisticsError):  # no runs to rank levers on
             continue
         found.extend(

@@ -14,11 +14,12 @@ from sqlalchemy.orm import Session
 from app.cadence import service as cadence
 from app.cadence.schemas import CadenceOut
 from app.dashboard.figures_value import cadence_curve_figure, decay_figure
-from app.dashboard.views import Section, WhatIfParams
+from app.dashboard.views import Section
 from app.db.models import Pipeline
 from app.errors import Invalid
 from app.evaluations.service import quality_points
 from app.planning.cadence_value import every
+from app.planning.scenario import Scenario as PlanningScenario
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class ValueSection:
     optimum_every: str | None
 
 
-def value_section(session: Session, pipeline: Pipeline, p: WhatIfParams) -> ValueSection:
+def value_section(session: Session, pipeline: Pipeline, p: PlanningScenario) -> ValueSection:
     value = pipeline.quality_value_usd_per_unit_month
     per_hundredth = value / 100.0 if value is not None else None
     try:
@@ -53,7 +54,7 @@ def value_section(session: Session, pipeline: Pipeline, p: WhatIfParams) -> Valu
             "worth per month) to see the cost-optimal cadence."
         )
         return ValueSection(Section(empty=message), decay, None, None, None, None)
-    scenario = cadence.Scenario(p.what_if(), p.weeks_per_month)
+    scenario = cadence.Scenario(p.what_if(), p.convention, p.budget)
     try:
         out = cadence.cadence(session, pipeline.name, scenario)
     except Invalid as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.analytics import advice
 from app.analytics import repository as repo
 from app.analytics import service as analytics
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
@@ -22,43 +23,19 @@ from app.dashboard import figures
 from app.db.models import Pipeline
 from app.errors import Invalid
 from app.planning.economics import badput
-from app.planning.gate import GateThresholds
+from app.planning.scenario import RUN_WINDOW, Scenario
 from app.planning.weekly import WeekSummary, fill_weeks
-from app.planning.whatif import WhatIf
 
 CHART_RUNS = 52
 TREND_WEEKS = 12
 
 
 @dataclass(frozen=True)
-class WhatIfParams:
-    """The what-if controls; None means "as observed"."""
-
-    cadence: float | None = None
-    utilization_target: float | None = None
-    price: float | None = None
-    workers: int | None = None
-    failure_rate: float | None = None
-    weeks_per_month: str = "calendar"
-
-    def what_if(self) -> WhatIf:
-        return WhatIf(
-            price=self.price,
-            utilization_target=self.utilization_target,
-            workers=self.workers,
-            failure_rate_per_instance_hour=self.failure_rate,
-        )
-
-    def target(self, pipeline: Pipeline) -> float:
-        return self.cadence if self.cadence is not None else 2.0 * pipeline.runs_per_week
-
-
-@dataclass(frozen=True)
 class GateParams:
+    """The gate's own settings; its cadence, price and budget come from the scenario."""
+
     baseline: str = "baseline"
     candidate: str = "candidate"
-    cadence: float | None = None
-    budget: float | None = None
     min_uplift_points: float = 10.0
     quality_margin: float = 0.01
     alpha: float = 0.05
@@ -78,33 +55,24 @@ def _section(fig: dict[str, Any], empty: str) -> Section:
 
 
 def projection_section(
-    session: Session, pipeline: Pipeline, p: WhatIfParams
+    session: Session, pipeline: Pipeline, s: Scenario
 ) -> tuple[Section, ProjectionOut | None]:
-    target = p.target(pipeline)
-    cadences = sorted({1.0, 2.0, pipeline.runs_per_week, target})
+    cadences = sorted({1.0, 2.0, pipeline.runs_per_week})
     try:
         out = analytics.projection(
-            session,
-            pipeline.name,
-            variants=None,
-            cadences=cadences,
-            what_if=p.what_if(),
-            convention=p.weeks_per_month,
-            budget=None,
+            session, pipeline.name, variants=None, cadences=cadences, scenario=s
         )
     except Invalid as exc:
         return Section(empty=exc.message), None
-    fig = figures.cost_projection_figure(out.projections, pipeline.monthly_budget_usd)
+    fig = figures.cost_projection_figure(out.projections, s.budget_or(pipeline.monthly_budget_usd))
     return Section(figure=fig), out
 
 
-def headline(
-    out: ProjectionOut | None, pipeline: Pipeline, p: WhatIfParams
-) -> list[dict[str, Any]]:
-    """Monthly cost at the chosen cadence per variant, against the budget and today."""
+def headline(out: ProjectionOut | None) -> list[dict[str, Any]]:
+    """Monthly cost at the scenario's cadence per variant, against the budget and today."""
     if out is None:
         return []
-    target = p.target(pipeline)
+    target = out.scenario.target_runs_per_week
     rows = []
     for variant in out.variants:
         proj = out.projections[variant]
@@ -112,9 +80,11 @@ def headline(
         rows.append({
             "variant": variant, "runs_per_week": target,
             "monthly_cost_usd": at.monthly_cost_usd, "p10": at.monthly_cost_p10_usd,
-            "p90": at.monthly_cost_p90_usd, "within_budget": at.within_budget,
+            "p90": at.monthly_cost_p90_usd, "p_over_budget": at.p_over_budget,
+            "within_budget": at.within_budget, "monthly_gpu_hours": at.monthly_gpu_hours,
             "headroom_usd": at.headroom_usd, "vs_current_ratio": at.vs_current_ratio,
             "current_monthly_cost_usd": proj.current_monthly_cost_usd,
+            "window": out.windows[variant].label,
             "working": list(at.working), "warnings": list(proj.warnings),
         })  # fmt: skip
     return rows
@@ -126,10 +96,12 @@ def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
 
 def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
     """Median utilization of the recent runs of the default variant (the slider's start)."""
-    names = analytics.default_variants(variant_names(session, pipeline))
+    names = analytics.default_variants(
+        variant_names(session, pipeline), pipeline.production_variant
+    )
     if not names:
         return None
-    rows = repo.recent_runs(session, pipeline.id, variant=names[0], limit=analytics.RECENT_RUNS)
+    rows = repo.recent_runs(session, pipeline.id, variant=names[0], limit=RUN_WINDOW)
     return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
 
 
@@ -174,7 +146,7 @@ def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
 
 
 def gate_section(
-    session: Session, pipeline: Pipeline, g: GateParams, weeks_per_month: str
+    session: Session, pipeline: Pipeline, g: GateParams, s: Scenario
 ) -> tuple[GateOut | None, str | None]:
     names = variant_names(session, pipeline)
     missing = [v for v in (g.baseline, g.candidate) if v not in names]
@@ -185,28 +157,23 @@ def gate_section(
             f"{g.baseline!r} with {g.candidate!r}. Variants so far: "
             f"{', '.join(names) or 'none'}."
         )
-    thresholds = GateThresholds(
-        min_utilization_uplift_points=g.min_uplift_points,
-        quality_margin=g.quality_margin,
-        alpha=g.alpha,
-    )
     try:
+        thresholds = analytics.thresholds_for(
+            pipeline, min_uplift_points=g.min_uplift_points, quality_margin=g.quality_margin,
+            alpha=g.alpha,
+        )  # fmt: skip
         return analytics.gate(
-            session,
-            pipeline.name,
-            baseline=g.baseline,
-            candidate=g.candidate,
-            cadence=g.cadence,
-            budget=g.budget,
+            session, pipeline.name, baseline=g.baseline, candidate=g.candidate, scenario=s,
             thresholds=thresholds,
-            convention=weeks_per_month,
-        ), None
+        ), None  # fmt: skip
     except Invalid as exc:
         return None, exc.message
 
 
-def scaling_section(session: Session, pipeline: Pipeline) -> tuple[Section, ScalingOut]:
-    out = analytics.scaling(session, pipeline.name, variant=None, workers=None)
+def scaling_section(
+    session: Session, pipeline: Pipeline, s: Scenario
+) -> tuple[Section, ScalingOut]:
+    out = advice.scaling(session, pipeline.name, variant=None, workers=None, scenario=s)
     fig = figures.scaling_figure(out.table, out.model)
     hint = (
         "No scaling probes yet: record short runs of the same job at two or more worker "
@@ -216,35 +183,29 @@ def scaling_section(session: Session, pipeline: Pipeline) -> tuple[Section, Scal
 
 
 def levers_section(
-    session: Session, pipeline: Pipeline, p: WhatIfParams
+    session: Session, pipeline: Pipeline, s: Scenario
 ) -> tuple[LeversOut | None, str | None]:
     try:
-        return analytics.levers(
-            session,
-            pipeline.name,
-            variant=None,
-            cadence=p.target(pipeline),
-            convention=p.weeks_per_month,
-        ), None
+        return advice.levers(session, pipeline.name, variant=None, scenario=s), None
     except Invalid as exc:
         return None, exc.message
 
 
 def checkpoint_section(
-    session: Session, pipeline: Pipeline, p: WhatIfParams
+    session: Session, pipeline: Pipeline, s: Scenario
 ) -> tuple[Section, CheckpointsOut | None]:
     try:
-        out = analytics.checkpoints(
-            session, pipeline.name, variant=None, cadence=p.target(pipeline),
-            convention=p.weeks_per_month, instances=p.workers, failure_rate=p.failure_rate,
-            checkpoint_write_hours=None, checkpoint_interval_hours=None, restart_hours=None,
+        out = advice.checkpoints(
+            session, pipeline.name, variant=None, scenario=s, instances=None,
+            checkpoint_write_hours=None, restart_hours=None,
         )  # fmt: skip
     except Invalid as exc:
         return Section(empty=exc.message), None
     i = out.inputs
     fig = figures.checkpoint_figure(
         out.advice, write_hours=i["checkpoint_write_hours"].value,
-        workers=int(i["instances"].value), wall_clock_hours=i["wall_clock_hours"].value,
+        workers=i["paid_gpus"].value,
+        wall_clock_hours=i["wall_clock_hours"].value,
         restart_overhead_hours=i["restart_hours"].value,
     )  # fmt: skip
     return _section(fig, "Not enough data for checkpoint advice yet."), out
@@ -274,7 +235,7 @@ def card(session: Session, pipeline: Pipeline, today: date) -> Card:
     totals = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
     weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
     verdict, note = None, "no candidate runs yet"
-    gate, message = gate_section(session, pipeline, GateParams(), "calendar")
+    gate, message = gate_section(session, pipeline, GateParams(), Scenario())
     if gate is not None:
         verdict, note = gate.result.verdict, gate.result.summary
     elif message:

@@ -34,6 +34,14 @@ class Pipeline(CreatedAt, Base):
     runs_per_week: Mapped[float] = mapped_column(Double, default=1.0)
     quality_metric: Mapped[str] = mapped_column(String(100), default="quality")
     higher_is_better: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The variant in production: "monthly cost at the current cadence" comes from it.
+    production_variant: Mapped[str] = mapped_column(
+        String(64), default="baseline", server_default="baseline"
+    )
+    # Which projected figure the gate's cost criterion compares with the budget.
+    gate_cost_basis: Mapped[str] = mapped_column(String(8), default="p90", server_default="p90")
+    # Power "runs still needed" is computed for.
+    gate_power: Mapped[float] = mapped_column(Double, default=0.8, server_default="0.8")
     # What one unit of the quality metric is worth, USD per month (DOMAIN.md §8); unset:
     # the cost-optimal cadence cannot be computed.
     quality_value_usd_per_unit_month: Mapped[float | None] = mapped_column(Double, nullable=True)
@@ -44,6 +52,8 @@ class Pipeline(CreatedAt, Base):
 
     __table_args__ = (
         CheckConstraint("price_per_gpu_hour >= 0", name="price_non_negative"),
+        CheckConstraint("gate_cost_basis IN ('median', 'p90')", name="gate_cost_basis_known"),
+        CheckConstraint("gate_power > 0 AND gate_power < 1", name="gate_power_fraction"),
         CheckConstraint("runs_per_week > 0", name="cadence_positive"),
         Index("ix_pipeline_creator_created", "created_by_token_id", "created_at"),
     )
@@ -63,6 +73,9 @@ class Run(CreatedAt, Base):
     gpu_hours: Mapped[float] = mapped_column(Double)
     gpu_utilization: Mapped[float] = mapped_column(Double)
     price_per_gpu_hour: Mapped[float | None] = mapped_column(Double, nullable=True)
+    # The price in force when the run was stored (its own, else the pipeline's then):
+    # recorded spend uses it, so a later pipeline price change never rewrites history.
+    billed_price_per_gpu_hour: Mapped[float] = mapped_column(Double)
     quality_metric: Mapped[str | None] = mapped_column(String(100), nullable=True)
     quality_value: Mapped[float | None] = mapped_column(Double, nullable=True)
     data_stall_hours: Mapped[float] = mapped_column(Double, default=0.0)

@@ -77,8 +77,8 @@ def build(session: Session, viewer: Any, week: str | None, team: str | None) -> 
     today = datetime.now(UTC).date()
     monday = chosen_week(week, today)
     data = load_review(session, visible(viewer), monday, team or None)
-    lines = review_lines(data.pipelines, data.totals, monday)
-    total = totals_line(data.totals, data.totals.keys(), monday)
+    lines = review_lines(data.pipelines, data.totals, monday, data.months)
+    total = totals_line(data.totals, data.totals.keys(), monday, data.months)
     return Review(
         iso_week(monday), monday, monday == monday_of(today), team or None, data, lines, total
     )

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from sqlalchemy import ColumnElement, func, select, true
 
 from app.alerts.service import page_section as alerts_section
+from app.analytics.scenario import ScenarioDep
 from app.auth.service import TokenInfo
 from app.dashboard import runs_table, views
 from app.dashboard.figures import to_json
@@ -18,35 +19,35 @@ from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines.service import get_by_name
+from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week
 from app.web import templates
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
-WHATIF_KEYS = (
+SCENARIO_KEYS = (
     "cadence",
     "utilization_target",
     "price",
     "workers",
     "failure_rate",
+    "checkpoint_interval_hours",
     "weeks_per_month",
+    "budget",
 )
 
 
-def what_if_params(
-    cadence: Annotated[float | None, Query(gt=0, le=100)] = None,
-    utilization_target: Annotated[float | None, Query(gt=0, le=1)] = None,
-    price: Annotated[float | None, Query(ge=0, le=10_000)] = None,
-    workers: Annotated[int | None, Query(ge=1, le=100_000)] = None,
-    failure_rate: Annotated[float | None, Query(gt=0, le=1)] = None,
-    weeks_per_month: Annotated[str, Query(pattern="^(calendar|four_week)$")] = "calendar",
-) -> views.WhatIfParams:
-    return views.WhatIfParams(
-        cadence, utilization_target, price, workers, failure_rate, weeks_per_month
-    )
+def gate_params(
+    baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
+    candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
+    min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
+    margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
+    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+) -> views.GateParams:
+    return views.GateParams(baseline, candidate, min_uplift, margin, alpha)
 
 
-WhatIfDep = Annotated[views.WhatIfParams, Depends(what_if_params)]
+GateDep = Annotated[views.GateParams, Depends(gate_params)]
 
 
 def visible(viewer: TokenInfo | None) -> ColumnElement[bool]:
@@ -88,40 +89,28 @@ def pipeline_page(
     request: Request,
     name: ReadablePipeline,
     db: DatabaseDep,
-    p: WhatIfDep,
-    baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
-    candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
-    gate_cadence: Annotated[float | None, Query(gt=0, le=100)] = None,
-    budget: Annotated[float | None, Query(ge=0, le=1e12)] = None,
-    min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
-    margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
-    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+    p: ScenarioDep,
+    g: GateDep,
     sort: Annotated[str, Query(pattern="^(" + "|".join(runs_table.SORTS) + ")$")] = "started_at",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     size: Annotated[int, Query(ge=1, le=100)] = 25,
 ) -> HTMLResponse:
-    g = views.GateParams(baseline, candidate, gate_cadence, budget, min_uplift, margin, alpha)
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
-        context = _whatif_context(session, pipeline, p)
+        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
         summaries = views.weekly(session, pipeline)
-        gate, gate_empty = views.gate_section(session, pipeline, g, p.weeks_per_month)
-        scaling, scaling_out = views.scaling_section(session, pipeline)
+        scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = runs_table.page(
             session, pipeline, sort=sort, descending=order == "desc", number=page, size=size
         )
-        variants = views.variant_names(session, pipeline)
         context.update({
             "trend": views.trend_sections(summaries), "weeks": summaries,
             "runs_charts": views.run_sections(session, pipeline),
-            "gate": gate, "gate_empty": gate_empty, "g": g,
             "scaling": scaling, "scaling_out": scaling_out,
             "runs": runs, "total_runs": total, "sort": sort, "order": order,
             "page": page, "size": size, "pages": max(1, -(-total // size)),
-            "variants": variants, "query": dict(request.query_params),
             "history": pipeline_changes.recent(session, pipeline.id, limit=5),
-            "whatif_keys": WHATIF_KEYS,
             "observed_utilization": views.observed_utilization(session, pipeline),
             "alerts": alerts_section(session, pipeline),
             "value": value_section(session, pipeline, p),
@@ -129,15 +118,22 @@ def pipeline_page(
     return templates.TemplateResponse(request, "pipeline.html", context)
 
 
-def _whatif_context(session: Any, pipeline: Pipeline, p: views.WhatIfParams) -> dict[str, Any]:
+def _whatif_context(
+    session: Any, pipeline: Pipeline, p: Scenario, g: views.GateParams, query: dict[str, str]
+) -> dict[str, Any]:
+    """Every figure that depends on the scenario, the gate included: one re-render
+    keeps the cost cards, levers, checkpoints and the gate on the same scenario."""
     cost, projection = views.projection_section(session, pipeline, p)
+    gate, gate_empty = views.gate_section(session, pipeline, g, p)
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
     return {
-        "pipeline": pipeline, "p": p, "target": p.target(pipeline), "cost": cost,
-        "headline": views.headline(projection, pipeline, p), "projection": projection,
+        "pipeline": pipeline, "p": p, "target": p.target(pipeline.runs_per_week), "cost": cost,
+        "headline": views.headline(projection), "projection": projection,
         "levers": levers, "levers_empty": levers_empty, "checkpoint": checkpoint,
         "checkpoint_out": checkpoint_out, "to_json": to_json,
+        "gate": gate, "gate_empty": gate_empty, "g": g, "query": query,
+        "variants": views.variant_names(session, pipeline), "whatif_keys": SCENARIO_KEYS,
     }  # fmt: skip
 
 
@@ -146,12 +142,14 @@ def whatif_fragment(
     request: Request,
     name: ReadablePipeline,
     db: DatabaseDep,
-    p: WhatIfDep,
+    p: ScenarioDep,
+    g: GateDep,
 ) -> JSONResponse:
-    """The what-if sections, re-rendered: finished figures plus server-escaped HTML."""
+    """The scenario's sections (gate included), re-rendered: finished figures plus
+    server-escaped HTML."""
     with db.transaction(write=False) as session:
         pipeline = get_by_name(session, name)
-        context = _whatif_context(session, pipeline, p)
+        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
     return JSONResponse({

@@ -24,9 +24,13 @@ EDITABLE: dict[str, str] = {
     "monthly_budget_usd": "Monthly budget (USD)",
     "price_per_gpu_hour": "Price per GPU-hour (USD)",
     "runs_per_week": "Current cadence (runs per week)",
+    "production_variant": "Production variant",
     "quality_metric": "Quality metric",
 }
-AUDITED = (*EDITABLE, "higher_is_better", "quality_value_usd_per_unit_month")
+AUDITED = (
+    *EDITABLE, "higher_is_better", "gate_cost_basis", "gate_power",
+    "quality_value_usd_per_unit_month",
+)  # fmt: skip
 RECENT_CHANGES = 20
 
 

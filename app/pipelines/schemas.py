@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -20,6 +20,15 @@ class PipelineUpdate(StrictModel):
     runs_per_week: float | None = Field(None, gt=0, le=1000, description="Current cadence")
     quality_metric: Annotated[Text, Field(min_length=1, max_length=100)] | None = None
     higher_is_better: bool | None = None
+    production_variant: Annotated[Text, Field(min_length=1, max_length=64)] | None = Field(
+        None, description="Variant in production: the overview's monthly cost comes from it"
+    )
+    gate_cost_basis: Literal["median", "p90"] | None = Field(
+        None, description="Projected figure the gate's cost criterion compares with the budget"
+    )
+    gate_power: float | None = Field(
+        None, ge=0.5, le=0.99, description="Power 'runs still needed' is computed for"
+    )
     quality_value_usd_per_unit_month: float | None = Field(
         None, ge=0, le=1e12, description="USD per month one unit of the quality metric is worth"
     )
@@ -34,6 +43,9 @@ class PipelineOut(OutModel):
     runs_per_week: float
     quality_metric: str
     higher_is_better: bool
+    production_variant: str = "baseline"
+    gate_cost_basis: str = "p90"
+    gate_power: float = 0.8
     quality_value_usd_per_unit_month: float | None = None
     created_at: datetime
     run_count: int = 0

@@ -106,7 +106,8 @@ def checkpoint_overhead_hours(
 class CheckpointAdvice:
     """Current checkpoint interval against the Young and Daly optima, per run and per month.
 
-    GPU-hour figures are wall-clock hours times ``workers``. "overhead" = checkpoint writes
+    GPU-hour figures are wall-clock hours times the GPUs the run pays for (``workers``, W
+    or G / T), never times the instance count. "overhead" = checkpoint writes
     + expected failure loss; ``monthly_gpu_hours_saved`` is (current - Daly) overhead x
     runs per month (negative means the current interval is already better). Intervals are
     ``inf`` when the failure rate is 0 (never checkpoint for failures' sake).
@@ -132,17 +133,20 @@ def checkpoint_advice(
     *,
     write_hours: float,
     current_interval_hours: float,
-    workers: int,
+    workers: float,
     wall_clock_hours: float,
     runs_per_month: float,
     price_per_gpu_hour: float,
     failure_rate_per_instance_hour: float = DEFAULT_FAILURE_RATE,
     resume_hours: float = 0.0,
     reschedule_hours: float = 0.0,
+    instances: int | None = None,
 ) -> CheckpointAdvice:
     """Compare the current interval with Young's and Daly's optima (DOMAIN.md §4).
 
-    M = 1 / (workers * lambda) (each worker counted as one instance); u0 = resume +
+    Instances (failure domains) set the MTBF only: M = 1 / (instances * lambda), with
+    ``instances`` defaulting to one per paid GPU. ``workers`` is what the run pays for
+    (W, or G / T) and turns wall-clock hours into GPU-hours. u0 = resume +
     reschedule; d = ``write_hours`` per checkpoint. Per run,
     overhead(c) = workers * [(T / c) * d + (T / M) * (c / 2 + u0)] GPU-hours, and the
     monthly saving is (overhead(current) - overhead(Daly)) * runs per month, in GPU-hours
@@ -153,7 +157,10 @@ def checkpoint_advice(
         raise PlanningError("interval and wall clock must be > 0, runs per month >= 0")
     if write_hours < 0 or resume_hours < 0 or reschedule_hours < 0 or price_per_gpu_hour < 0:
         raise PlanningError("write, resume, reschedule hours and price must be >= 0")
-    mtbf = cluster_mtbf_hours(workers, failure_rate_per_instance_hour)
+    if not workers > 0:
+        raise PlanningError("workers (paid GPUs) must be > 0")
+    n_instances = instances if instances is not None else max(1, round(workers))
+    mtbf = cluster_mtbf_hours(n_instances, failure_rate_per_instance_hour)
     u0 = resume_hours + reschedule_hours
     t = wall_clock_hours
     notes: list[str] = []
@@ -177,13 +184,13 @@ def checkpoint_advice(
     saved = (overhead_cur - overhead_opt) * runs_per_month
     failures_per_run = 0.0 if math.isinf(mtbf) else t / mtbf
     notes.append(
-        f"M = 1/({workers} x {failure_rate_per_instance_hour:g}) = {mtbf:.3g} h; "
+        f"M = 1/({n_instances} instances x {failure_rate_per_instance_hour:g}) = {mtbf:.3g} h; "
         f"Young sqrt(2dM) = {young * 60:.0f} min, Daly = {daly * 60:.0f} min, "
         f"current = {current_interval_hours * 60:.0f} min."
     )
     notes.append(
         f"Per run: {writes:.3g} h writing + {fails:.3g} h expected failure loss, "
-        f"x {workers} workers = {overhead_cur:.1f} GPU-h; at the Daly interval "
+        f"x {workers:.4g} paid GPUs = {overhead_cur:.1f} GPU-h; at the Daly interval "
         f"{overhead_opt:.1f} GPU-h; x {runs_per_month:.3g} runs/month = {saved:.1f} GPU-h "
         f"(${saved * price_per_gpu_hour:,.0f}) saved."
     )

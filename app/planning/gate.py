@@ -8,11 +8,18 @@ from typing import Literal
 
 from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import Projection, project_costs
+from app.planning.scaling import ScalingModel
 from app.planning.sequential import DEFAULT_MAX_RUNS, SequentialDesign, sequential_decision
 from app.planning.welch import one_sided_bounds, p_value_above, runs_needed_per_arm, welch
+from app.planning.whatif import WhatIf, apply_what_if
 
 Status = Literal["pass", "fail", "undecided"]
 Verdict = Literal["PASS", "FAIL", "INSUFFICIENT_DATA"]
+Unit = Literal["usd_per_month", "points", "metric"]
+CostBasis = Literal["median", "p90"]
+
+MAX_REALISTIC_RUNS_PER_ARM = 100
+"""More runs per arm than this (two years at weekly cadence) is not a plan: "cannot pass"."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,8 @@ class GateThresholds:
     quality_margin: float = 0.01
     alpha: float = 0.05
     min_runs: int = 3
+    power: float = 0.8
+    cost_basis: CostBasis = "p90"
     # The quality criterion's sequential design: looks after every run up to this many
     # runs per arm keep its false-pass rate at alpha (app/planning/sequential.py).
     max_runs: int = DEFAULT_MAX_RUNS
@@ -30,13 +39,22 @@ class GateThresholds:
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 0.5:
             raise PlanningError("alpha must be in (0, 0.5)")
+        if not 0.5 <= self.power < 1:
+            raise PlanningError("power must be in [0.5, 1)")
+        if self.cost_basis not in ("median", "p90"):
+            raise PlanningError("cost basis must be 'median' or 'p90'")
         if self.quality_margin < 0 or self.min_runs < 2:
             raise PlanningError("quality margin must be >= 0 and min_runs >= 2")
 
 
 @dataclass(frozen=True)
 class CriterionResult:
-    """One gate criterion. ``interval`` = (one-sided lower, upper) (1 - alpha) bounds."""
+    """One gate criterion. ``interval`` = (one-sided lower, upper) (1 - alpha) bounds.
+
+    ``unit`` says what value and threshold are in. ``cannot_pass`` is True when no
+    realistic number of runs could make it pass (the estimate sits on the failing side
+    of the threshold, or more than :data:`MAX_REALISTIC_RUNS_PER_ARM` would be needed).
+    """
 
     name: str
     value: float | None
@@ -46,12 +64,17 @@ class CriterionResult:
     reason: str
     runs_needed_per_arm: int | None
     p_value: float | None = None
+    unit: Unit = "points"
+    cannot_pass: bool = False
+    basis: str | None = None
 
 
 @dataclass(frozen=True)
 class GateResult:
     """Verdict with every criterion's numbers; ``runs_needed_per_arm`` = the largest
-    number of extra runs per arm any undecided criterion asks for (None if none can say).
+    number of extra runs per arm any undecided criterion asks for (None if none can say),
+    at ``power``; ``runs_needed_weeks`` = that many runs at the current cadence and
+    ``runs_needed_usd`` = their cost (one baseline and one candidate run each).
     """
 
     verdict: Verdict
@@ -61,6 +84,16 @@ class GateResult:
     candidate_runs: int
     runs_needed_per_arm: int | None
     projection: Projection | None
+    power: float = 0.8
+    runs_needed_weeks: float | None = None
+    runs_needed_usd: float | None = None
+
+
+def _needed(c: object, gap: float, th: GateThresholds) -> int | None:
+    from app.planning.welch import WelchComparison
+
+    assert isinstance(c, WelchComparison)
+    return runs_needed_per_arm(c.var_baseline, c.var_candidate, gap, th.alpha, th.power)
 
 
 def _statistical(
@@ -72,9 +105,14 @@ def _statistical(
     th: GateThresholds,
     *,
     strict_pass: bool,
+    unit: Unit,
 ) -> CriterionResult:
     """Shared Welch decision: pass if lower bound >= threshold (> if strict), fail if upper
-    bound < threshold, else undecided; too few runs or zero variance -> undecided."""
+    bound < threshold, else undecided; too few runs or zero variance -> undecided.
+
+    Runs still needed are for ``th.power`` (80% by default). When the estimate sits on
+    the failing side of the threshold, or more than MAX_REALISTIC_RUNS_PER_ARM would be
+    needed, the criterion ``cannot_pass``: more runs would only confirm it."""
     nb, nc = len(baseline), len(candidate)
     n_min = min(nb, nc)
     if n_min < 2:
@@ -84,16 +122,27 @@ def _statistical(
             "are needed."
         )
         return CriterionResult(
-            name, value, threshold, None, "undecided", reason, th.min_runs - n_min
+            name, value, threshold, None, "undecided", reason, th.min_runs - n_min, unit=unit
         )
     c = welch(baseline, candidate)
     conf = f"{1 - th.alpha:.0%}"
+    clears = c.diff > threshold if strict_pass else c.diff >= threshold
     if c.df is None:
+        if clears:
+            reason = (
+                f"{what}: every run in both arms has the same value (difference "
+                f"{c.diff:.4g}); with zero variance the test cannot say how reliable that is."
+            )
+            return CriterionResult(
+                name, c.diff, threshold, None, "undecided", reason, None, unit=unit
+            )
         reason = (
-            f"{what}: every run in both arms has the same value (difference {c.diff:.4g}); "
-            "with zero variance the test cannot say how reliable that is."
+            f"{what}: every run in both arms has the same value, difference {c.diff:.4g} "
+            f"against a threshold of {threshold:+.4g}: cannot pass with more runs like these."
         )
-        return CriterionResult(name, c.diff, threshold, None, "undecided", reason, None)
+        return CriterionResult(
+            name, c.diff, threshold, None, "undecided", reason, None, unit=unit, cannot_pass=True
+        )
     lo, hi = one_sided_bounds(c, th.alpha)
     p = p_value_above(c, threshold)
     numbers = (
@@ -103,30 +152,38 @@ def _statistical(
     passes = lo > threshold if strict_pass else lo >= threshold
     status: Status = "pass" if passes else ("fail" if hi < threshold else "undecided")
     needed: int | None = None
-    if n_min < th.min_runs:
+    cannot = False
+    power = f"{th.power:.0%} power"
+    if status == "undecided" and not clears:
+        cannot = True
+        reason = (
+            f"{numbers}; the estimate is on the failing side of the threshold, so more runs "
+            "would confirm a fail rather than pass: cannot pass."
+        )
+    elif status == "undecided":
+        n_req = _needed(c, c.diff - threshold, th)
+        if n_req is None or n_req - n_min > MAX_REALISTIC_RUNS_PER_ARM:
+            cannot = True
+            reason = (
+                f"{numbers}; more than {MAX_REALISTIC_RUNS_PER_ARM} more runs per arm would be "
+                f"needed for {power}: cannot pass in practice."
+            )
+        else:
+            needed = max(1, n_req - n_min, th.min_runs - n_min)
+            reason = f"{numbers}; about {needed} more runs per arm would decide it ({power})."
+    else:
+        reason = f"{numbers}: {status}."
+    if n_min < th.min_runs and not cannot:
         provisional = f"provisionally {status}, but " if status != "undecided" else ""
         reason = (
             f"{numbers}; {provisional}one arm has only {n_min} values (< {th.min_runs}), "
             "so not decided."
         )
-        needed = th.min_runs - n_min
-        if status == "undecided":
-            n_req = runs_needed_per_arm(
-                c.var_baseline, c.var_candidate, c.diff - threshold, th.alpha
-            )
-            if n_req is not None:
-                needed = max(needed, n_req - n_min)
+        needed = max(needed or 0, th.min_runs - n_min)
         status = "undecided"
-    elif status == "undecided":
-        n_req = runs_needed_per_arm(c.var_baseline, c.var_candidate, c.diff - threshold, th.alpha)
-        if n_req is None:
-            reason = f"{numbers}; the estimate sits on the threshold, so more runs cannot decide."
-        else:
-            needed = max(1, n_req - n_min)
-            reason = f"{numbers}; about {needed} more runs per arm would decide it."
-    else:
-        reason = f"{numbers}: {status}."
-    return CriterionResult(name, c.diff, threshold, (lo, hi), status, reason, needed, p)
+    return CriterionResult(
+        name, c.diff, threshold, (lo, hi), status, reason, needed, p, unit, cannot
+    )
 
 
 def _sequential_quality(
@@ -138,7 +195,7 @@ def _sequential_quality(
     d = sequential_decision(baseline, candidate, -th.quality_margin, design, what)
     return CriterionResult(
         "quality_non_inferiority", d.value, -th.quality_margin, d.interval, d.status,
-        d.reason, d.runs_needed_per_arm, d.p_value,
+        d.reason, d.runs_needed_per_arm, d.p_value, unit="metric",
     )  # fmt: skip
 
 
@@ -148,26 +205,65 @@ def _cost(
     budget_usd: float,
     convention: str,
     th: GateThresholds,
+    what_if: WhatIf | None,
+    scaling_model: ScalingModel | None,
 ) -> tuple[CriterionResult, Projection | None]:
+    """The projection of the candidate at the target cadence (the same function, runs,
+    what-ifs and seed as the cost card), compared on ``th.cost_basis`` with the budget."""
     name = "projected_cost"
     if not candidate:
         reason = "No candidate runs to project the monthly cost from."
-        return CriterionResult(name, None, budget_usd, None, "undecided", reason, th.min_runs), None
+        return CriterionResult(
+            name, None, budget_usd, None, "undecided", reason, th.min_runs,
+            unit="usd_per_month", basis=th.cost_basis,
+        ), None  # fmt: skip
     proj = project_costs(
-        candidate, [target_runs_per_week], convention=convention, budget_usd=budget_usd
-    )
+        candidate, [target_runs_per_week], convention=convention, budget_usd=budget_usd,
+        what_if=what_if, scaling_model=scaling_model,
+    )  # fmt: skip
     cp = proj.cadences[0]
-    status: Status = "pass" if cp.monthly_cost_usd <= budget_usd else "fail"
+    value = cp.monthly_cost_p90_usd if th.cost_basis == "p90" else cp.monthly_cost_usd
+    status: Status = "pass" if value <= budget_usd else "fail"
+    p_over = cp.p_over_budget if cp.p_over_budget is not None else 0.0
     reason = (
         f"At {target_runs_per_week:g} runs/week ({cp.runs_per_month:.3g}/month) the candidate's "
-        f"median ${cp.cost_per_run_usd:,.2f}/run gives ${cp.monthly_cost_usd:,.0f}/month "
-        f"(p10-p90 ${cp.monthly_cost_p10_usd:,.0f}-${cp.monthly_cost_p90_usd:,.0f}) against a "
-        f"budget of ${budget_usd:,.0f}: {status}."
+        f"median ${cp.cost_per_run_usd:,.0f}/run gives ${cp.monthly_cost_usd:,.0f}/month "
+        f"(p90 ${cp.monthly_cost_p90_usd:,.0f}, P(over budget) {p_over:.0%}); the "
+        f"{th.cost_basis} ${value:,.0f} against a budget of ${budget_usd:,.0f}: {status}."
     )
     interval = (cp.monthly_cost_p10_usd, cp.monthly_cost_p90_usd)
     return CriterionResult(
-        name, cp.monthly_cost_usd, budget_usd, interval, status, reason, None
-    ), proj
+        name, value, budget_usd, interval, status, reason, None,
+        unit="usd_per_month", basis=th.cost_basis,
+    ), proj  # fmt: skip
+
+
+def _quality_missing(
+    baseline: Sequence[RunFacts], candidate: Sequence[RunFacts], metric_note: str
+) -> CriterionResult | None:
+    """Runs exist but an arm reports no quality_value at all: say so, don't ask for runs."""
+    missing = [
+        arm
+        for arm, runs in (("baseline", baseline), ("candidate", candidate))
+        if runs and all(r.quality_value is None for r in runs)
+    ]
+    if not missing:
+        return None
+    reason = (
+        f"{metric_note}: the {' and '.join(missing)} runs report no quality_value; send "
+        "quality_value with each run (more runs without it cannot decide this)."
+    )
+    return CriterionResult(
+        "quality_non_inferiority", None, None, None, "undecided", reason, None, unit="metric"
+    )
+
+
+def _median_cost(runs: Sequence[RunFacts], what_if: WhatIf | None) -> float:
+    costs = sorted(apply_what_if(r, what_if, None)[0].cost_usd for r in runs)
+    if not costs:
+        return 0.0
+    mid = len(costs) // 2
+    return costs[mid] if len(costs) % 2 else (costs[mid - 1] + costs[mid]) / 2
 
 
 def evaluate_gate(
@@ -179,6 +275,9 @@ def evaluate_gate(
     budget_usd: float,
     convention: str = "calendar",
     thresholds: GateThresholds | None = None,
+    what_if: WhatIf | None = None,
+    scaling_model: ScalingModel | None = None,
+    current_runs_per_week: float | None = None,
 ) -> GateResult:
     """Decide whether the candidate may run at the target cadence (DOMAIN.md §7).
 
@@ -189,14 +288,18 @@ def evaluate_gate(
        -1; one-sided test of H0: d <= -margin, group-sequential so that checking after
        every run keeps the false-pass rate at alpha (app/planning/sequential.py): pass if
        the look's lower bound > -margin, fail if its upper bound < -margin, else
-       undecided. Runs without a quality value are left out of this criterion.
-    3. projected_cost: m x median candidate cost per run <= budget (see project_costs).
+       undecided. Runs without a quality value are left out of this criterion; an arm
+       with none at all is reported as such.
+    3. projected_cost: the candidate's projection at the target cadence under the same
+       what-ifs as the cost card (:func:`project_costs`), its ``cost_basis`` figure
+       (p90 by default, or the median) <= budget.
 
     Verdict: INSUFFICIENT_DATA if either arm has fewer than ``min_runs`` runs; otherwise
-    FAIL if any criterion fails, INSUFFICIENT_DATA if any is undecided (including zero
-    variance in both arms), PASS only when all pass. runs_needed_per_arm for an undecided
-    criterion comes from :func:`app.planning.welch.runs_needed_per_arm` minus the
-    smaller arm's current n (None when the estimate sits exactly on the threshold).
+    FAIL if any criterion fails or cannot pass, INSUFFICIENT_DATA if any is undecided
+    (including zero variance in both arms), PASS only when all pass. Runs still needed
+    are for ``power`` (see :func:`app.planning.welch.runs_needed_per_arm`), also given
+    in weeks at ``current_runs_per_week`` and in dollars (median baseline + candidate
+    cost per run, under the what-ifs, per extra pair of runs).
     """
     th = thresholds or GateThresholds()
     if budget_usd < 0 or target_runs_per_week < 0:
@@ -209,21 +312,26 @@ def evaluate_gate(
         th.min_utilization_uplift_points,
         th,
         strict_pass=False,
+        unit="points",
     )
     sign = 1.0 if higher_is_better else -1.0
     direction = "higher" if higher_is_better else "lower"
-    quality = _sequential_quality(
-        f"Quality ({direction} is better, sign-adjusted, margin {th.quality_margin:g})",
+    what = f"Quality ({direction} is better, sign-adjusted, margin {th.quality_margin:g})"
+    quality = _quality_missing(baseline, candidate, what) or _sequential_quality(
+        what,
         [sign * r.quality_value for r in baseline if r.quality_value is not None],
         [sign * r.quality_value for r in candidate if r.quality_value is not None],
         th,
     )
-    cost, proj = _cost(candidate, target_runs_per_week, budget_usd, convention, th)
+    cost, proj = _cost(
+        candidate, target_runs_per_week, budget_usd, convention, th, what_if, scaling_model
+    )
     criteria = (util, quality, cost)
     nb, nc = len(baseline), len(candidate)
     statuses = {c.status for c in criteria}
     failed = [c.name for c in criteria if c.status == "fail"]
-    open_ = [c.name for c in criteria if c.status == "undecided"]
+    cannot = [c.name for c in criteria if c.cannot_pass]
+    open_ = [c.name for c in criteria if c.status == "undecided" and not c.cannot_pass]
     verdict: Verdict
     if min(nb, nc) < th.min_runs:
         verdict = "INSUFFICIENT_DATA"
@@ -233,19 +341,36 @@ def evaluate_gate(
         )
         if failed:
             summary += f" Already failing: {', '.join(failed)}."
-    elif "fail" in statuses:
-        verdict, summary = "FAIL", f"Failed: {', '.join(failed)}."
+        if cannot:
+            summary += f" Cannot pass: {', '.join(cannot)}."
+    elif failed or cannot:
+        parts = [f"Failed: {', '.join(failed)}."] if failed else []
+        parts += [f"Cannot pass: {', '.join(cannot)}."] if cannot else []
+        verdict, summary = "FAIL", " ".join(parts)
     elif "undecided" in statuses:
         verdict, summary = "INSUFFICIENT_DATA", f"Not yet decided: {', '.join(open_)}."
     else:
         verdict, summary = "PASS", "All three criteria pass."
     needed = [c.runs_needed_per_arm for c in criteria if c.runs_needed_per_arm is not None]
+    most = max(needed) if needed else None
+    weeks = usd = None
+    if most is not None:
+        if current_runs_per_week:
+            weeks = most / current_runs_per_week
+        usd = most * (_median_cost(baseline, what_if) + _median_cost(candidate, what_if))
+        summary += f" About {most} more runs per arm ({th.power:.0%} power)"
+        if weeks is not None:
+            summary += f", {weeks:.1f} weeks at {current_runs_per_week:g} runs/week"
+        summary += f", ${usd:,.0f}."
     return GateResult(
         verdict=verdict,
         criteria=criteria,
         summary=summary,
         baseline_runs=nb,
         candidate_runs=nc,
-        runs_needed_per_arm=max(needed) if needed else None,
+        runs_needed_per_arm=most,
         projection=proj,
+        power=th.power,
+        runs_needed_weeks=weeks,
+        runs_needed_usd=usd,
     )

@@ -8,7 +8,12 @@ tch_i, resume time trm_i and reschedule time tre_i:
 - Runtime     R = (T - tc - sum tre) / (T - sum tre), tc = sum (trm + tch) + checkpoint_hours.
   Blocking checkpoint writes are counted by adding ``checkpoint_hours`` to tc: while a
   synchronous checkpoint is written the run holds its GPUs but makes no progress.
-- Program     MFU when reported, else GPU utilization (then labelled a proxy).
+- Program     MFU when reported. Otherwise a utilization proxy: u is a time-average over
+  the whole run, so the pauses R removes are already idle time inside 1 - u; the proxy
+  is the busy share of the forward-progress time,
+  P = (u T - sum tch) / (T - tc - sum tre), so that R * P = (u T - sum tch) / (T - sum tre)
+  and nothing is counted twice (DOMAIN.md §3: T = 10, u = 0.5, C = 1, tch = trm = 0.5
+  gives R = 0.8, P = 0.5625, overall 0.45, not 0.40).
 - Overall     S * R * Program. Each factor is clamped to [0, 1].
 
 Across many runs the factors are ratios of GPU-hour weighted sums (never a mean of
@@ -44,7 +49,11 @@ class GoodputTotals:
         held_gpu_hours        = SUM(weff * (T - reschedule_hours))
         runtime_loss_gpu_hours= SUM(weff * (resume_hours + lost_progress_hours
                                             + checkpoint_hours))
-        program_gpu_hours     = SUM(gpu_hours * COALESCE(mfu, gpu_utilization))
+        progress              = weff * (T - reschedule_hours - resume_hours
+                                        - lost_progress_hours - checkpoint_hours)
+        program_gpu_hours     = SUM(CASE WHEN mfu IS NOT NULL THEN mfu * progress
+                                    ELSE clamp(gpu_utilization * gpu_hours
+                                               - weff * lost_progress_hours, 0, progress))
         mfu_gpu_hours         = SUM(CASE WHEN mfu IS NOT NULL THEN gpu_hours ELSE 0 END)
 
     Note ``weff * T = gpu_hours``, so e.g. period_gpu_hours can also be written
@@ -118,7 +127,13 @@ def run_totals(run: RunFacts) -> GoodputTotals:
     weff = run.effective_workers
     q, t = run.scheduling_wait_hours, run.wall_clock_hours
     tre = run.reschedule_hours
-    program_factor = run.mfu if run.mfu is not None else run.gpu_utilization
+    progress = max(0.0, weff * (t - tre - run.resume_hours - run.lost_progress_hours
+                                - run.checkpoint_hours))  # fmt: skip
+    if run.mfu is not None:
+        program = run.mfu * progress
+    else:
+        busy = run.gpu_utilization * run.gpu_hours - weff * run.lost_progress_hours
+        program = min(progress, max(0.0, busy))
     return GoodputTotals(
         runs=1,
         gpu_hours=run.gpu_hours,
@@ -127,7 +142,7 @@ def run_totals(run: RunFacts) -> GoodputTotals:
         held_gpu_hours=weff * (t - tre),
         runtime_loss_gpu_hours=weff
         * (run.resume_hours + run.lost_progress_hours + run.checkpoint_hours),
-        program_gpu_hours=run.gpu_hours * program_factor,
+        program_gpu_hours=program,
         mfu_gpu_hours=run.gpu_hours if run.mfu is not None else 0.0,
     )
 
@@ -145,7 +160,8 @@ def goodput_from_totals(t: GoodputTotals) -> Goodput:
 
     - scheduling = (period - unavailable) / period
     - runtime    = (held - runtime_loss) / held   (0 if nothing was held)
-    - program    = program_gpu_hours / gpu_hours
+    - program    = program_gpu_hours / (held - runtime_loss), the forward-progress
+      GPU-hours (MFU-weighted, or the utilization proxy's useful busy GPU-hours)
     - overall    = scheduling * runtime * program
 
     Each factor is clamped to [0, 1]. With ``runs == 0`` every factor is None.
@@ -154,7 +170,7 @@ def goodput_from_totals(t: GoodputTotals) -> Goodput:
         return Goodput(None, None, None, None, program_is_proxy=False)
     scheduling = _share(t.period_gpu_hours - t.unavailable_gpu_hours, t.period_gpu_hours)
     runtime = _share(t.held_gpu_hours - t.runtime_loss_gpu_hours, t.held_gpu_hours)
-    program = _share(t.program_gpu_hours, t.gpu_hours)
+    program = _share(t.program_gpu_hours, t.held_gpu_hours - t.runtime_loss_gpu_hours)
     proxy = t.mfu_gpu_hours < t.gpu_hours * (1.0 - 1e-9)
     return Goodput(
         scheduling=scheduling,
@@ -192,10 +208,15 @@ def runtime_goodput(run: RunFacts) -> float:
 
 
 def program_goodput(run: RunFacts) -> ProgramGoodput:
-    """MFU = achieved FLOP/s / peak FLOP/s when reported; else GPU utilization as a proxy."""
+    """MFU = achieved FLOP/s / peak FLOP/s when reported; else the utilization proxy
+    P = (u T - sum tch) / (T - tc - sum tre), clamped to [0, 1] (module docstring)."""
     if run.mfu is not None:
         return ProgramGoodput(run.mfu, is_proxy=False)
-    return ProgramGoodput(run.gpu_utilization, is_proxy=True)
+    t = run.wall_clock_hours
+    progress = t - run.reschedule_hours - run.resume_hours - run.lost_progress_hours
+    progress -= run.checkpoint_hours
+    busy = run.gpu_utilization * t - run.lost_progress_hours
+    return ProgramGoodput(_share(busy, progress), is_proxy=True)
 
 
 def overall_goodput(run: RunFacts) -> float:

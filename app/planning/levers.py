@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 from app.planning.economics import badput
 from app.planning.model import PlanningError, RunFacts
+from app.planning.scaling import (
+    MIN_EFFICIENCY_TO_SCALE,
+    MIN_UTILIZATION_TO_SCALE,
+    scaling_cost_change,
+)
 
 REMEDIES: dict[str, str] = {
     "data_stall": (
@@ -24,8 +29,8 @@ REMEDIES: dict[str, str] = {
     ),
     "other_idle": "Unexplained idle time: profile the training step to see where it goes.",
     "workers": (
-        "Workers: utilization and scaling efficiency are both high, so more workers would "
-        "shorten wall clock at close to the same GPU-hours."
+        "Workers: utilization and scaling efficiency are both high, so more workers "
+        "shorten wall clock; the GPU-hours per run change by 1/efficiency - 1."
     ),
 }
 
@@ -71,21 +76,23 @@ def rank_levers(
     price: float | None = None,
     utilization: float | None = None,
     efficiency: float | None = None,
-    min_utilization_for_workers: float = 0.8,
-    min_efficiency_for_workers: float = 0.8,
+    min_utilization_for_workers: float = MIN_UTILIZATION_TO_SCALE,
+    min_efficiency_for_workers: float = MIN_EFFICIENCY_TO_SCALE,
 ) -> list[Lever]:
     """Rank the badput causes by monthly cost, largest first.
 
     For each cause (data_stall, checkpoint, failure, other_idle from
     :func:`app.planning.economics.badput`, and scheduling_wait = Q * Weff), take the
     mean per-run GPU-hours and mean per-run USD (GPU-hours x ``price``, or each run's
-    own price) and multiply by ``runs_per_month``. The mean, not the median: a lever's
+    own price when ``price`` is None; pass the scenario's price so every dollar on a page
+    uses it) and multiply by ``runs_per_month``. The mean, not the median: a lever's
     worth is its expected monthly cost, and rare causes (failures hit a few runs) have a
     median of zero however much they cost; saving_if_halved = USD / 2,
     saving_if_removed = USD. A "workers" lever (no saving; it buys time, not money) is
     added only when ``utilization`` (default: median of the runs) >=
     ``min_utilization_for_workers`` and ``efficiency`` (from a scaling probe) >=
-    ``min_efficiency_for_workers``.
+    ``min_efficiency_for_workers``; its GPU-hours and USD are the *extra* cost of
+    scaling, monthly G x (1/E - 1), negative savings (it buys time, not money).
     """
     if runs_per_month < 0 or (price is not None and price < 0):
         raise PlanningError("runs per month and price must be >= 0")
@@ -139,22 +146,22 @@ def rank_levers(
         and utilization >= min_utilization_for_workers
         and efficiency >= min_efficiency_for_workers
     ):
+        rel = scaling_cost_change(efficiency)
+        extra_g = _mean([r.gpu_hours for r in runs]) * runs_per_month * rel
+        extra_usd = (
+            _mean([r.gpu_hours * (r.price_per_gpu_hour if price is None else price) for r in runs])
+            * runs_per_month
+            * rel
+        )
         working = (
             f"Utilization {utilization:.0%} >= {min_utilization_for_workers:.0%} and "
-            f"efficiency {efficiency:.0%} >= {min_efficiency_for_workers:.0%}."
+            f"efficiency {efficiency:.0%} >= {min_efficiency_for_workers:.0%}: GPU-hours "
+            f"{rel:+.0%} = {extra_g:+,.0f} GPU-h, ${extra_usd:+,.0f}/month."
         )
         levers.append(
             Lever(
-                "workers",
-                LABELS["workers"],
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                True,
-                REMEDIES["workers"],
-                working,
+                "workers", LABELS["workers"], extra_g, extra_usd, -extra_usd, -extra_usd,
+                0.0, True, REMEDIES["workers"], working,
             )
-        )
+        )  # fmt: skip
     return levers

@@ -39,7 +39,9 @@ def runs_per_month(runs_per_week: float, convention: str = "calendar") -> float:
 class CadenceProjection:
     """Projected spend at one cadence. Per-run figures are medians over the runs used;
     monthly = runs per month x median per run; the band is the bootstrap p10..p90 of the
-    monthly median. ``vs_current_ratio`` = monthly cost / today's monthly cost.
+    monthly median, and ``p_over_budget`` the share of the same bootstrap medians whose
+    month exceeds the budget (None without a budget). ``vs_current_ratio`` = monthly
+    cost / today's monthly cost.
     """
 
     runs_per_week: float
@@ -51,6 +53,7 @@ class CadenceProjection:
     monthly_cost_usd: float
     monthly_cost_p10_usd: float
     monthly_cost_p90_usd: float
+    p_over_budget: float | None
     headroom_usd: float | None
     within_budget: bool | None
     vs_current_ratio: float | None
@@ -78,6 +81,25 @@ class Projection:
     notes: tuple[str, ...]
 
 
+def bootstrap_medians(
+    values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
+) -> np.ndarray:
+    """The ``resamples`` bootstrap medians of ``values`` (numpy ``default_rng(seed)``)."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        raise PlanningError("no values to resample")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, arr.size, size=(resamples, arr.size))
+    return np.asarray(np.median(arr[idx], axis=1))
+
+
+def p_over(medians: np.ndarray, runs_per_month: float, budget_usd: float | None) -> float | None:
+    """Share of bootstrap months (runs per month x a bootstrap median) above the budget."""
+    if budget_usd is None:
+        return None
+    return float(np.mean(runs_per_month * medians > budget_usd))
+
+
 def bootstrap_median_band(
     values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> tuple[float, float]:
@@ -88,12 +110,7 @@ def bootstrap_median_band(
     percentiles of those medians. The resampled indices depend only on n and the seed,
     so scaling every value scales the band by the same factor.
     """
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        raise PlanningError("no values to resample")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, arr.size, size=(resamples, arr.size))
-    medians = np.median(arr[idx], axis=1)
+    medians = bootstrap_medians(values, seed=seed, resamples=resamples)
     lo, hi = np.percentile(medians, [10.0, 90.0])
     return float(lo), float(hi)
 
@@ -121,6 +138,7 @@ def project_costs(
       (2000 resamples with replacement, fixed ``seed``), widened if needed to contain the
       point estimate. It shows how much the median could move with other recent runs; it
       is not a forecast of one month's bill;
+    - p_over_budget = share of the same 2000 bootstrap months m * median above the budget;
     - headroom = budget - monthly cost, within_budget = monthly cost <= budget;
     - vs_current_ratio = monthly cost / today's monthly cost, where today's cost is
       m_now * median cost of ``current_runs`` (default: ``runs``) as observed, no what-ifs,
@@ -144,7 +162,8 @@ def project_costs(
     cost_med = float(np.median(costs))
     g_med = float(np.median([a.gpu_hours for a in adjusted]))
     t_med = float(np.median([a.wall_clock_hours for a in adjusted]))
-    lo, hi = bootstrap_median_band(costs, seed=seed)
+    medians = bootstrap_medians(costs, seed=seed)
+    lo, hi = (float(v) for v in np.percentile(medians, [10.0, 90.0]))
     lo, hi = min(lo, cost_med), max(hi, cost_med)
 
     current_cost = current_gpu = None
@@ -165,16 +184,20 @@ def project_costs(
             f"(p10-p90 ${m * lo:,.0f}-${m * hi:,.0f}); {m * g_med:,.1f} GPU-h.",
         ]
         headroom = within = None
+        p_over_budget = p_over(medians, m, budget_usd)
         if budget_usd is not None:
             headroom, within = budget_usd - monthly, monthly <= budget_usd
             verdict = "within" if within else "over"
-            working.append(f"Budget ${budget_usd:,.0f}: {verdict} by ${abs(headroom):,.0f}.")
+            working.append(
+                f"Budget ${budget_usd:,.0f}: median {verdict} by ${abs(headroom):,.0f}; "
+                f"p90 ${m * hi:,.0f}; P(over budget) = {p_over_budget:.0%}."
+            )
         ratio = None
         if current_cost is not None and current_cost > 0:
             ratio = monthly / current_cost
             working.append(
                 f"vs today ({current_runs_per_week:g}/week, ${current_cost:,.0f}/month): "
-                f"x{ratio:.4f} ({ratio - 1:+.1%})."
+                f"x{ratio:.3g} ({ratio - 1:+.1%})."
             )
         results.append(
             CadenceProjection(
@@ -187,6 +210,7 @@ def project_costs(
                 monthly_cost_usd=monthly,
                 monthly_cost_p10_usd=m * lo,
                 monthly_cost_p90_usd=m * hi,
+                p_over_budget=p_over_budget,
                 headroom_usd=headroom,
                 within_budget=within,
                 vs_current_ratio=ratio,
@@ -219,13 +243,13 @@ def project_costs(
 def _what_if_note(w: WhatIf) -> str:
     parts = []
     if w.workers is not None:
-        parts.append(f"{w.workers} workers: T x C(N0)/C(N), G = N x T")
+        parts.append(f"{w.workers} workers: T x C(G/T)/C(N), G = N x T")
     if w.utilization_target is not None:
         parts.append(f"utilization target {w.utilization_target:.0%}: G x u_now/u_target")
     if w.failure_rate_per_instance_hour is not None:
         parts.append(
-            f"failure rate {w.failure_rate_per_instance_hour:g}/instance-h: + T/M x "
-            "(interval/2 + resume + reschedule) x workers"
+            f"failure rate {w.failure_rate_per_instance_hour:g}/instance-h replaces the "
+            "recorded failure loss: T0/M x (interval/2 + resume + reschedule) x G/T"
         )
     if w.price is not None:
         parts.append(f"price ${w.price:g}/GPU-h")

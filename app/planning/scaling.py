@@ -198,22 +198,48 @@ def _fit_medians(ns: tuple[int, ...], times: tuple[float, ...]) -> ScalingModel:
     return ScalingModel("usl", s, k, math.exp(log_t1), ns[0], ns[-1], rms, tuple(notes))
 
 
+MIN_UTILIZATION_TO_SCALE = 0.8
+"""Below this busy fraction the GPUs wait on something else: more of them wait too."""
+MIN_EFFICIENCY_TO_SCALE = 0.8
+"""Below this scaling efficiency extra workers cost more than +25% GPU-hours (1/E)."""
+
+
+def scaling_cost_change(efficiency: float) -> float:
+    """Relative change in GPU-hours per run when scaling at efficiency E: 1/E - 1.
+
+    G(N) = N T(N) and T(N) = T(N0) N0 / (N E), so G(N) / G(N0) = 1 / E (E = 0.75: +33%).
+    """
+    if not efficiency > 0:
+        raise PlanningError("efficiency must be > 0")
+    return 1.0 / efficiency - 1.0
+
+
 def scaling_advice(
     utilization: float,
     efficiency_at_max: float | None,
     *,
-    min_utilization: float = 0.6,
-    min_efficiency: float = 0.7,
+    min_utilization: float = MIN_UTILIZATION_TO_SCALE,
+    min_efficiency: float = MIN_EFFICIENCY_TO_SCALE,
     model: ScalingModel | None = None,
+    monthly_gpu_hours: float | None = None,
+    price_per_gpu_hour: float | None = None,
 ) -> list[str]:
-    """Plain advice on adding workers (DOMAIN.md §6).
+    """Plain advice on adding workers (DOMAIN.md §6), with the same thresholds as the
+    ranked levers (:data:`MIN_UTILIZATION_TO_SCALE`, :data:`MIN_EFFICIENCY_TO_SCALE`).
 
-    Don't add workers while utilization < ``min_utilization`` (the GPUs are waiting on
-    something else: more of them wait too) or efficiency E(N) = S(N) * N0 / N at the
-    largest probed count < ``min_efficiency``. Otherwise more workers shorten wall clock
-    at roughly constant GPU-hours, up to the USL peak.
+    Don't add workers while utilization < ``min_utilization`` or the efficiency E at the
+    largest probed count < ``min_efficiency``. Whenever E is known the advice states the
+    GPU-hour change 1/E - 1 and, given this month's GPU-hours and a price, its dollars.
     """
     advice: list[str] = []
+    change = ""
+    if efficiency_at_max is not None and efficiency_at_max > 0:
+        rel = scaling_cost_change(efficiency_at_max)
+        change = f" At {efficiency_at_max:.0%} efficiency GPU-hours per run change {rel:+.0%}"
+        if monthly_gpu_hours is not None and price_per_gpu_hour is not None:
+            extra = monthly_gpu_hours * rel
+            change += f" ({extra:+,.0f} GPU-h, ${extra * price_per_gpu_hour:+,.0f} a month)"
+        change += "."
     if utilization < min_utilization:
         advice.append(
             f"Utilization is {utilization:.0%} (below {min_utilization:.0%}): the GPUs are "
@@ -225,11 +251,12 @@ def scaling_advice(
         advice.append(
             f"Scaling efficiency is {efficiency_at_max:.0%} at the largest probed count "
             f"(below {min_efficiency:.0%}): extra workers cost more than the time they save."
+            + change
         )
     if not advice:
         msg = (
             f"Utilization {utilization:.0%} and efficiency {efficiency_at_max:.0%} are high: "
-            "adding workers should shorten wall clock at close to constant GPU-hours."
+            "adding workers shortens wall clock." + change
         )
         peak = model.peak_workers if model is not None else None
         if peak is not None:

@@ -17,8 +17,9 @@ class WhatIf:
     - ``price``: USD per GPU-hour replacing each run's own price.
     - ``utilization_target``: fraction in (0, 1]; G and T scale by u_now / u_target.
     - ``workers``: new worker count, applied through a :class:`ScalingModel`.
-    - ``failure_rate_per_instance_hour``: adds the expected failure loss, which needs
-      ``checkpoint_interval_hours`` (and uses ``resume_hours`` / ``reschedule_hours``).
+    - ``failure_rate_per_instance_hour``: replaces the recorded failure loss with the
+      expected loss at this rate; needs ``checkpoint_interval_hours`` (and uses
+      ``resume_hours`` / ``reschedule_hours``).
     """
 
     price: float | None = None
@@ -72,23 +73,43 @@ def apply_what_if(
 ) -> tuple[AdjustedRun, list[str]]:
     """Apply the what-ifs to one run, in this order, and return warnings for skipped ones.
 
-    1. workers N (needs a scaling model): T' = T * C(N0) / C(N) with N0 = the run's
-       workers, G' = N * T' (Gunther's USL / Amdahl, DOMAIN.md §6);
-    2. utilization target: G' = G * u_now / u_target and T' likewise (same useful work at
-       a higher busy fraction, DOMAIN.md §5); skipped when the run's u is 0;
-    3. failure rate lambda: + (T / M) * (interval / 2 + resume + reschedule) * N GPU-hours,
-       M = 1 / (N * lambda), each worker one instance (DOMAIN.md §4). This is added to
-       the run's GPU-hours, whose own observed failures are already included;
-    4. price replaces the run's price. Cost = G' * price.
+    A what-if *replaces* what the run recorded, never adds to it (DOMAIN.md §5), and every
+    step starts from the effective workers Weff = G / T, so a what-if equal to today's
+    value changes nothing.
+
+    1. failure rate lambda: the recorded failure loss F = sum(tch + trm + tre) is taken
+       out of the wall clock (T0 = T - F, the failure-free run) and the expected loss at
+       lambda is put in: T1 = T0 + (T0 / M) * (interval / 2 + resume + reschedule), with
+       M = 1 / (Weff * lambda) (each GPU one instance). lambda = 0 gives T0, so fewer
+       failures never cost more. G1 = Weff * T1.
+    2. workers N (needs a scaling model): T2 = T1 * C(Weff) / C(N), G2 = N * T2
+       (Gunther's USL / Amdahl, DOMAIN.md §6);
+    3. utilization target: G and T scale by u_now / u_target (same useful work at a
+       higher busy fraction, DOMAIN.md §5); skipped when the run's u is 0;
+    4. price replaces the run's price. Cost = G * price.
     """
     warnings: list[str] = []
-    n: float = run.effective_workers
+    weff = run.effective_workers
+    n: float = weff
     t = run.wall_clock_hours
     g = run.gpu_hours
     price = run.price_per_gpu_hour
     if what_if is None:
         return AdjustedRun(n, t, g, price, g * price), warnings
-    if what_if.workers is not None:
+    if what_if.failure_rate_per_instance_hour is not None:
+        interval = what_if.checkpoint_interval_hours
+        if interval is None:
+            warnings.append("Failure-rate what-if not applied: give a checkpoint interval.")
+        else:
+            recorded = sum(i.total_hours for i in run.interruptions)
+            base = max(t - recorded, 1e-9)
+            failures = base * weff * what_if.failure_rate_per_instance_hour  # T0 / M
+            per_failure = expected_loss_per_failure(
+                interval, what_if.resume_hours, what_if.reschedule_hours
+            )
+            t = base + failures * per_failure
+            g = weff * t
+    if what_if.workers is not None and not math.isclose(what_if.workers, weff, rel_tol=1e-9):
         if scaling_model is None:
             warnings.append(
                 f"Workers what-if ({what_if.workers}) not applied: it needs a scaling model "
@@ -96,7 +117,7 @@ def apply_what_if(
             )
         else:
             n = float(what_if.workers)
-            t = t * scaling_model.capacity(run.workers) / scaling_model.capacity(n)
+            t = t * scaling_model.capacity(weff) / scaling_model.capacity(n)
             g = n * t
             for count in (run.workers, what_if.workers):
                 if scaling_model.is_extrapolation(count):
@@ -117,16 +138,6 @@ def apply_what_if(
                     f"observed {u:.0%} for some runs: their GPU-hours go up."
                 )
             g, t = g * factor, t * factor
-    if what_if.failure_rate_per_instance_hour is not None:
-        interval = what_if.checkpoint_interval_hours
-        if interval is None:
-            warnings.append("Failure-rate what-if not applied: give a checkpoint interval.")
-        else:
-            failures = t * n * what_if.failure_rate_per_instance_hour  # T / M
-            per_failure = expected_loss_per_failure(
-                interval, what_if.resume_hours, what_if.reschedule_hours
-            )
-            g += failures * per_failure * n
     if what_if.price is not None:
         price = what_if.price
     return AdjustedRun(n, t, g, price, g * price), warnings

@@ -99,7 +99,8 @@ PG_TYPES = {
     "pipeline_id": "int4", "run_id": "text", "variant": "text",
     "started_at": "timestamptz", "finished_at": "timestamptz", "workers": "int4",
     "gpu_type": "text", "gpu_hours": "float8", "gpu_utilization": "float8",
-    "price_per_gpu_hour": "float8", "quality_metric": "text", "quality_value": "float8",
+    "price_per_gpu_hour": "float8", "billed_price_per_gpu_hour": "float8",
+    "quality_metric": "text", "quality_value": "float8",
     "data_stall_hours": "float8", "checkpoint_hours": "float8",
     "scheduling_wait_hours": "float8", "mfu": "float8", "tags": "text",
     "interruption_count": "int4", "lost_progress_hours": "float8",
@@ -181,12 +182,22 @@ def insert_runs(
 
 
 _RUN_VALUE_COLUMNS = [c for c in PG_TYPES if c != "pipeline_id"]
+
+
+def _pg_value(column: str) -> str:
+    """The placeholder of one column in the one-statement insert. The billed price is
+    frozen from the pipeline row the statement reads anyway: no extra round trip."""
+    if column == "billed_price_per_gpu_hour":
+        return "COALESCE(%(price_per_gpu_hour)s::float8, p.price_per_gpu_hour)"
+    return f"%({column})s::{'json' if column == 'tags' else PG_TYPES[column]}"
+
+
 _PG_INSERT_ONE = (
     "WITH p AS (SELECT id, name, price_per_gpu_hour, quality_metric FROM pipeline "
     "WHERE name = %(pipeline)s), "
     f"ins AS (INSERT INTO run (pipeline_id, {', '.join(_RUN_VALUE_COLUMNS)}, created_at) "
     "SELECT p.id, "
-    + ", ".join(f"%({c})s::{'json' if c == 'tags' else PG_TYPES[c]}" for c in _RUN_VALUE_COLUMNS)
+    + ", ".join(_pg_value(c) for c in _RUN_VALUE_COLUMNS)
     + ", %(created_at)s::timestamptz "
     "FROM p ON CONFLICT (pipeline_id, run_id) DO NOTHING RETURNING id), "
     "brk AS (INSERT INTO interruption (run_pk, position, lost_progress_hours, resume_hours, "
@@ -208,7 +219,7 @@ def insert_one_pg(
     """
     now = utcnow()
     params = {
-        **{c: values[c] for c in _RUN_VALUE_COLUMNS},
+        **{c: values[c] for c in _RUN_VALUE_COLUMNS if c != "billed_price_per_gpu_hour"},
         "tags": json.dumps(values["tags"]),
         "pipeline": pipeline,
         "created_at": now,
@@ -245,7 +256,8 @@ _OUT_COLUMNS = (
     Pipeline.price_per_gpu_hour.label("pipeline_price"),
     Pipeline.quality_metric.label("pipeline_metric"), Run.run_id, Run.variant,
     Run.started_at, Run.finished_at, Run.workers, Run.gpu_type, Run.gpu_utilization,
-    Run.gpu_hours, Run.price_per_gpu_hour, Run.quality_metric, Run.quality_value,
+    Run.gpu_hours, Run.price_per_gpu_hour, Run.billed_price_per_gpu_hour,
+    Run.quality_metric, Run.quality_value,
     Run.data_stall_hours, Run.checkpoint_hours, Run.scheduling_wait_hours, Run.mfu, Run.tags,
     Run.created_at, Run.interruption_count,
 )  # fmt: skip

@@ -1,7 +1,7 @@
 """Pipeline settings audit trail: pipeline_change (who, when, field, old, new).
 
 Revision ID: 0010
-Revises: 0003
+Revises: 0006
 Create Date: 2026-11-30 18:15:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0010'
-down_revision: str | None = '0003'
+down_revision: str | None = '0006'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

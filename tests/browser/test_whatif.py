@@ -17,7 +17,9 @@ CONTROL_LABELS = [
     "Price per GPU-hour (USD)",
     "Workers",
     "Failure rate (per instance-hour)",
-    "Month",
+    "Checkpoint interval (hours)",
+    "Budget per month (USD)",
+    "Weeks in a month",
 ]
 
 

@@ -353,8 +353,9 @@ def test_goodput_trend_has_gaps_for_weeks_without_runs() -> None:
         assert t["y"][0] == pytest.approx(getattr(ws[0].goodput, field))
     # W45: scheduling = (period - queue) / period = 224 / (224 + 2 h x 8) = 0.9333
     assert fig["data"][0]["y"][0] == pytest.approx(224 / 240)
-    # program proxy = utilization 0.38; overall = S x R x P
-    assert fig["data"][2]["y"][0] == pytest.approx(0.38)
+    # program proxy = useful busy GPU-h / forward-progress GPU-h (DOMAIN.md §3):
+    # 2 x 0.38 x 112 = 85.12 over 8 x (14 - 1 h checkpoint) + 8 x 14 = 216 -> 0.39407
+    assert fig["data"][2]["y"][0] == pytest.approx(85.12 / 216)
     assert fig["data"][3]["y"][0] == pytest.approx(
         goodput_from_totals(totals_from_runs([W45_RUN, run(14.0)])).overall
     )

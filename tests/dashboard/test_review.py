@@ -6,6 +6,7 @@ from datetime import date, timedelta
 
 from app.dashboard.review import (
     TREND_WEEKS,
+    MonthSpend,
     PipelineInfo,
     export_row,
     last_complete_week,
@@ -52,14 +53,18 @@ def test_lines_are_sorted_by_waste_in_dollars_and_every_cause_is_kept() -> None:
     assert big.badput_usd == 52.0
     assert set(big.this.usd_by_cause) >= {"data_stall", "checkpoint", "failure", "other_idle"}
     assert big.spend_change_usd == 20.0  # 120 - 100
-    # run-rate 120 * 52 / 12 = 520; over a 400 budget by 120.
-    assert big.run_rate_usd == 520.0 and big.over_budget_usd == 120.0
-    assert lines[2].run_rate_usd is None and lines[2].this.goodput.overall is None
+    # Without a projection there is nothing to compare with the budget.
+    assert big.over_budget_usd is None and lines[2].this.goodput.overall is None
+    months = {"big": MonthSpend(300.0, 520.0)}
+    big = review_lines([info("big", 400.0)], data, MON, months)[0]
+    assert big.over_budget_usd == 120.0  # projected 520 against a 400 budget
 
 
 def test_totals_are_sums_and_goodput_is_gpu_hour_weighted() -> None:
     data = {"a": [totals(MON, 1, 10, 40, 4)], "b": [totals(MON, 3, 30, 120, 6)]}
-    total = totals_line(data, data.keys(), MON)
+    months = {"a": MonthSpend(100.0, None), "b": MonthSpend(50.0, 900.0)}
+    total = totals_line(data, data.keys(), MON, months)
+    assert total.month == MonthSpend(150.0, 900.0)  # sums; "a" has no projection
     assert total.this.runs == 4 and total.this.cost_usd == 160.0
     assert total.this.usd_by_cause["data_stall"] == 10.0
     # program share 0.5 on both: (5 + 15) / (10 + 30) = 0.5

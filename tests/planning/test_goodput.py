@@ -44,10 +44,12 @@ def test_per_run_factors_hand_worked() -> None:
     assert scheduling_goodput(run) == pytest.approx(9.5 / 12)
     # tc = trm + tch + checkpoint = 0.5 + 1 + 1 = 2.5; R = (10 - 2.5 - 0.5) / (10 - 0.5) = 7 / 9.5
     assert runtime_goodput(run) == pytest.approx(7 / 9.5)
-    # no MFU: utilization 0.5 stands in, flagged as a proxy
-    assert program_goodput(run).value == 0.5 and program_goodput(run).is_proxy
-    # overall = 9.5/12 x 7/9.5 x 0.5 = 7/24
-    assert overall_goodput(run) == pytest.approx(7 / 24)
+    # no MFU: the utilization proxy, busy share of the forward-progress time (DOMAIN §3):
+    # (u T - tch) / (T - tc - tre) = (5 - 1) / (10 - 2.5 - 0.5) = 4 / 7, flagged as a proxy
+    assert program_goodput(run).value == pytest.approx(4 / 7) and program_goodput(run).is_proxy
+    # overall = 9.5/12 x 7/9.5 x 4/7 = 4/12: the checkpoint/resume/reschedule idle time
+    # inside 1 - u is not counted a second time (u alone would give 7/24)
+    assert overall_goodput(run) == pytest.approx(1 / 3)
     assert overall is overall_goodput
 
 
@@ -56,8 +58,8 @@ def test_run_goodput_matches_per_run_functions() -> None:
     g = run_goodput(run)
     assert g.scheduling == pytest.approx(scheduling_goodput(run))
     assert g.runtime == pytest.approx(runtime_goodput(run))
-    assert g.program == pytest.approx(0.5)
-    assert g.overall == pytest.approx(7 / 24)
+    assert g.program == pytest.approx(4 / 7)
+    assert g.overall == pytest.approx(1 / 3)
     assert g.program_is_proxy and g.runs == 1 and g.gpu_hours == pytest.approx(80.0)
 
 
@@ -101,8 +103,13 @@ def test_empty_totals_give_none() -> None:
 
 # The SQL documented in GoodputTotals, run on SQLite (stdlib) against the Python sums.
 _SQL = """
-WITH r AS (
+WITH r0 AS (
   SELECT *, (julianday(finished_at) - julianday(started_at)) * 24.0 AS t FROM run
+), r AS (
+  SELECT *, gpu_hours / t AS weff,
+         gpu_hours / t * (t - reschedule_hours - resume_hours - lost_progress_hours
+                          - checkpoint_hours) AS prog
+  FROM r0
 )
 SELECT COUNT(*),
        SUM(gpu_hours),
@@ -110,7 +117,10 @@ SELECT COUNT(*),
        SUM(gpu_hours / t * (scheduling_wait_hours + reschedule_hours)),
        SUM(gpu_hours / t * (t - reschedule_hours)),
        SUM(gpu_hours / t * (resume_hours + lost_progress_hours + checkpoint_hours)),
-       SUM(gpu_hours * COALESCE(mfu, gpu_utilization)),
+       SUM(CASE WHEN mfu IS NOT NULL THEN mfu * MAX(prog, 0)
+                WHEN MAX(gpu_utilization * gpu_hours - weff * lost_progress_hours, 0)
+                     > MAX(prog, 0) THEN MAX(prog, 0)
+                ELSE MAX(gpu_utilization * gpu_hours - weff * lost_progress_hours, 0) END),
        SUM(CASE WHEN mfu IS NOT NULL THEN gpu_hours ELSE 0 END)
 FROM r
 """

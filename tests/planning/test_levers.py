@@ -70,7 +70,12 @@ def test_workers_lever_only_when_utilization_and_efficiency_high() -> None:
         min_utilization_for_workers=0.4,
         min_efficiency_for_workers=0.5,
     )
-    assert custom[-1].cause == "workers" and custom[-1].usd_per_month == 0.0
+    # The workers lever states the extra cost of scaling at efficiency 0.6: mean G 112 x
+    # 4 runs x (1/0.6 - 1) = 298.67 GPU-h, x $2 = $597.33 a month, a negative saving.
+    assert custom[-1].cause == "workers"
+    assert custom[-1].gpu_hours_per_month == pytest.approx(112 * 4 * (1 / 0.6 - 1))
+    assert custom[-1].usd_per_month == pytest.approx(597.3333, rel=1e-5)
+    assert custom[-1].saving_if_removed_usd == pytest.approx(-597.3333, rel=1e-5)
 
 
 def test_empty_runs_and_validation() -> None:

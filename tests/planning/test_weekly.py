@@ -26,9 +26,10 @@ def test_fill_weeks_inserts_empty_weeks() -> None:
     assert [r.week for r in rows] == ["2026-W45", "2026-W46"]
     assert rows[0].cost_usd == 280.0
     # scheduling = (120 - 8) / 120 = 0.9333; runtime = (112 - 10) / 112 = 0.9107;
-    # program = 42.56 / 112 = 0.38
+    # program = program GPU-h / forward-progress GPU-h (held - runtime loss)
+    #         = 42.56 / (112 - 10) = 0.41725
     assert rows[0].goodput.scheduling == pytest.approx(0.93333, rel=1e-4)
     assert rows[0].goodput.runtime == pytest.approx(0.91071, rel=1e-4)
-    assert rows[0].goodput.program == pytest.approx(0.38)
+    assert rows[0].goodput.program == pytest.approx(42.56 / 102)
     assert rows[1].runs == 0
     assert rows[1].goodput.overall is None
