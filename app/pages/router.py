@@ -7,13 +7,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
-from sqlalchemy import ColumnElement, func, select, true
+from sqlalchemy import ColumnElement, select, true
 
 from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import TokenInfo
 from app.dashboard import runs_table, views
 from app.dashboard.figures import to_json
+from app.dashboard.portfolio import portfolio_totals, sort_rows
+from app.dashboard.portfolio_data import load_portfolio
 from app.dashboard.value_view import value_section
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
@@ -63,24 +65,27 @@ def overview(
     db: DatabaseDep,
     viewer: Viewer,
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
+    team: Annotated[str | None, Query(max_length=200)] = None,
+    sort: Annotated[str, Query(pattern="^(name|spend|over_budget|goodput_change)$")] = "name",
 ) -> HTMLResponse:
+    """The portfolio: totals of every visible pipeline first, then a page of cards."""
     today = datetime.now(UTC).date()
-    shown = visible(viewer)
     with db.transaction(write=False) as session:
-        total = session.scalar(select(func.count()).select_from(Pipeline).where(shown)) or 0
-        pipelines = list(
-            session.scalars(
-                select(Pipeline)
-                .where(shown)
-                .order_by(Pipeline.name)
-                .offset((page - 1) * OVERVIEW_PAGE)
-                .limit(OVERVIEW_PAGE)
+        rows, teams = load_portfolio(session, visible(viewer), team or None, today)
+        ordered = sort_rows(rows, sort)
+        shown = ordered[(page - 1) * OVERVIEW_PAGE : page * OVERVIEW_PAGE]
+        by_name = {
+            p.name: p
+            for p in session.scalars(
+                select(Pipeline).where(Pipeline.name.in_([r.name for r in shown]))
             )
-        )
-        cards = [views.card(session, p, today) for p in pipelines]
+        }
+        cards = [views.card(session, by_name[r.name], today) for r in shown]
     return templates.TemplateResponse(request, "overview.html", {
-        "cards": cards, "page": page, "pages": max(1, -(-total // OVERVIEW_PAGE)),
-        "week": iso_week(today), "to_json": to_json,
+        "cards": cards, "page": page, "pages": max(1, -(-len(rows) // OVERVIEW_PAGE)),
+        "week": iso_week(today), "to_json": to_json, "totals": portfolio_totals(rows),
+        "teams": teams, "team": team or "", "sort": sort, "query": dict(request.query_params),
+        "month": today.strftime("%B %Y"),
     })  # fmt: skip
 
 
