@@ -25,7 +25,9 @@ $(VENV)/.dev: $(VENV)/.runtime
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@
 
-run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000
+# Logs for a person at a terminal; production keeps JSON lines (CADENCE_LOG_FORMAT=json).
+run: export CADENCE_LOG_FORMAT ?= text
+run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000 (text logs)
 	$(CADENCE) migrate
 	$(CADENCE) demo --if-empty
 	$(CADENCE) serve
