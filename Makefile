@@ -6,10 +6,11 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CADENCE := $(VENV)/bin/cadence
 PYTEST_ARGS ?=
+FUZZ_EXAMPLES ?= 100
 export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 .DEFAULT_GOAL := help
-.PHONY: help run serve migrate demo test test-sqlite test-postgres lint fmt bench bench-quick clean
+.PHONY: help run serve migrate demo test test-sqlite test-postgres fuzz lint fmt bench bench-quick clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -62,6 +63,13 @@ test-postgres: $(VENV)/.dev ## The suite on PostgreSQL (CADENCE_TEST_DATABASE_UR
 	    --ignore=tests/planning $(PYTEST_ARGS); \
 	elif [ $$rc -eq 1 ]; then echo "PostgreSQL pass SKIPPED (see above)"; \
 	else exit 1; fi
+
+fuzz: $(VENV)/.dev ## schemathesis, FUZZ_EXAMPLES (100) new cases per operation, SQLite then PostgreSQL: no 5xx
+	CADENCE_TEST_BACKEND=sqlite CADENCE_FUZZ_RANDOM=1 CADENCE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  $(PY) -m pytest tests/test_fuzz.py -p no:randomly -q
+	@CADENCE_REQUIRE_POSTGRES=1 $(PY) -m tests.services postgres
+	CADENCE_TEST_BACKEND=postgresql CADENCE_FUZZ_RANDOM=1 CADENCE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  $(PY) -m pytest tests/test_fuzz.py -p no:randomly -q
 
 bench: $(VENV)/.dev ## Benchmark ingestion and analytics against a raw psycopg baseline (~5 min)
 	$(PY) -m bench

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
@@ -20,6 +21,8 @@ from app.auth.service import (
     touch,
 )
 from app.db.engine import Database
+from app.errors import Invalid
+from app.schemas_common import CONTROL_REASON
 from app.settings import Settings
 
 
@@ -141,3 +144,20 @@ async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
 Viewer = Annotated[TokenInfo | None, Depends(request_token)]
 ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
 AdminPipeline = Annotated[str, Depends(admin_pipeline)]
+
+
+# NUL and other control characters in a path or query value: PostgreSQL refuses NUL in
+# text (a 500 on almost every endpoint), and no slug, id or filter contains them.
+CONTROL_IN_PARAM = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+async def refuse_control_characters(request: Request) -> None:
+    """Every route's first dependency: a 422 naming the parameter, before any query."""
+    params = [("path", k, v) for k, v in request.path_params.items() if isinstance(v, str)]
+    params += [("query", k, v) for k, v in request.query_params.multi_items()]
+    for where, name, value in params:
+        if CONTROL_IN_PARAM.search(name) or CONTROL_IN_PARAM.search(value):
+            field = name if not CONTROL_IN_PARAM.search(name) else f"{where} parameter name"
+            raise Invalid(
+                f"{field}: {CONTROL_REASON}", fields=[{"field": field, "reason": CONTROL_REASON}]
+            )

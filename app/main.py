@@ -6,12 +6,13 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from app.alerts.sender import Sender
 from app.assets import router as assets_router
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
+from app.deps import refuse_control_characters
 from app.errors import install_error_handlers
 from app.health.router import router as health_router
 from app.middleware import BodySizeLimit
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         lifespan=lifespan,
         docs_url=None,  # /docs is served by app.pages with Swagger UI from a package
         redoc_url=None,
+        dependencies=[Depends(refuse_control_characters)],
     )
     app.state.settings = settings
     if database is not None:

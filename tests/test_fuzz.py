@@ -1,10 +1,12 @@
 """Property-based API fuzzing from the OpenAPI schema (schemathesis): no 5xx, and every
 documented response matches its schema.
 
-A small budget runs in `make test` (CADENCE_FUZZ_EXAMPLES, default 15 per operation);
-the long run is `CADENCE_FUZZ_RANDOM=1 CADENCE_FUZZ_EXAMPLES=1000 .venv/bin/pytest
-tests/test_fuzz.py` (fresh random cases each time).
-It uses its own SQLite database with the demo data, so generated writes stay there.
+A small budget runs in `make test` (CADENCE_FUZZ_EXAMPLES, default 15 per operation),
+on the backend of the pass (CADENCE_TEST_BACKEND); `make fuzz` is the long campaign
+(fresh random cases, CADENCE_FUZZ_RANDOM=1) on SQLite and then PostgreSQL.
+It uses its own database with the demo data, so generated writes stay there: a SQLite
+file, or on PostgreSQL the database ``<name>_fuzz`` next to CADENCE_TEST_DATABASE_URL's
+(dropped and created again; the user needs CREATEDB).
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ from alembic import command
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.demo import load_demo
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import make_token
+from tests.conftest import BACKEND, make_token, postgres_url
 
 EXAMPLES = int(os.environ.get("CADENCE_FUZZ_EXAMPLES", "15"))
 # make test replays the same cases every time; CADENCE_FUZZ_RANDOM=1 explores new ones.
@@ -34,9 +38,25 @@ FIXED = os.environ.get("CADENCE_FUZZ_RANDOM") != "1"
 TOKENS: dict[str, str] = {}
 
 
+def fuzz_database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database of the fuzz run's own: generated writes never reach the suite's."""
+    if BACKEND != "postgresql":
+        return f"sqlite:///{Path(tmp_path_factory.mktemp('fuzz')) / 'fuzz.db'}"
+    url = make_url(postgres_url())
+    fuzz = url.set(database=f"{url.database}_fuzz")
+    engine = make_engine(Settings(database_url=url.render_as_string(hide_password=False)))
+    try:  # CREATE DATABASE cannot run inside a transaction
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{fuzz.database}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{fuzz.database}"'))
+    finally:
+        engine.dispose()
+    return fuzz.render_as_string(hide_password=False)
+
+
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    url = f"sqlite:///{Path(tmp_path_factory.mktemp('fuzz')) / 'fuzz.db'}"
+    url = fuzz_database_url(tmp_path_factory)
     command.upgrade(alembic_config(url), "head")
     db = Database(make_engine(Settings(database_url=url)))
     with db.session(write=True) as s:

@@ -447,7 +447,14 @@ def test_sign_in_without_the_right_csrf_value_is_refused(
 def test_sign_in_never_redirects_off_site(
     token_client: TestClient, db: Database, target: str
 ) -> None:
-    r = sign_in(token_client, make_token(db, "read", name="redirected"), next_=target)
+    secret = make_token(db, "read", name="redirected")
+    if "\t" in target:  # a control character in a query string is a 422 (issue 10)...
+        assert token_client.get("/login", params={"next": target}).status_code == 422
+        form = token_client.get("/login")  # ...and in the posted form it is ignored
+        data = {"token": secret, "next": target, "csrf": csrf_value(form.text)}
+        r = token_client.post("/login", data=data)
+    else:
+        r = sign_in(token_client, secret, next_=target)
     assert r.status_code == 303
     assert r.headers["location"] == "/"
 

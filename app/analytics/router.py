@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -23,6 +22,7 @@ from app.analytics.schemas import (
 from app.deps import DatabaseDep, ReadablePipeline
 from app.errors import Invalid
 from app.pipelines.service import get_by_name
+from app.schemas_common import Timestamp
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])
 
@@ -77,7 +77,7 @@ def get_goodput(
     group: Annotated[str, Query(pattern="^week$", description="Only `week` for now")] = "week",
     weeks: Annotated[int, Query(ge=1, le=260)] = 12,
     until: Annotated[
-        datetime | None, Query(description="Last week shown (default: latest run)")
+        Timestamp | None, Query(description="Last week shown (default: latest run)")
     ] = None,
 ) -> GoodputOut:
     """Scheduling x runtime x program goodput per ISO week, with badput by cause."""

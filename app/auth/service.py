@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.models import ApiToken
 from app.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
+from app.schemas_common import identifier_error, nfc
 
 SCOPES = ("ingest", "read", "admin")
 TOKEN_PREFIX = "cad_"
@@ -40,11 +41,15 @@ def create_token(
     session: Session, name: str, scopes: str | list[str], pipelines: list[str] | None = None
 ) -> tuple[ApiToken, str]:
     """Create a token; returns the row and the secret, which is never stored."""
-    if not name.strip():
+    name = nfc(name.strip())
+    if not name:
         raise Invalid("token name must not be empty")
+    reason = identifier_error(name)
+    if reason is not None:
+        raise Invalid(f"token name {reason}", fields=[{"field": "name", "reason": reason}])
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
     row = ApiToken(
-        name=name.strip(),
+        name=name,
         scopes=" ".join(parse_scopes(scopes)),
         token_hash=hash_token(secret),
         prefix=secret[:10],

@@ -5,18 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
-from app.schemas_common import OutModel, StrictModel, Text
+from app.schemas_common import Identifier, OutModel, StrictModel, Timestamp
 
 
 class EvaluationIn(StrictModel):
-    run_id: Annotated[Text, Field(min_length=1, max_length=200)] = Field(
+    run_id: Annotated[Identifier, Field(min_length=1, max_length=200)] = Field(
         description="The run whose model was serving (its age counts from its finished_at)."
     )
-    evaluated_at: AwareDatetime = Field(description="When the quality was measured.")
+    evaluated_at: Timestamp = Field(description="When the quality was measured.")
     value: float = Field(ge=-1e12, le=1e12, description="The metric's value (finite).")
-    metric: Annotated[Text, Field(min_length=1, max_length=100)] | None = Field(
+    metric: Annotated[Identifier, Field(min_length=1, max_length=100)] | None = Field(
         None, description="Defaults to the pipeline's quality_metric; must equal it."
     )
 

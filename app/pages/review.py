@@ -34,6 +34,7 @@ from app.deps import DatabaseDep, Viewer
 from app.errors import Invalid
 from app.pages.router import visible
 from app.planning.weekly import BADPUT_CAUSES, iso_week, week_monday
+from app.schemas_common import EARLIEST, RANGE_REASON
 from app.spreadsheet import cell_from_text
 from app.web import templates
 
@@ -64,6 +65,11 @@ def chosen_week(week: str | None, today: date) -> date:
         raise Invalid(
             str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
         ) from exc
+    # The page also links the week before and queries that week's runs.
+    if monday.isocalendar().year < EARLIEST.year:
+        raise Invalid(
+            f"week: {week} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
+        )
     if monday > monday_of(today):
         current = iso_week(today)
         raise Invalid(

@@ -7,20 +7,20 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from app.schemas_common import OutModel, StrictModel, Text
+from app.schemas_common import Identifier, OutModel, StrictModel
 
 
 class PipelineUpdate(StrictModel):
     """Fields to change; omitted fields keep their value (or defaults, on creation)."""
 
-    display_name: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
-    owner: Annotated[Text, Field(max_length=200)] | None = None
+    display_name: Annotated[Identifier, Field(min_length=1, max_length=200)] | None = None
+    owner: Annotated[Identifier, Field(max_length=200)] | None = None
     price_per_gpu_hour: float | None = Field(None, ge=0, le=10_000, description="USD")
     monthly_budget_usd: float | None = Field(None, ge=0, le=1e12, description="USD per month")
     runs_per_week: float | None = Field(None, gt=0, le=1000, description="Current cadence")
-    quality_metric: Annotated[Text, Field(min_length=1, max_length=100)] | None = None
+    quality_metric: Annotated[Identifier, Field(min_length=1, max_length=100)] | None = None
     higher_is_better: bool | None = None
-    production_variant: Annotated[Text, Field(min_length=1, max_length=64)] | None = Field(
+    production_variant: Annotated[Identifier, Field(min_length=1, max_length=64)] | None = Field(
         None, description="Variant in production: the overview's monthly cost comes from it"
     )
     gate_cost_basis: Literal["median", "p90"] | None = Field(

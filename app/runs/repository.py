@@ -294,6 +294,16 @@ def load_runs(session: Session, ids: Sequence[int]) -> list[tuple[Any, list[Any]
     return [found[i] for i in ids if i in found]
 
 
+def run_pipeline_id(session: Session, pk: int) -> int | None:
+    return session.scalar(select(RUN_TABLE.c.pipeline_id).where(RUN_TABLE.c.id == pk))
+
+
+def delete_run(session: Session, pk: int) -> None:
+    """Delete a run (its interruptions follow by ON DELETE CASCADE) without reading it:
+    a row stored before timestamps were range-checked may not load (year 10000)."""
+    session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
+
+
 def get_run(session: Session, pk: int) -> tuple[Any, list[Any]] | None:
     rows = _read(session, _runs_query().where(Run.id == pk))
     return rows[0] if rows else None

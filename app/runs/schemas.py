@@ -5,12 +5,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, Field, field_validator
+from pydantic import Field, field_validator
 
-from app.schemas_common import Fraction, NonNegative, OutModel, Slug, StrictModel, Text
+from app.schemas_common import (
+    Fraction,
+    Identifier,
+    NonNegative,
+    OutModel,
+    Slug,
+    StrictModel,
+    Text,
+    Timestamp,
+)
 
 MAX_TAGS = 50
-TagKey = Annotated[Text, Field(min_length=1, max_length=100)]
+TagKey = Annotated[Identifier, Field(min_length=1, max_length=100)]
 TagValue = Annotated[Text, Field(max_length=500)]
 
 
@@ -27,20 +36,20 @@ class InterruptionIn(StrictModel):
 
 class RunIn(StrictModel):
     pipeline: Slug = Field(description="Pipeline slug; unknown pipelines are created.")
-    run_id: Annotated[Text, Field(min_length=1, max_length=200)] = Field(
+    run_id: Annotated[Identifier, Field(min_length=1, max_length=200)] = Field(
         description="Your id for the run, unique per pipeline: retries with it are safe."
     )
-    variant: Annotated[Text, Field(min_length=1, max_length=64)] = "baseline"
-    started_at: AwareDatetime
-    finished_at: AwareDatetime
+    variant: Annotated[Identifier, Field(min_length=1, max_length=64)] = "baseline"
+    started_at: Timestamp
+    finished_at: Timestamp
     workers: int = Field(ge=1, le=100_000)
-    gpu_type: Annotated[Text, Field(max_length=64)] = ""
+    gpu_type: Annotated[Identifier, Field(max_length=64)] = ""
     gpu_utilization: float = Field(description="Average busy fraction, 0..1 (0.38, not 38).")
     gpu_hours: float | None = Field(
         None, gt=0, le=1e9, description="Billed GPU-hours; default workers x wall clock."
     )
     price_per_gpu_hour: float | None = Field(None, ge=0, le=10_000)
-    quality_metric: Annotated[Text, Field(max_length=100)] | None = None
+    quality_metric: Annotated[Identifier, Field(max_length=100)] | None = None
     quality_value: float | None = Field(None, ge=-1e12, le=1e12)
     data_stall_hours: NonNegative = 0.0
     checkpoint_hours: NonNegative = 0.0

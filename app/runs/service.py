@@ -351,13 +351,14 @@ def get(session: Session, pk: int, token: TokenInfo | None = None) -> RunOut:
 
 
 def delete(session: Session, pk: int, token: TokenInfo | None = None) -> None:
-    row = session.get(Run, pk)
-    if row is None:
+    # Only the pipeline id is read: a row stored before timestamps were range-checked
+    # (year 10000) may not load, and must still be deletable.
+    pipeline_id = repository.run_pipeline_id(session, pk)
+    if pipeline_id is None:
         raise NotFound(f"no run with id {pk}")
-    if token is not None and not token.allows(repository.pipeline_name(session, row.pipeline_id)):
+    if token is not None and not token.allows(repository.pipeline_name(session, pipeline_id)):
         raise NotFound(f"no run with id {pk}")
-    session.delete(row)
-    session.flush()
+    repository.delete_run(session, pk)
 
 
 def encode_cursor(run: Any) -> str:
