@@ -13,6 +13,7 @@ from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import TokenInfo
 from app.dashboard import runs_table, views
+from app.dashboard.decision import decide
 from app.dashboard.figures import to_json
 from app.dashboard.portfolio import portfolio_totals, sort_rows
 from app.dashboard.portfolio_data import load_portfolio
@@ -132,9 +133,13 @@ def _whatif_context(
     gate, gate_empty = views.gate_section(session, pipeline, g, p)
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
+    headline = views.headline(projection)
+    target = p.target(pipeline.runs_per_week)
+    budget = projection.scenario.budget_usd if projection else pipeline.monthly_budget_usd
     return {
-        "pipeline": pipeline, "p": p, "target": p.target(pipeline.runs_per_week), "cost": cost,
-        "headline": views.headline(projection), "projection": projection,
+        "decision": decide(headline, budget, gate, target),
+        "pipeline": pipeline, "p": p, "target": target, "cost": cost,
+        "headline": headline, "projection": projection,
         "levers": levers, "levers_empty": levers_empty, "checkpoint": checkpoint,
         "checkpoint_out": checkpoint_out, "to_json": to_json,
         "gate": gate, "gate_empty": gate_empty, "g": g, "query": query,
