@@ -12,6 +12,7 @@ def all_routers() -> list[APIRouter]:
     from app.evaluations.router import router as evaluations_router
     from app.pages.review import router as review_router
     from app.pages.router import router as pages_router
+    from app.pages.runs_page import router as runs_page_router
     from app.pages.settings import router as settings_router
 
     return [
@@ -22,4 +23,5 @@ def all_routers() -> list[APIRouter]:
         pages_router,
         review_router,
         settings_router,
+        runs_page_router,
     ]
