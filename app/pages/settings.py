@@ -29,7 +29,12 @@ from app.settings import Settings
 from app.web import render_error_page, templates
 
 router = APIRouter(include_in_schema=False)
-NULLABLE_FIELDS = ("monthly_budget_usd",)  # an empty box clears it ("no budget")
+NULLABLE_FIELDS = ("monthly_budget_usd",)
+NUMBER_FIELDS = (
+    "monthly_budget_usd",
+    "price_per_gpu_hour",
+    "runs_per_week",
+)  # an empty box clears it ("no budget")
 NOT_ADMIN = (
     "Only an admin can change settings: sign in with a token that has the admin scope "
     "(and, if it is limited to some pipelines, includes this one)."
@@ -43,23 +48,29 @@ def can_edit(viewer: TokenInfo | None, name: str) -> bool:
 def parse(form: dict[str, str]) -> tuple[PipelineUpdate | None, dict[str, str]]:
     """The form as a ``PipelineUpdate``, or None and a message per field."""
     values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
     for field in changes.EDITABLE:
         text = form.get(field, "").strip()
         if text == "" and field in NULLABLE_FIELDS:
             values[field] = None
+        elif field in NUMBER_FIELDS and text != "":
+            try:  # the API takes JSON numbers, a form sends text
+                values[field] = float(text)
+            except ValueError:
+                errors[field] = "Enter a number, e.g. 1400 or 2.5"
         elif text != "" or field == "owner":
             values[field] = text
     try:
-        return PipelineUpdate.model_validate(values), {}
+        update = PipelineUpdate.model_validate(values)
     except ValidationError as exc:
-        errors: dict[str, str] = {}
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "form"
             errors.setdefault(field, error["msg"].removeprefix("Value error, "))
-        for field in changes.EDITABLE:
-            if field not in values and field not in NULLABLE_FIELDS and field != "owner":
-                errors.setdefault(field, "Enter a value")
-        return None, errors
+        update = None
+    for field in changes.EDITABLE:
+        if field not in values and field not in NULLABLE_FIELDS and field != "owner":
+            errors.setdefault(field, "Enter a value")
+    return (None, errors) if errors or update is None else (update, {})
 
 
 def _page(
