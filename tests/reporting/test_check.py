@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from app.db.engine import Database
 from app.reporting.check import run_check
 from tests.fixtures.builders import make_run, make_token
-from tests.system.test_client_package import through
 from tests.reporting.test_commands import URL, args
+from tests.system.test_client_package import through
 
 PIPE = "check-pipe"
 

@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from app.db.engine import Database
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
-from tests.web.browser.support import serve_in_thread
 from tests.fixtures.builders import make_run, make_token
+from tests.web.browser.support import serve_in_thread
 
 CLIENT_SOURCE = PROJECT_ROOT / "clients" / "python"
 
