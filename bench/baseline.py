@@ -38,7 +38,7 @@ def connect(conninfo: str) -> Conn:
     return psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
 
 
-def ensure_pipelines(conninfo: str, price: float = 2.5) -> dict[str, int]:
+def ensure_pipelines(conninfo: str, price: float = data.PIPELINE_PRICE) -> dict[str, int]:
     """The 50 bench pipelines (as Cadence creates them on first sight), by name -> id."""
     names = [data.pipeline_name(n) for n in range(data.PIPELINES)]
     with connect(conninfo) as conn:
@@ -54,7 +54,7 @@ def ensure_pipelines(conninfo: str, price: float = 2.5) -> dict[str, int]:
 
 def truncate(conninfo: str) -> None:
     with connect(conninfo) as conn:
-        conn.execute("TRUNCATE interruption, run")
+        conn.execute("TRUNCATE interruption, evaluation, run")
 
 
 def count_runs(conninfo: str) -> int:

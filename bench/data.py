@@ -80,6 +80,10 @@ def batch_body(prefix: str, first: int, count: int) -> bytes:
     ).encode()
 
 
+# Every bench pipeline's price (USD per GPU-hour): ensure_pipelines and the analytics
+# dataset create them with it, and the server's default for auto-created ones is the same.
+PIPELINE_PRICE = 2.5
+
 RUN_COLUMNS = (
     "pipeline_id",
     "run_id",
@@ -91,6 +95,7 @@ RUN_COLUMNS = (
     "gpu_hours",
     "gpu_utilization",
     "price_per_gpu_hour",
+    "billed_price_per_gpu_hour",
     "quality_metric",
     "quality_value",
     "data_stall_hours",
@@ -130,6 +135,7 @@ def db_rows(prefix: str, i: int, pipeline_ids: dict[str, int]) -> tuple[tuple[An
         float(p["workers"] * p["hours"]),
         parsed["gpu_utilization"],
         None,
+        PIPELINE_PRICE,  # frozen at ingest: the run gives none, so the pipeline's
         "ndcg@10",
         parsed["quality_value"],
         parsed["data_stall_hours"],

@@ -95,7 +95,8 @@ def generate(total: int, end: float) -> Iterator[tuple[str, str]]:
             tags = f'{{"git_sha": "{sha:07x}", "team": "t{pk % 20}"}}'
             runs.append(
                 f"{g}\t{pk}\trun-{k:06d}\t{variant}\t{_ts(start)}\t{_ts(start + hours * 3600)}\t"
-                f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\tndcg@10\t{quality!r}\t{stall!r}\t"
+                f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\t{data.PIPELINE_PRICE!r}\t"
+                f"ndcg@10\t{quality!r}\t{stall!r}\t"
                 f"{ckpt!r}\t{0.1 * (g % 4)!r}\t\\N\t{tags}\t{count}\t{0.5 * count!r}\t"
                 f"{0.25 * count!r}\t{0.3 * count!r}\n"
             )
@@ -129,8 +130,8 @@ def load(conninfo: str, total: int) -> dict[str, Any]:
             cur.executemany(
                 "INSERT INTO pipeline (id, name, display_name, owner, price_per_gpu_hour, "
                 "monthly_budget_usd, runs_per_week, quality_metric, higher_is_better) "
-                "VALUES (%s, %s, %s, 'bench', 2.5, 50000, 1.0, 'ndcg@10', true)",
-                [(pk, name, name) for pk, name, _ in plan(total)],
+                "VALUES (%s, %s, %s, 'bench', %s, 50000, 1.0, 'ndcg@10', true)",
+                [(pk, name, name, data.PIPELINE_PRICE) for pk, name, _ in plan(total)],
             )
             stop_text: list[str] = []
             with cur.copy(f"COPY run ({', '.join(RUN_COLUMNS)}) FROM STDIN") as copy:
