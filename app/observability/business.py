@@ -4,7 +4,8 @@ For each pipeline (at most ``MAX_PIPELINES``, by name), in one read-only transac
 
 - ``cadence_pipeline_projected_monthly_cost_usd``: the projection that
   ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
-  default variant (calendar months, recent 12 runs, no what-ifs);
+  pipeline's production variant (calendar months, its newest RUN_WINDOW runs, no
+  what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too;
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
 - ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs;
 - ``cadence_pipeline_weekly_badput_gpu_hours{cause}``: that week's idle GPU-hours by cause;
@@ -53,7 +54,7 @@ class BusinessCollector(Collector):
         )
         cost = GaugeMetricFamily(
             "cadence_pipeline_projected_monthly_cost_usd",
-            "Projected monthly cost (USD) at the pipeline's current cadence, default variant.",
+            "Projected monthly cost (USD) at the pipeline's current cadence, production variant.",
             labels=("pipeline",),
         )
         budget = GaugeMetricFamily(
