@@ -228,7 +228,11 @@ def ensure(
             if row and int(row[0]) == total:
                 return {"database": name, "runs": total, "reused": True}
         except (BenchError, psycopg.Error) as exc:
-            say(f"  cannot reuse {name} ({exc}); rebuilding")
+            # Never drop a built dataset on our own: the 10M-run one takes ~17 minutes.
+            raise BenchError(
+                f"cannot reuse {name} ({exc}); fix the cause, or pass --rebuild to drop and "
+                "rebuild it"
+            ) from exc
     say(f"  building {name}: {total:,} runs over {pipelines} pipelines (COPY)...")
     t0 = time.perf_counter()
     create_database(base, name, drop_first=True)
