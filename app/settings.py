@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     metrics_token_scope: Literal["", "read", "ingest", "admin"] = Field(
         "", description="Scope a bearer token needs for /metrics (empty: /metrics is open)."
     )
+    metrics_pipeline_limit: int = Field(
+        1000,
+        ge=0,
+        description="Above this many pipelines /metrics exports per-team (owner) gauges "
+        "instead of per-pipeline ones, so a scrape stays small (0: always per team).",
+    )
 
     alert_webhook_timeout_seconds: float = Field(
         5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."

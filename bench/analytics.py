@@ -48,6 +48,59 @@ def run_analytics(cfg: Config, out: list[dict[str, Any]]) -> None:
         say(f"  analytics FAILED: {out[-1]['error']}")
 
 
+def measure_endpoint(
+    cfg: Config,
+    srv: Server,
+    out: list[dict[str, Any]],
+    database: str,
+    group: str,
+    label: str,
+    url: str,
+    target: float,
+) -> None:
+    """Warm-ups, then timed sequential GETs of one URL (p50/p95/p99, server and PG CPU per
+    request), plus a few on a new connection each; one record appended to ``out``."""
+    count, warmup, limit = cfg.reads
+    try:
+        meter = Meter(srv.pid, database)
+        meter.start()
+        load = sequential_get("127.0.0.1", srv.port, url, count, warmup, limit)
+        meter.stop()
+        rec = meter.record(load, runs=load.requests)
+        fresh = sequential_get(
+            "127.0.0.1", srv.port, url, max(5, count // 5), 0, limit, keep_alive=False
+        )
+        p95 = rec["latency_ms"].get("p95", float("inf"))
+        rec.update(
+            group=group,
+            backend="postgresql",
+            name=label,
+            key=f"{group}:{label}",
+            path=url,
+            repeat=0,
+            target=f"p95 < {target:.0f} ms",
+            target_ms=target,
+            status="PASS" if p95 < target and not load.errors else "MISS",
+            p50_new_connection_ms=fresh.latencies_ms.get("p50"),
+            response_bytes=load.extra.get("response_bytes"),
+            server_cpu_ms_per_request=rec.pop("server_cpu_ms_per_run"),
+            pg_cpu_ms_per_request=rec.pop("pg_cpu_ms_per_run"),
+        )
+    except Exception as exc:
+        rec = failure(group, "postgresql", label, 0, exc)
+    out.append(rec)
+    if rec.get("error"):
+        say(f"  {label}: FAILED {rec['error']}")
+        return
+    lat = rec["latency_ms"]
+    say(
+        f"  {label}: p50 {lat.get('p50', 0):.1f} / p95 {lat.get('p95', 0):.1f} ms "
+        f"(new conn p50 {rec['p50_new_connection_ms'] or 0:.1f}), "
+        f"server {rec['server_cpu_ms_per_request']:.1f} ms CPU/req, "
+        f"{rec['response_bytes'] or 0:,} B, errors {rec['errors']} {rec['status']}"
+    )
+
+
 def _measure(cfg: Config, srv: Server, out: list[dict[str, Any]]) -> None:
     probe = healthz_probe("127.0.0.1", srv.port, cfg.workers, "analytics", cfg.healthz)
     out.append(probe)
@@ -55,7 +108,7 @@ def _measure(cfg: Config, srv: Server, out: list[dict[str, Any]]) -> None:
         f"  {probe['name']}: {probe['p50_ms']:.2f} ms "
         f"(new connection: {probe['p50_new_connection_ms']:.2f} ms)"
     )
-    count, warmup, limit = cfg.reads
+    limit = cfg.reads[2]
     # Memory after the small pipeline only, then after the big one.
     small_errors = 0
     for _, path, _ in ENDPOINTS:
@@ -65,44 +118,8 @@ def _measure(cfg: Config, srv: Server, out: list[dict[str, Any]]) -> None:
     procs.reset_peak_rss(srv.pid)
     database = cfg.analytics_db
     for label, path, target in ENDPOINTS:
-        url = path.format(p=dataset.BIG)
-        try:
-            meter = Meter(srv.pid, database)
-            meter.start()
-            load = sequential_get("127.0.0.1", srv.port, url, count, warmup, limit)
-            meter.stop()
-            rec = meter.record(load, runs=load.requests)
-            fresh = sequential_get(
-                "127.0.0.1", srv.port, url, max(5, count // 5), 0, limit, keep_alive=False
-            )
-            p95 = rec["latency_ms"].get("p95", float("inf"))
-            rec.update(
-                group="analytics",
-                backend="postgresql",
-                name=label,
-                key=f"analytics:{label}",
-                path=url,
-                repeat=0,
-                target=f"p95 < {target:.0f} ms",
-                target_ms=target,
-                status="PASS" if p95 < target and not load.errors else "MISS",
-                p50_new_connection_ms=fresh.latencies_ms.get("p50"),
-                response_bytes=load.extra.get("response_bytes"),
-                server_cpu_ms_per_request=rec.pop("server_cpu_ms_per_run"),
-                pg_cpu_ms_per_request=rec.pop("pg_cpu_ms_per_run"),
-            )
-        except Exception as exc:
-            rec = failure("analytics", "postgresql", label, 0, exc)
-        out.append(rec)
-        if rec.get("error"):
-            say(f"  {label}: FAILED {rec['error']}")
-            continue
-        lat = rec["latency_ms"]
-        say(
-            f"  {label}: p50 {lat.get('p50', 0):.1f} / p95 {lat.get('p95', 0):.1f} ms "
-            f"(new conn p50 {rec['p50_new_connection_ms'] or 0:.1f}), "
-            f"server {rec['server_cpu_ms_per_request']:.1f} ms CPU/req, "
-            f"{rec['response_bytes'] or 0:,} B, errors {rec['errors']} {rec['status']}"
+        measure_endpoint(
+            cfg, srv, out, database, "analytics", label, path.format(p=dataset.BIG), target
         )
     rss_big = procs.rss_mib(srv.pid)
     peak = procs.rss_mib(srv.pid, "VmHWM")

@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import dataset, procs, report
+from bench import dataset, procs, report, server
 from bench.analytics import run_analytics
-from bench.config import BACKENDS, PHASES, Config, quick_sizes
+from bench.config import BACKENDS, DEFAULT_PHASES, PHASES, Config, quick_sizes
 from bench.ingest import run_ingest
 from bench.loadgen import ensure_wrk
+from bench.org import run_org
 from bench.server import REPO, BenchError, pg_version
 
 
@@ -40,8 +41,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--phases",
         type=_choices(PHASES),
-        default=PHASES,
-        help="comma-separated: ingest,baseline,analytics (default: all)",
+        default=DEFAULT_PHASES,
+        help="comma-separated: ingest,baseline,analytics,org (default: all but org)",
     )
     p.add_argument("--workers", type=int, default=2, help="uvicorn workers (default 2)")
     p.add_argument(
@@ -68,6 +69,24 @@ def parser() -> argparse.ArgumentParser:
         default=Config.pg,
         help="PostgreSQL server URL without a database (default %(default)s)",
     )
+    p.add_argument(
+        "--org-runs",
+        type=int,
+        default=Config.org_runs,
+        help="org phase: runs over 5,000 pipelines (default %(default)s)",
+    )
+    p.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="org phase: also time this checkout's code (e.g. a worktree of main)",
+    )
+    p.add_argument(
+        "--code",
+        type=Path,
+        default=None,
+        help="run ingestion and analytics against this checkout's code instead",
+    )
     p.add_argument("--results", type=Path, default=Config.results_dir, help="output folder")
     return p
 
@@ -82,7 +101,12 @@ def config(args: argparse.Namespace) -> Config:
         pg=args.pg,
         batch_concurrency=max(1, args.batch_concurrency),
         results_dir=args.results,
+        org_runs=max(10_200, args.org_runs),
+        before=args.before.resolve() if args.before else None,
     )
+    if args.code is not None:
+        server.CODE[0] = args.code.resolve()
+        cfg.notes.append(f"code under test: {server.CODE[0]}")
     if args.quick:
         quick_sizes(cfg)
     if args.repeat is not None:
@@ -130,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_ingest(cfg, results)
         if "analytics" in cfg.phases and machine["postgresql"] is not None:
             run_analytics(cfg, results)
+        if "org" in cfg.phases and machine["postgresql"] is not None:
+            run_org(cfg, results)
     except KeyboardInterrupt:
         procs.say("\ninterrupted: reporting what was measured")
         results.append({"group": "setup", "name": "run", "error": "interrupted"})

@@ -6,14 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PHASES = ("ingest", "baseline", "analytics")
+PHASES = ("ingest", "baseline", "analytics", "org")
+DEFAULT_PHASES = ("ingest", "baseline", "analytics")
 BACKENDS = ("postgresql", "sqlite")
 
 
 @dataclass
 class Config:
     quick: bool = False
-    phases: tuple[str, ...] = PHASES
+    phases: tuple[str, ...] = DEFAULT_PHASES
     workers: int = 2
     repeat: int = 3
     backends: tuple[str, ...] = BACKENDS
@@ -33,6 +34,9 @@ class Config:
     # analytics: timed requests per endpoint, untimed warm-ups, time limit per endpoint
     reads: tuple[int, int, float] = (50, 3, 60.0)
     dataset_runs: int = 1_000_000
+    # org phase: runs over 5,000 pipelines; --before: older code timed on the same data
+    org_runs: int = 10_000_000
+    before: Path | None = None
     notes: list[str] = field(default_factory=list)
 
     @property

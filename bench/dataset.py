@@ -42,17 +42,21 @@ PROBE_WORKERS = (4, 8, 16, 32)
 CAUSES = ("preemption", "node failure", "nccl timeout")
 
 
-def marker(runs: int) -> str:
-    return f"cadence-bench dataset v{VERSION} runs={runs}"
+TEAMS = 20
 
 
-def plan(total: int) -> list[tuple[int, str, int]]:
+def marker(runs: int, pipelines: int = PIPELINES) -> str:
+    more = "" if pipelines == PIPELINES else f" pipelines={pipelines}"
+    return f"cadence-bench dataset v{VERSION} runs={runs}{more}"
+
+
+def plan(total: int, pipelines: int = PIPELINES) -> list[tuple[int, str, int]]:
     """(pipeline id, name, runs) for every pipeline."""
     rest = total - BIG_RUNS - SMALL_RUNS
-    others = PIPELINES - 2
+    others = pipelines - 2
     sizes = [rest // others + (1 if k < rest % others else 0) for k in range(others)]
     named = [(BIG, BIG_RUNS), (SMALL, SMALL_RUNS)] + [
-        (f"pipe-{k:03d}", n) for k, n in enumerate(sizes)
+        (f"pipe-{k:04d}" if pipelines > 1000 else f"pipe-{k:03d}", n) for k, n in enumerate(sizes)
     ]
     return [(pk, name, n) for pk, (name, n) in enumerate(named, start=1)]
 
@@ -73,12 +77,14 @@ def _run_shape(big: bool, k: int, g: int) -> tuple[str, int, float, float, float
     return "baseline", 8, 12.0 + g % 5, 0.35 + (g % 11) / 100, 0.41 + (g % 13) / 1000
 
 
-def generate(total: int, end: float) -> Iterator[tuple[str, str]]:
+def generate(
+    total: int, end: float, pipelines: int = PIPELINES, teams: int = TEAMS
+) -> Iterator[tuple[str, str]]:
     """Chunks of (run COPY text, interruption COPY text)."""
     runs: list[str] = []
     stops: list[str] = []
     g, stop_id = 0, 0
-    for pk, name, n in plan(total):
+    for pk, name, n in plan(total, pipelines):
         big = name == BIG
         spacing = WINDOW_S / n
         for k in range(n):
@@ -92,7 +98,7 @@ def generate(total: int, end: float) -> Iterator[tuple[str, str]]:
                 stop_id += 1
                 stops.append(f"{stop_id}\t{g}\t{pos}\t0.5\t0.25\t0.3\t{CAUSES[(g + pos) % 3]}\n")
             sha = (g * 2654435761) % 268435456
-            tags = f'{{"git_sha": "{sha:07x}", "team": "t{pk % 20}"}}'
+            tags = f'{{"git_sha": "{sha:07x}", "team": "t{pk % teams}"}}'
             runs.append(
                 f"{g}\t{pk}\trun-{k:06d}\t{variant}\t{_ts(start)}\t{_ts(start + hours * 3600)}\t"
                 f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\t{data.PIPELINE_PRICE!r}\t"
@@ -120,7 +126,10 @@ def _check_columns(conn: psycopg.Connection[Any]) -> None:
         raise BenchError(f"bench/dataset.py does not fill required columns {unknown}: update it")
 
 
-def load(conninfo: str, total: int) -> dict[str, Any]:
+def load(conninfo: str, total: int, pipelines: int = PIPELINES) -> dict[str, Any]:
+    """COPY the runs (a team per pipeline: its owner ``team-NN`` and the runs' ``team``
+    tag), then recompute the rollups from them in one INSERT ... SELECT."""
+    teams = TEAMS if pipelines == PIPELINES else 50
     end = float(int(time.time()) // 86400 * 86400)
     t0 = time.perf_counter()
     with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -130,12 +139,15 @@ def load(conninfo: str, total: int) -> dict[str, Any]:
             cur.executemany(
                 "INSERT INTO pipeline (id, name, display_name, owner, price_per_gpu_hour, "
                 "monthly_budget_usd, runs_per_week, quality_metric, higher_is_better) "
-                "VALUES (%s, %s, %s, 'bench', %s, 50000, 1.0, 'ndcg@10', true)",
-                [(pk, name, name, data.PIPELINE_PRICE) for pk, name, _ in plan(total)],
+                "VALUES (%s, %s, %s, %s, %s, 50000, 1.0, 'ndcg@10', true)",
+                [
+                    (pk, name, name, f"team-{pk % teams:02d}", data.PIPELINE_PRICE)
+                    for pk, name, _ in plan(total, pipelines)
+                ],
             )
             stop_text: list[str] = []
             with cur.copy(f"COPY run ({', '.join(RUN_COLUMNS)}) FROM STDIN") as copy:
-                for run_text, stops in generate(total, end):
+                for run_text, stops in generate(total, end, pipelines, teams):
                     copy.write(run_text)
                     stop_text.append(stops)
             copied = time.perf_counter()
@@ -150,13 +162,37 @@ def load(conninfo: str, total: int) -> dict[str, Any]:
                     ).format(t=sql.Literal(table), i=sql.Identifier(table))
                 )
         loaded = time.perf_counter()
+        rollups = rebuild_rollups(conninfo)
         conn.execute("VACUUM ANALYZE")
     return {
         "copy_runs_s": round(copied - t0, 1),
         "copy_total_s": round(loaded - t0, 1),
-        "vacuum_analyze_s": round(time.perf_counter() - loaded, 1),
+        "rollups_s": rollups,
+        "vacuum_analyze_s": round(time.perf_counter() - loaded - rollups, 1),
         "run_window_end": datetime.fromtimestamp(end, UTC).isoformat(),
     }
+
+
+def rebuild_rollups(conninfo: str) -> float:
+    """``run_rollup`` from the loaded runs, with the application's own recomputation
+    (when the schema has it: older code under ``--code`` has no rollups). Seconds taken."""
+    try:
+        from app.db.rollup import rebuild
+    except ImportError:
+        return 0.0
+    from sqlalchemy import create_engine
+
+    t0 = time.perf_counter()
+    engine = create_engine("postgresql+psycopg://" + conninfo.split("://", 1)[1])
+    try:
+        with engine.begin() as conn:
+            if conn.exec_driver_sql("SELECT to_regclass('run_rollup')").scalar() is None:
+                return 0.0
+            conn.exec_driver_sql("SET LOCAL work_mem = '256MB'")
+            rebuild(conn)
+    finally:
+        engine.dispose()
+    return round(time.perf_counter() - t0, 1)
 
 
 def comment(conninfo: str) -> str | None:
@@ -168,19 +204,23 @@ def comment(conninfo: str) -> str | None:
     return str(row[0]) if row and row[0] else None
 
 
-def is_built(base: str, name: str, total: int) -> bool:
+def is_built(base: str, name: str, total: int, pipelines: int = PIPELINES) -> bool:
     """The database exists and its marker says a load of `total` runs completed."""
     try:
-        return database_exists(base, name) and comment(pg_conninfo(base, name)) == marker(total)
+        return database_exists(base, name) and comment(pg_conninfo(base, name)) == marker(
+            total, pipelines
+        )
     except psycopg.Error:
         return False
 
 
-def ensure(base: str, name: str, total: int, rebuild: bool) -> dict[str, Any]:
+def ensure(
+    base: str, name: str, total: int, rebuild: bool, pipelines: int = PIPELINES
+) -> dict[str, Any]:
     """Reuse the database when its marker matches (after `cadence migrate`), else build it."""
     conninfo = pg_conninfo(base, name)
     env = cadence_env(sqlalchemy_url(base, name), free_port(), 1)
-    if not rebuild and is_built(base, name, total):
+    if not rebuild and is_built(base, name, total, pipelines):
         try:
             migrate(env)
             with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -188,16 +228,20 @@ def ensure(base: str, name: str, total: int, rebuild: bool) -> dict[str, Any]:
             if row and int(row[0]) == total:
                 return {"database": name, "runs": total, "reused": True}
         except (BenchError, psycopg.Error) as exc:
-            say(f"  cannot reuse {name} ({exc}); rebuilding")
-    say(f"  building {name}: {total:,} runs over {PIPELINES} pipelines (COPY)...")
+            # Never drop a built dataset on our own: the 10M-run one takes ~17 minutes.
+            raise BenchError(
+                f"cannot reuse {name} ({exc}); fix the cause, or pass --rebuild to drop and "
+                "rebuild it"
+            ) from exc
+    say(f"  building {name}: {total:,} runs over {pipelines} pipelines (COPY)...")
     t0 = time.perf_counter()
     create_database(base, name, drop_first=True)
     migrate(env)
-    info = load(conninfo, total)
+    info = load(conninfo, total, pipelines)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(
             sql.SQL("COMMENT ON DATABASE {} IS {}").format(
-                sql.Identifier(name), sql.Literal(marker(total))
+                sql.Identifier(name), sql.Literal(marker(total, pipelines))
             )
         )
     info.update(database=name, runs=total, reused=False, build_s=round(time.perf_counter() - t0, 1))

@@ -198,6 +198,29 @@ READS: list[Column] = [
     ("target", lambda r: r["target"]),
     ("status", lambda r: r["status"]),
 ]
+ORG: list[Column] = [
+    ("endpoint", lambda r: r["name"]),
+    ("before p95", lambda r: _f(r["before"]["latency_ms"].get("p95")) if r["before"] else "-"),
+    ("after p50", lambda r: _f(r["latency_ms"].get("p50"))),
+    ("after p95", lambda r: _f(r["latency_ms"].get("p95"))),
+    ("before server CPU ms/req",
+     lambda r: _f(r["before"].get("server_cpu_ms_per_request")) if r["before"] else "-"),
+    ("after server CPU ms/req", lambda r: _f(r.get("server_cpu_ms_per_request"))),
+    ("after PG CPU ms/req", lambda r: _f(r.get("pg_cpu_ms_per_request"))),
+    ("other load cores", lambda r: _f(r.get("other_cores"), 2)),
+    ("bytes", lambda r: f"{r.get('response_bytes') or 0:,}"),
+    ("errors", lambda r: str(r["errors"])),
+    ("target", lambda r: r["target"]),
+    ("status", lambda r: r["status"]),
+]  # fmt: skip
+
+
+def org_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The org phase's 'after' records, each with the 'before' record of the same URL."""
+    before = {r["name"]: r for r in _group(results, "org-before")}
+    return [{**r, "before": before.get(r["name"])} for r in _group(results, "org-after")]
+
+
 MEMORY: list[Column] = [
     ("check", lambda r: r["name"]),
     ("RSS after small MiB", lambda r: _f(r["rss_after_small_mib"], 0)),
@@ -234,6 +257,11 @@ def tables(results: list[dict[str, Any]], cfg: Config) -> list[tuple[str, Row, l
             _group(results, "analytics"),
         ),
         ("Memory (uvicorn workers, summed)", MEMORY, _group(results, "memory")),
+        (
+            "Org-wide reads, 5,000 pipelines (sequential requests; ms; before = --before code)",
+            ORG,
+            org_rows(results),
+        ),
         ("Failures", FAILED, [r for r in results if r.get("error")]),
     ]
     return [

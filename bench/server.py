@@ -76,9 +76,16 @@ def pg_version(base: str) -> str:
 # ---------------------------------------------------------------- the cadence command
 
 
+# The checkout whose code is measured: this one, or another (`--code`, e.g. a worktree of
+# main, for "before" figures) run with this virtualenv's interpreter.
+CODE: list[Path] = [REPO]
+
+
 def cadence_command() -> list[str]:
     script = Path(sys.executable).parent / "cadence"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "app.cli"]
+    if CODE[0] == REPO and script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "app.cli"]
 
 
 def free_port() -> int:
@@ -99,6 +106,8 @@ def cadence_env(database_url: str, port: int, workers: int) -> dict[str, str]:
         CADENCE_DATABASE_URL=database_url,
         CADENCE_DEMO_ON_EMPTY="false",
     )
+    if CODE[0] != REPO:
+        env["PYTHONPATH"] = str(CODE[0])
     return env
 
 
@@ -108,7 +117,7 @@ def run_cadence(args: list[str], env: dict[str, str], timeout: float = 300) -> s
         done = subprocess.run(
             [*cadence_command(), *args],
             env=env,
-            cwd=REPO,
+            cwd=CODE[0],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -159,12 +168,12 @@ class Server:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, ready_timeout: float = 90.0) -> Server:
+    def start(self, ready_timeout: float = 240.0) -> Server:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [*cadence_command(), "serve"],
             env=self.env,
-            cwd=REPO,
+            cwd=CODE[0],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -238,6 +238,17 @@ def deliveries(
     return [(d, kind) for d, kind in session.execute(stmt)]
 
 
+def delivery_count(session: Session, pipeline_id: int) -> int:
+    """Deliveries of the pipeline's rules, every status."""
+    stmt = (
+        select(func.count())
+        .select_from(AlertDelivery)
+        .join(AlertRule, AlertRule.id == AlertDelivery.rule_id)
+        .where(AlertRule.pipeline_id == pipeline_id)
+    )
+    return int(session.scalar(stmt) or 0)
+
+
 def latest_run_utilization(session: Session, pipeline_id: int) -> tuple[str, float] | None:
     """(run_id, GPU utilization) of the pipeline's latest run."""
     row: Any = session.execute(

@@ -77,8 +77,13 @@ def list_deliveries(
     admin = is_admin_of(token, name)
     with db.read() as session:
         pipeline = get_by_name(session, name)
-        found = service.deliveries(session, pipeline, limit=limit, before=before, admin=admin)
-        return DeliveryList(pipeline=pipeline.name, deliveries=found)
+        found = service.deliveries(session, pipeline, limit=limit + 1, before=before, admin=admin)
+        return DeliveryList(
+            pipeline=pipeline.name,
+            deliveries=found[:limit],
+            total=service.delivery_count(session, pipeline),
+            next_before=found[limit - 1].id if len(found) > limit else None,
+        )
 
 
 @router.post("/evaluate", response_model=EvaluationOut)

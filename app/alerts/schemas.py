@@ -77,6 +77,10 @@ class DeliveryOut(OutModel):
 class DeliveryList(OutModel):
     pipeline: str
     deliveries: list[DeliveryOut]
+    total: int = Field(description="Deliveries of this pipeline's rules, on every page.")
+    next_before: int | None = Field(
+        description="Pass as ?before= for the next (older) page; null on the last page."
+    )
 
 
 class EvaluationOut(OutModel):

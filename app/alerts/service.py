@@ -113,9 +113,17 @@ def deliveries(
     admin: bool = False,
 ) -> list[DeliveryOut]:
     found = repository.deliveries(
-        session, pipeline.id, limit=min(limit, MAX_DELIVERIES), before=before
+        session,
+        pipeline.id,
+        limit=min(limit, MAX_DELIVERIES + 1),  # +1: the caller looks one past its page
+        before=before,
     )
     return [_delivery_out(d, kind, admin) for d, kind in found]
+
+
+def delivery_count(session: Session, pipeline: Pipeline) -> int:
+    """Deliveries of the pipeline's rules, on every page."""
+    return repository.delivery_count(session, pipeline.id)
 
 
 READER_ERROR = "the webhook did not accept it (admins see the details)"

@@ -7,18 +7,31 @@ of recent runs.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, case, cast, distinct, func, select
+from sqlalchemy import (
+    ARRAY,
+    Float,
+    Integer,
+    Text,
+    bindparam,
+    cast,
+    distinct,
+    func,
+    select,
+    true,
+)
 from sqlalchemy.orm import Session
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run
+from app.db.run_terms import as_date, goodput_totals, run_terms, wall_clock, week_start
 from app.db.sql import dialect, effective_price, recorded_price
-from app.planning.goodput import GoodputTotals
 from app.planning.model import Interruption, RunFacts
+from app.planning.rollup import GOODPUT_SUMS
 from app.planning.weekly import WeekTotals
 
 
@@ -32,26 +45,6 @@ class RunRow:
     started_at: datetime
     facts: RunFacts
     utilization_source: str | None = None
-
-
-def wall_clock(dialect: str) -> ColumnElement[Any]:
-    """T in hours, computed by the database."""
-    if dialect == "postgresql":
-        # date_part returns float8; EXTRACT returns numeric since PostgreSQL 14, and the
-        # weekly query uses this expression ~30 times (36.8 -> 19.4 ms on 1M runs).
-        return func.date_part("epoch", Run.finished_at - Run.started_at) / 3600.0
-    return (func.julianday(Run.finished_at) - func.julianday(Run.started_at)) * 24.0
-
-
-def week_start(dialect: str) -> ColumnElement[Any]:
-    """Monday of the run's ISO week (UTC)."""
-    if dialect == "postgresql":
-        return func.date_trunc("week", func.timezone("UTC", Run.started_at))
-    return func.date(Run.started_at, "weekday 0", "-6 days")
-
-
-def _greatest(a: ColumnElement[float], b: ColumnElement[float] | float) -> ColumnElement[float]:
-    return case((a > b, a), else_=b)
 
 
 @per_session
@@ -96,6 +89,56 @@ def recent_runs(
         stmt = stmt.where(Run.variant == variant)
     rows = [_to_run_row(r) for r in session.execute(stmt)]
     return rows[::-1] if chronological else rows
+
+
+def median_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
+    """Median cost per run of each (pipeline id: variant)'s ``limit`` newest runs, the
+    per-run cost being :func:`_to_run_row`'s (GPU-hours capped at workers x hours x 1.01,
+    hours at least the explained time) times the effective price.
+
+    PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
+    per pair (5,000 pairs x 12 runs, not the whole table) and ``percentile_cont(0.5)``,
+    which like ``numpy.median`` averages the middle two of an even count. SQLite: one
+    query per pair and the median in Python.
+    """
+    if not variants:
+        return {}
+    if dialect(session) != "postgresql":
+        out = {}
+        for pid, v in variants.items():
+            rows = recent_runs(session, pid, variant=v, limit=limit)
+            if rows:
+                out[pid] = statistics.median(r.facts.cost_usd for r in rows)
+        return out
+    ids, names = list(variants), [variants[i] for i in variants]
+    pairs = (
+        func.unnest(
+            bindparam("ids", ids, type_=ARRAY(Integer)),
+            bindparam("names", names, type_=ARRAY(Text)),
+        )
+        .table_valued("pid", "variant")
+        .render_derived(name="pairs")
+    )
+    explained = (
+        Run.data_stall_hours
+        + Run.checkpoint_hours
+        + Run.lost_progress_hours
+        + Run.resume_hours
+        + Run.reschedule_hours
+    )
+    hours = func.greatest(wall_clock("postgresql"), explained, 1e-9)
+    cost = func.least(Run.gpu_hours, Run.workers * hours * 1.01) * effective_price()
+    recent = (
+        select(cost.label("cost"))
+        .join(Pipeline, Pipeline.id == Run.pipeline_id)
+        .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant)
+        .order_by(Run.started_at.desc(), Run.id.desc())
+        .limit(limit)
+        .lateral()
+    )
+    median = func.percentile_cont(0.5).within_group(recent.c.cost)
+    stmt = select(pairs.c.pid, median).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
+    return {pid: float(m) for pid, m in session.execute(stmt)}
 
 
 def _to_run_row(r: Any) -> RunRow:
@@ -146,50 +189,14 @@ def weekly_totals(
     they over-explain it, other idle never negative).
     """
     backend = dialect(session)
-    t = wall_clock(backend)
-    weff = Run.gpu_hours / t
     price = recorded_price()
-    progress = _greatest(
-        weff
-        * (
-            t
-            - Run.reschedule_hours
-            - Run.resume_hours
-            - Run.lost_progress_hours
-            - Run.checkpoint_hours
-        ),
-        0.0,
-    )
-    busy = _greatest(Run.gpu_utilization * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
-    program = case(
-        (Run.mfu.is_not(None), Run.mfu * progress), (busy > progress, progress), else_=busy
-    )
-    idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
-    failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
-    named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
-    scale = case((named > idle, idle / _greatest(named, 1e-12)), else_=1.0)
-    causes: dict[str, ColumnElement[float]] = {
-        "productive": Run.gpu_utilization * Run.gpu_hours,
-        "idle": idle,
-        "data_stall": Run.data_stall_hours * weff * scale,
-        "checkpoint": Run.checkpoint_hours * weff * scale,
-        "failure": failure_hours * weff * scale,
-        "other_idle": _greatest(idle - named, 0.0),
-    }
+    terms, causes = run_terms(backend)
     week = week_start(backend).label("week")
     columns = [
         Run.pipeline_id,
         week,
         func.count().label("runs"),
-        func.sum(Run.gpu_hours).label("gpu_hours"),
-        func.sum(weff * (Run.scheduling_wait_hours + t)).label("period"),
-        func.sum(weff * (Run.scheduling_wait_hours + Run.reschedule_hours)).label("unavailable"),
-        func.sum(weff * (t - Run.reschedule_hours)).label("held"),
-        func.sum(weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)).label(
-            "runtime_loss"
-        ),
-        func.sum(cast(program, Float)).label("program"),
-        func.sum(case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0)).label("mfu_hours"),
+        *[func.sum(terms[name]).label(name) for name in GOODPUT_SUMS],
         func.sum(Run.gpu_hours * price).label("cost"),
         *[func.sum(cast(expr, Float)).label(f"g_{name}") for name, expr in causes.items()],
         *[func.sum(cast(expr * price, Float)).label(f"u_{name}") for name, expr in causes.items()],
@@ -206,19 +213,10 @@ def weekly_totals(
     out: dict[int | None, list[WeekTotals]] = {}
     for r in session.execute(stmt):
         m = r._mapping
-        totals = GoodputTotals(
-            runs=int(m["runs"]),
-            gpu_hours=float(m["gpu_hours"]),
-            period_gpu_hours=m["period"],
-            unavailable_gpu_hours=m["unavailable"],
-            held_gpu_hours=m["held"],
-            runtime_loss_gpu_hours=m["runtime_loss"],
-            program_gpu_hours=m["program"],
-            mfu_gpu_hours=float(m["mfu_hours"]),
-        )
+        totals = goodput_totals(m)
         out.setdefault(r.pipeline_id, []).append(
             WeekTotals(
-                week_start=_as_date(m["week"]),
+                week_start=as_date(m["week"]),
                 goodput=totals,
                 cost_usd=float(m["cost"]),
                 gpu_hours_by_cause={c: float(m[f"g_{c}"]) for c in causes},
@@ -226,14 +224,6 @@ def weekly_totals(
             )
         )
     return out
-
-
-def _as_date(value: Any) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value)[:10])
 
 
 @per_session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import cast
 
@@ -277,3 +278,11 @@ def thresholds_for(
         )
     except PlanningError as exc:
         raise _bad("gate", str(exc)) from exc
+
+
+def production_medians(session: Session, pipelines: Sequence[Pipeline]) -> dict[int, float]:
+    """Median cost per run of each pipeline's production variant's newest RUN_WINDOW runs,
+    by pipeline id: with :func:`app.planning.projection.monthly_cost_now`, what
+    :func:`current_monthly_cost` gives, for a page of pipelines (or all) in one query."""
+    variants = {p.id: p.production_variant for p in pipelines}
+    return repo.median_costs(session, variants, RUN_WINDOW)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
 from app.analytics.schemas import GoodputOut
+from app.db import rollup
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
@@ -78,3 +80,24 @@ def recorded_spend(
     """USD recorded per pipeline id for runs started in [since, until), every variant, at
     the price frozen on each run."""
     return repo.recorded_spend(session, [p.id for p in pipelines], since, until)
+
+
+# Org-wide reads come from the rollup table (app/db/rollup.py), a few rows per pipeline and
+# week, never from the runs: the overview, the weekly review and /metrics.
+
+
+# Sums per pipeline id and ISO week with Monday in [since, until); with ``only`` other than
+# ``()``, summed over all pipelines (None) or those named, under the key 0.
+org_week_totals = rollup.weekly_totals
+
+
+def month_spend(
+    session: Session, month: date, until: date, pipeline_ids: Sequence[int]
+) -> dict[int, float]:
+    """Recorded USD per pipeline id in the calendar month ``month`` before ``until``."""
+    return rollup.month_spend(session, month, until, pipeline_ids)
+
+
+def latest_weeks(session: Session) -> dict[int, WeekTotals]:
+    """Every pipeline's latest ISO week with runs, by pipeline id."""
+    return rollup.latest_weeks(session)

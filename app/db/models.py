@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     Boolean,
     CheckConstraint,
+    Date,
     Double,
     ForeignKey,
     Index,
@@ -20,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db.base import Base, BigIntPK, CreatedAt, UTCDateTime
+from app.planning.rollup import SUMS as ROLLUP_SUMS
 
 
 class Pipeline(CreatedAt, Base):
@@ -116,6 +118,31 @@ class Run(CreatedAt, Base):
     @property
     def wall_clock_hours(self) -> float:
         return (self.finished_at - self.started_at).total_seconds() / 3600.0
+
+
+class RunRollup(Base):
+    """Sums over the runs of one (pipeline, variant, ISO week, month), kept by ingest and
+    delete in the same transaction (app/db/rollup.py; the terms are in app/planning/rollup.py).
+
+    A week that spans two months has two rows, so weeks and months are both exact sums.
+    """
+
+    __tablename__ = "run_rollup"
+
+    pipeline_id: Mapped[int] = mapped_column(
+        ForeignKey("pipeline.id", ondelete="CASCADE"), primary_key=True
+    )
+    variant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    week_start: Mapped[date] = mapped_column(Date, primary_key=True)
+    month_start: Mapped[date] = mapped_column(Date, primary_key=True)
+    runs: Mapped[int] = mapped_column(Integer)
+    # One Double column per name in app.planning.rollup.SUMS (added below).
+
+    __table_args__ = (Index("ix_run_rollup_week", "week_start"),)
+
+
+for _name in ROLLUP_SUMS:
+    setattr(RunRollup, _name, mapped_column(_name, Double, default=0.0, nullable=False))
 
 
 class Interruption(Base):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, func
+from typing import Any, cast
+
+from sqlalchemy import ARRAY, BigInteger, ColumnElement, any_, bindparam, func
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db.models import Pipeline, Run
@@ -22,3 +25,18 @@ def effective_price() -> ColumnElement[float]:
 def recorded_price() -> ColumnElement[float]:
     """The price frozen on the run when it was stored (methodology.md §2): recorded spend."""
     return Run.billed_price_per_gpu_hour.expression
+
+
+def upsert_insert(session: Session, table: Any) -> Any:
+    """The dialect's INSERT, which has ``on_conflict_do_nothing/update`` on both."""
+    return (postgresql.insert if dialect(session) == "postgresql" else sqlite.insert)(table)
+
+
+def in_ids(session: Session, column: Any, ids: list[int]) -> ColumnElement[bool]:
+    """``column IN ids``; on PostgreSQL ``= ANY(array)``, one parameter however many ids
+    (a plan the server can cache, not one per list length)."""
+    if dialect(session) == "postgresql":
+        return cast(
+            ColumnElement[bool], column == any_(bindparam("ids", ids, type_=ARRAY(BigInteger)))
+        )
+    return cast(ColumnElement[bool], column.in_(ids))

@@ -1,17 +1,25 @@
-"""Per-pipeline business gauges, computed from the database when Prometheus scrapes.
+"""Per-pipeline business gauges, read from the rollups when Prometheus scrapes.
 
-For each pipeline (at most ``MAX_PIPELINES``, by name), in one read-only transaction:
+For every pipeline (none is left out), in one read-only transaction of four queries:
 
 - ``cadence_pipeline_projected_monthly_cost_usd``: the projection that
   ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
   pipeline's production variant (calendar months, its newest RUN_WINDOW runs, no
-  what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too;
+  what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too,
+  computed for all pipelines in one query (the median cost per run, one LATERAL scan);
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
-- ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs;
+- ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs,
+  from ``run_rollup``;
 - ``cadence_pipeline_weekly_badput_gpu_hours{cause}``: that week's idle GPU-hours by cause;
 - ``cadence_alert_deliveries_total{status}``: webhook notifications stored, delivered or
   failed, counted from the database (so every replica reports the same total; deleting
-  a rule deletes its deliveries, which Prometheus reads as a counter reset).
+  a rule deletes its deliveries, which Prometheus reads as a counter reset);
+- ``cadence_pipelines``: how many pipelines there are, so a dashboard can check that
+  every one has its gauges.
+
+Above ``CADENCE_METRICS_PIPELINE_LIMIT`` pipelines (1,000) the same gauges are exported per
+team instead (``cadence_team_*{team}``, the team being the pipeline's owner), plus
+``cadence_team_pipelines``: 5,000 pipelines' gauges are about a megabyte per scrape.
 
 A scrape never fails on the database: when it is unreachable the pipeline gauges are
 left out and ``cadence_database_up`` is 0.
@@ -26,11 +34,14 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from app.alerts.service import delivery_counts
-from app.analytics.service import current_monthly_cost
-from app.analytics.weekly import latest_week
-from app.pipelines.service import page
+from app.analytics.service import production_medians
+from app.analytics.weekly import latest_weeks
+from app.pipelines import service as pipelines_service
+from app.planning.goodput import goodput_from_totals
+from app.planning.projection import monthly_cost_now
 from app.planning.weekly import BADPUT_CAUSES
 
 if TYPE_CHECKING:
@@ -38,7 +49,47 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cadence.observability")
 
-MAX_PIPELINES = 500
+
+def gauges(session: Session) -> Iterator[tuple[str, str, str, float]]:
+    """(gauge, pipeline name, team, value) for every pipeline, by name; the team is the
+    pipeline's owner ("unassigned" when empty)."""
+    pipelines = pipelines_service.page(session)
+    medians = production_medians(session, pipelines)
+    weeks = latest_weeks(session)
+    for p in pipelines:
+        team = p.owner or "unassigned"
+        if p.monthly_budget_usd is not None:
+            yield "budget", p.name, team, p.monthly_budget_usd
+        if p.id in medians:
+            yield "cost", p.name, team, monthly_cost_now(medians[p.id], p.runs_per_week)
+        if p.id not in weeks:
+            continue
+        week = weeks[p.id]
+        overall = goodput_from_totals(week.goodput).overall
+        if overall is not None:
+            yield "goodput", p.name, team, overall
+        for cause in BADPUT_CAUSES:
+            yield f"badput:{cause}", p.name, team, week.gpu_hours_by_cause.get(cause, 0.0)
+
+
+def by_team(rows: Iterable[tuple[str, str, str, float]]) -> dict[tuple[str, str], float]:
+    """Per-team gauges from per-pipeline ones: cost and budget are sums, goodput the mean
+    over the team's pipelines that have one, and ``pipelines`` counts each pipeline once
+    (a pipeline with no gauge at all, no runs and no budget, is not counted).
+
+    Example: team a with costs 100 and 50 and goodputs 0.5 and 0.7 -> cost 150, goodput
+    0.6, pipelines 2.
+    """
+    sums: dict[tuple[str, str], float] = {}
+    counts: dict[tuple[str, str], int] = {}
+    seen: set[str] = set()
+    for gauge, name, team, value in rows:
+        sums[gauge, team] = sums.get((gauge, team), 0.0) + value
+        counts[gauge, team] = counts.get((gauge, team), 0) + 1
+        if name not in seen:
+            seen.add(name)
+            sums["pipelines", team] = sums.get(("pipelines", team), 0.0) + 1
+    return {k: v / counts[k] if k[0] == "goodput" else v for k, v in sums.items()}
 
 
 class BusinessCollector(Collector):
@@ -52,50 +103,30 @@ class BusinessCollector(Collector):
         up = GaugeMetricFamily(
             "cadence_database_up", "1 when the scrape could read the database, else 0."
         )
-        cost = GaugeMetricFamily(
-            "cadence_pipeline_projected_monthly_cost_usd",
-            "Projected monthly cost (USD) at the pipeline's current cadence, production variant.",
-            labels=("pipeline",),
-        )
-        budget = GaugeMetricFamily(
-            "cadence_pipeline_monthly_budget_usd",
-            "The pipeline's monthly budget (USD); absent when none is set.",
-            labels=("pipeline",),
-        )
-        goodput = GaugeMetricFamily(
-            "cadence_pipeline_weekly_goodput",
-            "Overall goodput (0..1) of the latest ISO week with runs.",
-            labels=("pipeline",),
-        )
-        badput = GaugeMetricFamily(
-            "cadence_pipeline_weekly_badput_gpu_hours",
-            "Idle GPU-hours of the latest ISO week with runs, by cause.",
-            labels=("pipeline", "cause"),
-        )
+        count = GaugeMetricFamily("cadence_pipelines", "Pipelines in the database.")
         deliveries = CounterMetricFamily(
             "cadence_alert_deliveries",
             "Alert webhook notifications stored, by status (delivered or failed).",
             labels=("status",),
         )
         db = getattr(self.app.state, "database", None)
+        limit = self.app.state.settings.metrics_pipeline_limit
         try:
             if db is None:
                 raise RuntimeError("no database yet")
             with db.read() as session:
-                pipelines = page(session, limit=MAX_PIPELINES)
-                for p in pipelines:
-                    if p.monthly_budget_usd is not None:
-                        budget.add_metric([p.name], p.monthly_budget_usd)
-                    value = current_monthly_cost(session, p)
-                    if value is not None:
-                        cost.add_metric([p.name], value)
-                    week = latest_week(session, p)
-                    if week is not None and week.goodput.overall is not None:
-                        goodput.add_metric([p.name], week.goodput.overall)
-                    if week is not None:
-                        for cause in BADPUT_CAUSES:
-                            value = week.gpu_hours_by_cause.get(cause, 0.0)
-                            badput.add_metric([p.name, cause], value)
+                total = pipelines_service.count(session)
+                per_team = total > limit
+                families = _families("team" if per_team else "pipeline")
+                rows = gauges(session)
+                pairs = (
+                    sorted(by_team(rows).items())
+                    if per_team
+                    else (((gauge, name), value) for gauge, name, _, value in rows)
+                )
+                for (gauge, label), value in pairs:
+                    kind, _, cause = gauge.partition(":")
+                    families[kind].add_metric([label, cause] if cause else [label], value)
                 counts = delivery_counts(session)
                 for status in ("delivered", "failed"):
                     deliveries.add_metric([status], counts.get(status, 0))
@@ -105,4 +136,38 @@ class BusinessCollector(Collector):
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, cost, budget, goodput, badput, deliveries)
+        count.add_metric([], total)
+        yield from (up, count, *families.values(), deliveries)
+
+
+def _families(level: str) -> dict[str, GaugeMetricFamily]:
+    """The business gauges, per pipeline or (above CADENCE_METRICS_PIPELINE_LIMIT) per team."""
+    each = "the pipeline's" if level == "pipeline" else "summed over the team's pipelines:"
+    families = {
+        "cost": GaugeMetricFamily(
+            f"cadence_{level}_projected_monthly_cost_usd",
+            f"Projected monthly cost (USD) at the current cadence, production variant; {each}.",
+            labels=(level,),
+        ),
+        "budget": GaugeMetricFamily(
+            f"cadence_{level}_monthly_budget_usd",
+            f"Monthly budget (USD), {each}; absent when none is set.",
+            labels=(level,),
+        ),
+        "goodput": GaugeMetricFamily(
+            f"cadence_{level}_weekly_goodput",
+            "Overall goodput (0..1) of the latest ISO week with runs"
+            + ("." if level == "pipeline" else "; the mean over the team's pipelines."),
+            labels=(level,),
+        ),
+    }
+    families["badput"] = GaugeMetricFamily(
+        f"cadence_{level}_weekly_badput_gpu_hours",
+        f"Idle GPU-hours of the latest ISO week with runs, by cause; {each}.",
+        labels=(level, "cause"),
+    )
+    if level == "team":
+        families["pipelines"] = GaugeMetricFamily(
+            "cadence_team_pipelines", "Pipelines owned by the team.", labels=("team",)
+        )
+    return families

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline, Run
+from app.db.models import Pipeline, Run, RunRollup
 
 
 def by_name(session: Session, name: str) -> Pipeline | None:
@@ -30,6 +31,25 @@ def count(session: Session, *, only: Sequence[str] | None = None) -> int:
     if only is not None:
         stmt = stmt.where(Pipeline.name.in_(only))
     return session.scalar(stmt) or 0
+
+
+def page_after(
+    session: Session, only: Sequence[str] | None, after: str | None, limit: int
+) -> list[tuple[Pipeline, int, datetime | None]]:
+    """Pipelines by name after ``after``, with their run count (from the rollups) and
+    latest start (one backward index probe of ``ix_run_pipeline_started`` each)."""
+    runs = (
+        select(func.coalesce(func.sum(RunRollup.runs), 0))
+        .where(RunRollup.pipeline_id == Pipeline.id)
+        .scalar_subquery()
+    )
+    last = select(func.max(Run.started_at)).where(Run.pipeline_id == Pipeline.id).scalar_subquery()
+    stmt: Any = select(Pipeline, runs, last).order_by(Pipeline.name).limit(limit)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    if after is not None:
+        stmt = stmt.where(Pipeline.name > after)
+    return [(p, int(n), t) for p, n, t in session.execute(stmt)]
 
 
 def by_names(

@@ -54,3 +54,7 @@ class PipelineOut(OutModel):
 
 class PipelineList(OutModel):
     pipelines: list[PipelineOut]
+    total: int = Field(description="Pipelines visible to the caller, on every page.")
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= for the next page; null on the last page."
+    )

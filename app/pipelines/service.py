@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -15,7 +17,7 @@ from app.db.memo import per_session
 from app.db.models import Pipeline
 from app.exceptions import Invalid, NotFound, RateLimited
 from app.pipelines import repository
-from app.pipelines.schemas import PipelineOut, PipelineUpdate
+from app.pipelines.schemas import PipelineList, PipelineOut, PipelineUpdate
 from app.settings import Settings
 
 # Settings a PUT may clear with null (the rest keep their value when null is sent).
@@ -42,11 +44,35 @@ def to_out(row: Pipeline, stats: tuple[int, datetime | None] = (0, None)) -> Pip
     return out
 
 
-def list_all(session: Session, only: Sequence[str] | None = None) -> list[PipelineOut]:
-    """Every pipeline, or those named in ``only`` (a token's pipeline limit)."""
-    rows = repository.by_names(session, only=only)
-    stats = repository.run_stats(session, [r.id for r in rows])
-    return [to_out(r, stats.get(r.id, (0, None))) for r in rows]
+def list_page(
+    session: Session, *, only: Sequence[str] | None, cursor: str | None, limit: int
+) -> PipelineList:
+    """One page of pipelines by name (``only``: a token's pipeline limit), with the total
+    and the cursor of the next page (None on the last)."""
+    after = decode_name_cursor(cursor) if cursor else None
+    rows = repository.page_after(session, only, after, limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return PipelineList(
+        pipelines=[to_out(p, (n, last)) for p, n, last in rows],
+        total=repository.count(session, only=only),
+        next_cursor=encode_name_cursor(rows[-1][0].name) if more else None,
+    )
+
+
+def encode_name_cursor(name: str) -> str:
+    return base64.urlsafe_b64encode(name.encode()).decode().rstrip("=")
+
+
+def decode_name_cursor(cursor: str) -> str:
+    try:
+        padded = (cursor + "=" * (-len(cursor) % 4)).encode()
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode()
+    except (ValueError, binascii.Error) as exc:
+        raise Invalid(
+            "cursor is not one this server issued",
+            fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
+        ) from exc
 
 
 def describe(session: Session, name: str) -> PipelineOut:

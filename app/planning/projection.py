@@ -305,3 +305,15 @@ def project_from_inputs(
     ]
     notes.extend(n for n in result.notes if not n.startswith(("Only ", "Band: ")))
     return replace(result, notes=tuple(notes))
+
+
+def monthly_cost_now(median_cost_per_run: float, runs_per_week: float) -> float:
+    """Monthly cost at the current cadence as observed, no what-ifs, from the median cost
+    per run of the default variant's recent runs: what :func:`project_costs` gives at
+    ``runs_per_week`` (calendar months), without the bootstrap band, for readers that
+    need every pipeline's figure at once.
+
+    Example: costs 10, 30, 20 USD per run (median 20) at 3 runs a week:
+    3 * 52/12 * 20 = 260 USD.
+    """
+    return runs_per_month(runs_per_week, "calendar") * median_cost_per_run

@@ -1,4 +1,4 @@
-"""Run queries. Dialect-specific upserts live here and nowhere else."""
+"""Run queries: ingestion's dialect-specific inserts, and reading runs back."""
 
 from __future__ import annotations
 
@@ -9,31 +9,23 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
-    ARRAY,
-    BigInteger,
     Select,
     Table,
     and_,
-    any_,
-    bindparam,
     func,
     insert,
     or_,
     select,
     tuple_,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
+from app.db import rollup
 from app.db.base import utcnow
 from app.db.copy import copy_rows, copy_tuples, driver_cursor
 from app.db.engine import WriteSession
 from app.db.models import Interruption, Pipeline, Run
-from app.db.sql import dialect, effective_price
-
-
-def _insert(session: Session, table: Any) -> Any:
-    return (postgresql.insert if dialect(session) == "postgresql" else sqlite.insert)(table)
+from app.db.sql import dialect, effective_price, in_ids, upsert_insert
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,9 @@ def ensure_pipelines(
     if missing:
         if before_create is not None:
             before_create(missing)
-        stmt = _insert(session, Pipeline.__table__).on_conflict_do_nothing(index_elements=["name"])
+        stmt = upsert_insert(session, Pipeline.__table__).on_conflict_do_nothing(
+            index_elements=["name"]
+        )
         session.execute(stmt, [defaults[n] for n in missing])
         rows = session.execute(_PIPELINE_REF.where(Pipeline.name.in_(missing)))
         found.update({r.name: PipelineRef(*r) for r in rows})
@@ -167,7 +161,7 @@ def insert_runs(
         return {(pid, rid): (pk, now) for pk, pid, rid in rows}
     table = RUN_TABLE  # Core, not the ORM bulk path: a third of the CPU per insert
     stmt = (
-        _insert(session, table)
+        upsert_insert(session, table)
         .on_conflict_do_nothing(index_elements=["pipeline_id", "run_id"])
         .returning(table.c.id, table.c.pipeline_id, table.c.run_id)
     )
@@ -193,12 +187,14 @@ _PG_INSERT_ONE = (
     "SELECT p.id, "
     + ", ".join(_pg_value(c) for c in _RUN_VALUE_COLUMNS)
     + ", %(created_at)s::timestamptz "
-    "FROM p ON CONFLICT (pipeline_id, run_id) DO NOTHING RETURNING id), "
+    "FROM p ON CONFLICT (pipeline_id, run_id) DO NOTHING "
+    "RETURNING id, billed_price_per_gpu_hour AS price), "
     "brk AS (INSERT INTO interruption (run_pk, position, lost_progress_hours, resume_hours, "
     "reschedule_hours, cause) SELECT ins.id, t.* FROM ins, unnest(%(i_position)s::int4[], "
     "%(i_lost)s::float8[], %(i_resume)s::float8[], %(i_reschedule)s::float8[], "
-    "%(i_cause)s::text[]) AS t) "
-    "SELECT p.id, p.name, p.price_per_gpu_hour, p.quality_metric, (SELECT id FROM ins) FROM p"
+    "%(i_cause)s::text[]) AS t)"
+    + rollup.PG_UPSERT_CTE
+    + "SELECT p.id, p.name, p.price_per_gpu_hour, p.quality_metric, (SELECT id FROM ins) FROM p"
 )
 
 
@@ -225,6 +221,7 @@ def insert_one_pg(
         "i_resume": [float(i["resume_hours"]) for i in interruptions],
         "i_reschedule": [float(i["reschedule_hours"]) for i in interruptions],
         "i_cause": [i["cause"] for i in interruptions],
+        **rollup.pg_upsert_params(values),
     }
     with driver_cursor(session) as cursor:
         cursor.execute(_PG_INSERT_ONE, params)
@@ -285,12 +282,7 @@ def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
     with_breaks = [r.id for r in rows if r.interruption_count]
     by_run: dict[int, list[Any]] = {}
     if with_breaks:
-        key = Interruption.run_pk
-        match = (
-            key == any_(bindparam("ids", with_breaks, type_=ARRAY(BigInteger)))
-            if dialect(session) == "postgresql"
-            else key.in_(with_breaks)
-        )
+        match = in_ids(session, Interruption.run_pk, with_breaks)
         found = session.execute(
             select(
                 Interruption.run_pk,
@@ -322,7 +314,9 @@ def run_pipeline_id(session: Session, pk: int) -> int | None:
 
 def delete_run(session: WriteSession, pk: int) -> None:
     """Delete a run (its interruptions follow by ON DELETE CASCADE) without reading it:
-    a row stored before timestamps were range-checked may not load (year 10000)."""
+    a row stored before timestamps were range-checked may not load (year 10000). Its
+    terms leave the rollups first: that reads the run's columns in SQL."""
+    rollup.subtract_run(session, pk)
     session.execute(RUN_TABLE.delete().where(RUN_TABLE.c.id == pk))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
+from app.db import rollup
 from app.db.base import utcnow
 from app.db.engine import WriteSession
 from app.db.models import Run
@@ -121,6 +122,10 @@ def ingest(
             session, [(pipelines[r.pipeline].id, r.run_id) for r in skipped]
         )
         _raise_conflicts(skipped, pipelines, existing, prefix, first)
+    rollup.add_runs(
+        session,
+        ((v["pipeline_id"], v) for v in values if (v["pipeline_id"], v["run_id"]) in inserted),
+    )
     repository.insert_interruptions(
         session,
         [

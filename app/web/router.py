@@ -27,7 +27,7 @@ from app.web.value_view import value_section
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
-REVIEW_PIPELINES = 500
+REVIEW_PAGE = 100
 SCENARIO_KEYS = (
     "cadence",
     "utilization_target",
@@ -67,7 +67,7 @@ def overview(
         shown = pipelines.page(
             session, offset=(page - 1) * OVERVIEW_PAGE, limit=OVERVIEW_PAGE, only=only
         )
-        cards = [views.card(session, p, today) for p in shown]
+        cards = views.cards(session, shown, today)
     return templates.TemplateResponse(
         request,
         "overview.html",
@@ -195,7 +195,10 @@ def weekly_review(
     db: DatabaseDep,
     viewer: Viewer,
     week: Annotated[str | None, Query(max_length=10)] = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> HTMLResponse:
+    """Every pipeline the viewer may see, REVIEW_PAGE rows a page, with totals over all
+    of them; all numbers from the rollups."""
     today = datetime.now(UTC).date()
     label = week or iso_week(today)
     try:
@@ -209,9 +212,14 @@ def weekly_review(
         raise Invalid(
             f"week: {label} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
         )
+    only = visible_pipelines(viewer)
     with db.read() as session:
-        listed = pipelines.page(session, limit=REVIEW_PIPELINES, only=visible_pipelines(viewer))
+        total = pipelines.count(session, only=only)
+        listed = pipelines.page(
+            session, offset=(page - 1) * REVIEW_PAGE, limit=REVIEW_PAGE, only=only
+        )
         rows = views.review(session, listed, monday)
+        this, last = views.review_totals(session, monday, only)
     return templates.TemplateResponse(
         request,
         "review.html",
@@ -219,6 +227,12 @@ def weekly_review(
             "rows": rows,
             "week": label,
             "monday": monday,
+            "total": total,
+            "this": this,
+            "last": last,
+            "page": page,
+            "size": REVIEW_PAGE,
+            "pages": max(1, -(-total // REVIEW_PAGE)),
             "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
             "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
         },

@@ -9,8 +9,9 @@ message naming what to do next, never an empty chart.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -22,8 +23,9 @@ from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, Projection
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.planning.economics import badput
+from app.planning.projection import monthly_cost_now
 from app.planning.scenario import RUN_WINDOW, Scenario
-from app.planning.weekly import WeekSummary, fill_weeks, monday_of, utc_midnight
+from app.planning.weekly import WeekSummary, fill_weeks
 from app.web import figures
 
 CHART_RUNS = 52
@@ -251,31 +253,42 @@ class Card:
     runs: int
 
 
-def card(session: Session, pipeline: Pipeline, today: date) -> Card:
-    rows = reads.recent_runs(session, pipeline, limit=12)
-    monthly = analytics.current_monthly_cost(session, pipeline) if rows else None
-    monday = monday_of(today)
-    since = utc_midnight(monday) - timedelta(weeks=1)
-    totals = analytics_weekly.week_totals(session, pipeline, since, since + timedelta(weeks=2))
-    weeks = fill_weeks(totals.get(pipeline.id, []), since.date(), monday)
-    verdict, note = None, "no candidate runs yet"
-    gate, message = gate_section(session, pipeline, GateParams(), Scenario())
-    if gate is not None:
-        verdict, note = gate.result.verdict, gate.result.summary
-    elif message:
-        note = message.split(".")[0]
-    spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
-    return Card(
-        pipeline=pipeline,
-        monthly_cost_usd=monthly,
-        budget_usd=pipeline.monthly_budget_usd,
-        this_week=weeks[-1].goodput.overall,
-        last_week=weeks[0].goodput.overall,
-        verdict=verdict,
-        verdict_note=note,
-        sparkline=spark if figures.has_data(spark) else None,
-        runs=len(rows),
-    )
+def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card]:
+    """The overview's cards. Weekly goodput comes from the rollups and the monthly cost
+    from each default variant's recent runs, read for the whole page at once; only the
+    gate and the sparkline are read per card."""
+    monday = today - timedelta(days=today.weekday())
+    prev = monday - timedelta(weeks=1)
+    ids = [p.id for p in pipelines]
+    totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), ids)
+    medians = analytics.production_medians(session, pipelines)
+    out = []
+    for pipeline in pipelines:
+        rows = reads.recent_runs(session, pipeline, limit=12)
+        weeks = fill_weeks(totals.get(pipeline.id, []), prev, monday)
+        verdict, note = None, "no candidate runs yet"
+        gate, message = gate_section(session, pipeline, GateParams(), Scenario())
+        if gate is not None:
+            verdict, note = gate.result.verdict, gate.result.summary
+        elif message:
+            note = message.split(".")[0]
+        spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
+        out.append(
+            Card(
+                pipeline=pipeline,
+                monthly_cost_usd=monthly_cost_now(medians[pipeline.id], pipeline.runs_per_week)
+                if pipeline.id in medians
+                else None,
+                budget_usd=pipeline.monthly_budget_usd,
+                this_week=weeks[-1].goodput.overall,
+                last_week=weeks[0].goodput.overall,
+                verdict=verdict,
+                verdict_note=note,
+                sparkline=spark if figures.has_data(spark) else None,
+                runs=len(rows),
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -297,17 +310,18 @@ class ReviewRow:
 
 
 def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
-    """The week's goodput against the week before, for every pipeline, plus the budget
-    cell: month-to-date recorded spend (every variant) up to the end of the week, and the
-    projected month at the current cadence from the production variant, the same figure
-    as the overview's card (:func:`app.analytics.service.current_monthly_cost`)."""
+    """The week's goodput against the week before for these pipelines (a page of the
+    review), plus the budget cell: month-to-date recorded spend (every variant) up to the
+    end of the week, and the projected month at the current cadence from the production
+    variant, the same figure as the overview's card. Sums come from the rollups."""
     prev = monday - timedelta(weeks=1)
-    since = utc_midnight(prev)
-    totals = analytics_weekly.week_totals(session, None, since, since + timedelta(weeks=2))
-    week_end = since + timedelta(weeks=2)
-    month_start = datetime(monday.year, monday.month, 1, tzinfo=UTC)
-    spend = analytics_weekly.recorded_spend(session, pipelines, month_start, week_end)
-    label = f"{month_start:%B %Y} to {(week_end - timedelta(days=1)).date().isoformat()}"
+    ids = [p.id for p in pipelines]
+    week_end = monday + timedelta(weeks=1)
+    totals = analytics_weekly.org_week_totals(session, prev, week_end, ids)
+    month_start = monday.replace(day=1)
+    spend = analytics_weekly.month_spend(session, month_start, week_end, ids)
+    medians = analytics.production_medians(session, pipelines)
+    label = f"{month_start:%B %Y} to {(week_end - timedelta(days=1)).isoformat()}"
     out = []
     for p in pipelines:
         weeks = fill_weeks(totals.get(p.id, []), prev, monday)
@@ -326,8 +340,20 @@ def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[Re
                 largest_gpu_hours=causes[top] if top else 0.0,
                 largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
                 month_to_date_usd=spend.get(p.id, 0.0),
-                projected_month_usd=analytics.current_monthly_cost(session, p),
+                projected_month_usd=monthly_cost_now(medians[p.id], p.runs_per_week)
+                if p.id in medians
+                else None,
                 month_label=label,
             )
         )
     return out
+
+
+def review_totals(
+    session: Session, monday: date, only: Sequence[str] | None
+) -> tuple[WeekSummary, WeekSummary]:
+    """(this week, the week before) summed over every pipeline the viewer may see."""
+    prev = monday - timedelta(weeks=1)
+    totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), only=only)
+    weeks = fill_weeks(totals.get(0, []), prev, monday)
+    return weeks[-1], weeks[0]

@@ -398,6 +398,10 @@ def test_cost_over_budget_fires_once_and_resolves(
     assert found[0]["next_attempt_at"] is None and found[0]["last_attempt_at"] is not None
     page = c.get("/api/v1/pipelines/ranker/alerts/deliveries?limit=1&before=" + str(found[0]["id"]))
     assert [d["id"] for d in page.json()["deliveries"]] == [found[1]["id"]]
+    # Pages say the total and where the next one starts; the last says there is none.
+    first = c.get("/api/v1/pipelines/ranker/alerts/deliveries?limit=1").json()
+    assert first["total"] == 2 and first["next_before"] == found[0]["id"]
+    assert page.json()["total"] == 2 and page.json()["next_before"] is None
 
 
 def test_retries_5xx_later_with_backoff_then_delivers(

@@ -123,6 +123,24 @@ def test_business_gauges_match_the_api(
     assert weekly == pytest.approx(latest["goodput"]["overall"])
 
 
+def test_above_the_limit_gauges_are_per_team(
+    db: Database, settings: Settings, admin_headers: dict[str, str]
+) -> None:
+    limited = settings.model_copy(update={"metrics_pipeline_limit": 1})
+    with TestClient(create_app(limited, database=db)) as c:
+        for name, owner, budget in (("ta-1", "team-a", 100.0), ("ta-2", "team-a", 50.0),
+                                    ("tb-1", "", 10.0)):  # fmt: skip
+            body = {"owner": owner, "monthly_budget_usd": budget}
+            assert c.put(f"/api/v1/pipelines/{name}", json=body, headers=admin_headers).is_success
+        samples = scrape(c)
+    # Three pipelines > 1: budgets summed per owner, and no per-pipeline series at all.
+    assert value(samples, "cadence_pipelines") == 3
+    assert value(samples, "cadence_team_monthly_budget_usd", team="team-a") == 150.0
+    assert value(samples, "cadence_team_pipelines", team="team-a") == 2
+    assert value(samples, "cadence_team_monthly_budget_usd", team="unassigned") == 10.0
+    assert not [k for k in samples if k[0].startswith("cadence_pipeline_")]
+
+
 @pytest.fixture
 def down_database() -> Iterator[Database]:
     engine = create_engine(
@@ -245,3 +263,16 @@ def test_text_log_format(
         assert not err.lstrip().startswith("{")
     finally:
         create_app(settings, database=db)  # back to JSON for the tests after this one
+
+
+def test_team_gauges_sum_costs_and_average_goodput() -> None:
+    from app.observability.business import by_team
+
+    rows = [
+        ("cost", "p1", "a", 100.0), ("goodput", "p1", "a", 0.5),
+        ("cost", "p2", "a", 50.0), ("goodput", "p2", "a", 0.7), ("budget", "p3", "b", 9.0),
+    ]  # fmt: skip
+    # Team a: cost 100 + 50 = 150, goodput (0.5 + 0.7) / 2 = 0.6, two pipelines.
+    got = by_team(rows)
+    assert got["cost", "a"] == 150.0 and got["goodput", "a"] == pytest.approx(0.6)
+    assert got["pipelines", "a"] == 2 and got["pipelines", "b"] == 1

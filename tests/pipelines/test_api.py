@@ -99,3 +99,20 @@ def test_openapi_request_bodies_resolve(client: TestClient) -> None:
     batch = spec["paths"]["/api/v1/runs/batch"]["post"]["requestBody"]["content"]
     items = batch["application/json"]["schema"]["properties"]["runs"]["items"]
     assert "interruptions" in items["properties"]
+
+
+def test_the_list_pages_with_a_cursor_and_says_its_total(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    for name in ("page-c", "page-a", "page-b"):
+        assert client.put(f"/api/v1/pipelines/{name}", json={}, headers=admin_headers).is_success
+    first = client.get("/api/v1/pipelines?limit=2", headers=admin_headers).json()
+    assert [p["name"] for p in first["pipelines"]] == ["page-a", "page-b"]
+    assert first["total"] == 3 and first["next_cursor"]
+    rest = client.get(
+        f"/api/v1/pipelines?limit=2&cursor={first['next_cursor']}", headers=admin_headers
+    ).json()
+    assert [p["name"] for p in rest["pipelines"]] == ["page-c"]
+    assert rest["total"] == 3 and rest["next_cursor"] is None
+    bad = client.get("/api/v1/pipelines?cursor=%%%", headers=admin_headers)
+    assert bad.status_code == 422 and "cursor" in bad.text

@@ -168,6 +168,23 @@ def test_review_page(demo: TestClient) -> None:
     assert "ISO week" in r.text and "<html" in r.text
 
 
+def test_review_pages_every_pipeline_with_totals_over_all(
+    client: TestClient, ingest_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("app.web.router.REVIEW_PAGE", 2)
+    # Three pipelines, one run each in 2026-W45 at $2.5/GPU-h (the test default) on
+    # 8 workers x 14 h = 112 GPU-h: $280 a run, $840 in total.
+    for name in ("rev-a", "rev-b", "rev-c"):
+        run = make_run(pipeline=name, run_id=f"{name}-1")
+        assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
+    first = client.get("/review", params={"week": "2026-W45"}).text
+    assert "All 3 pipelines: 3 runs" in first and "spend $840" in first
+    assert 'data-pipeline="rev-a"' in first and 'data-pipeline="rev-c"' not in first
+    assert "Page 1 of 2" in first
+    second = client.get("/review", params={"week": "2026-W45", "page": 2}).text
+    assert 'data-pipeline="rev-c"' in second and "All 3 pipelines" in second
+
+
 def test_html_errors_for_browsers(client: TestClient) -> None:
     r = client.get("/pipelines/nope", headers={"accept": "text/html"})
     assert r.status_code == 404
