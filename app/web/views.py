@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -276,58 +276,3 @@ def card(session: Session, pipeline: Pipeline, today: date) -> Card:
         sparkline=spark if figures.has_data(spark) else None,
         runs=len(rows),
     )
-
-
-@dataclass(frozen=True)
-class ReviewRow:
-    pipeline: Pipeline
-    this: WeekSummary
-    previous: WeekSummary
-    largest_cause: str | None
-    largest_gpu_hours: float
-    largest_usd: float
-    month_to_date_usd: float
-    projected_month_usd: float | None
-    month_label: str
-
-    @property
-    def delta_points(self) -> float | None:
-        a, b = self.this.goodput.overall, self.previous.goodput.overall
-        return None if a is None or b is None else 100.0 * (a - b)
-
-
-def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
-    """The week's goodput against the week before, for every pipeline, plus the budget
-    cell: month-to-date recorded spend (every variant) up to the end of the week, and the
-    projected month at the current cadence from the production variant, the same figure
-    as the overview's card (:func:`app.analytics.service.current_monthly_cost`)."""
-    prev = monday - timedelta(weeks=1)
-    since = utc_midnight(prev)
-    totals = analytics_weekly.week_totals(session, None, since, since + timedelta(weeks=2))
-    week_end = since + timedelta(weeks=2)
-    month_start = datetime(monday.year, monday.month, 1, tzinfo=UTC)
-    spend = analytics_weekly.recorded_spend(session, pipelines, month_start, week_end)
-    label = f"{month_start:%B %Y} to {(week_end - timedelta(days=1)).date().isoformat()}"
-    out = []
-    for p in pipelines:
-        weeks = fill_weeks(totals.get(p.id, []), prev, monday)
-        this = weeks[-1]
-        causes = {
-            c: this.gpu_hours_by_cause.get(c, 0.0)
-            for c in ("data_stall", "checkpoint", "failure", "other_idle")
-        }
-        top = max(causes, key=lambda c: causes[c]) if this.runs else None
-        out.append(
-            ReviewRow(
-                pipeline=p,
-                this=this,
-                previous=weeks[0],
-                largest_cause=top,
-                largest_gpu_hours=causes[top] if top else 0.0,
-                largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
-                month_to_date_usd=spend.get(p.id, 0.0),
-                projected_month_usd=analytics.current_monthly_cost(session, p),
-                month_label=label,
-            )
-        )
-    return out
