@@ -38,7 +38,9 @@ $(FOCUS_VENV)/.ok:
 	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
 	@touch $@
 
-run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000
+# Logs for a person at a terminal; production keeps JSON lines (CADENCE_LOG_FORMAT=json).
+run: export CADENCE_LOG_FORMAT ?= text
+run: $(VENV)/.runtime ## Migrate the embedded SQLite DB, load demo data if empty, serve on :8000 (text logs)
 	$(CADENCE) migrate
 	$(CADENCE) demo --if-empty
 	$(CADENCE) serve

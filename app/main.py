@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
-from fastapi.staticfiles import StaticFiles
 
 from app.alerts.sender import Sender
+from app.assets import router as assets_router
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.deps import refuse_control_characters
@@ -22,7 +22,6 @@ from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
 from app.security import SecuredFastAPI, install_security
 from app.settings import Settings, get_settings
-from app.templating import STATIC_DIR
 
 log = logging.getLogger("cadence")
 
@@ -79,10 +78,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)
+    app.include_router(assets_router)  # /static/...: gzipped, fingerprinted (app.assets)
     install_openapi(app)  # bearer scheme, error bodies, examples
-    # After the routers, so /static/vendor/plotly.min.js (served from the installed
-    # plotly package by app.web.router) is matched before the static folder.
-    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     return app
 
 

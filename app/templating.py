@@ -8,29 +8,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import fastapi_offline
-import plotly
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from app.assets import asset_url
 from app.settings import PROJECT_ROOT
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
-STATIC_DIR = PROJECT_ROOT / "static"
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))  # autoescape is on for .html
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-SWAGGER_DIR = Path(fastapi_offline.__file__).parent / "static"
-VENDOR_FILES = {  # served from installed packages under /static/vendor/: no CDN at run time
-    "plotly.min.js": (PLOTLY_JS, "text/javascript"),
-    "swagger-ui-bundle.js": (SWAGGER_DIR / "swagger-ui-bundle.js", "text/javascript"),
-    "swagger-ui.css": (SWAGGER_DIR / "swagger-ui.css", "text/css"),
-}
 
 
 def _clean(value: Any) -> Any:
@@ -63,6 +53,15 @@ def usd(value: float | None, digits: int = 0) -> str:
     return "–" if _missing(value) else f"${value:,.{digits}f}"
 
 
+def signed_usd(value: float | None) -> str:
+    """A change in dollars with its sign: ``12.4`` -> ``+$12``, ``-80`` -> ``−$80``,
+    ``0`` -> ``$0``."""
+    if _missing(value):
+        return "–"
+    sign = "+" if value > 0.5 else "−" if value < -0.5 else ""  # type: ignore[operator]
+    return f"{sign}${abs(value):,.0f}"  # type: ignore[arg-type]
+
+
 def pct(value: float | None, digits: int = 0) -> str:
     """A fraction as a percentage: ``0.38`` -> ``38%``."""
     return "–" if _missing(value) else f"{100 * value:.{digits}f}%"  # type: ignore[operator]
@@ -92,9 +91,10 @@ def with_query(query: Mapping[str, str], **changes: object) -> str:
     return "?" + urlencode(merged)
 
 
-templates.env.filters.update(usd=usd, pct=pct, num=num, measure=measure)
+templates.env.filters.update(usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd)
 templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
+templates.env.globals["asset_url"] = asset_url
 
 
 def render_error_page(

@@ -3,7 +3,11 @@
 (function () {
   "use strict";
 
-  var CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  // On a phone the toolbar would sit on the chart's title (and a tap cannot hover it
+  // away): no toolbar there; elsewhere it appears only while the pointer is on a chart.
+  var NARROW = window.matchMedia && window.matchMedia("(max-width: 700px)").matches;
+  var CONFIG = { responsive: true, displaylogo: false, displayModeBar: NARROW ? false : "hover",
+    modeBarButtonsToRemove: ["lasso2d", "select2d"] };
   var SPARK = { staticPlot: true, responsive: true };
 
   function figureFor(el) {
@@ -39,7 +43,22 @@
     }
   }
 
+  // Each cell carries its column's name, which the phone layout shows beside the value.
+  function labelCells(root) {
+    (root || document).querySelectorAll("table.data").forEach(function (table) {
+      var labels = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+        return th.textContent.replace(/[▲▼]/g, "").trim();
+      });
+      table.querySelectorAll("tbody tr").forEach(function (row) {
+        Array.prototype.forEach.call(row.children, function (cell, i) {
+          if (labels[i] && !cell.hasAttribute("data-label")) { cell.setAttribute("data-label", labels[i]); }
+        });
+      });
+    });
+  }
+
   function render(root) {
+    labelCells(root);
     if (typeof Plotly === "undefined") { return; }
     (root || document).querySelectorAll("[data-figure]").forEach(draw);
   }

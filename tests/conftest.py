@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,17 @@ def session(db: Database) -> Iterator[Any]:
 def client(db: Database, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings, database=db)) as c:
         yield c
+
+
+@pytest.fixture
+def demo(client: TestClient, db: Database) -> TestClient:
+    """``client`` with the demo pipelines loaded, anchored on Wednesday 2026-11-25."""
+    from app.demo import load_demo
+
+    with db.write_session() as s:
+        load_demo(s, now=datetime(2026, 11, 25, tzinfo=UTC))
+        s.commit()
+    return client
 
 
 @pytest.fixture

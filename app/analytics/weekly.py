@@ -92,9 +92,10 @@ org_week_totals = rollup.weekly_totals
 
 
 def month_spend(
-    session: Session, month: date, until: date, pipeline_ids: Sequence[int]
+    session: Session, month: date, until: date, pipeline_ids: Sequence[int] | None
 ) -> dict[int, float]:
-    """Recorded USD per pipeline id in the calendar month ``month`` before ``until``."""
+    """Recorded USD per pipeline id (of these; every one: None) in the calendar month
+    ``month``, in ISO weeks before ``until``."""
     return rollup.month_spend(session, month, until, pipeline_ids)
 
 

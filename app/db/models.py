@@ -270,3 +270,19 @@ class AlertDelivery(CreatedAt, Base):
         Index("ix_alert_delivery_rule_created", "rule_id", "created_at"),
         Index("ix_alert_delivery_next_attempt_at", "next_attempt_at"),
     )
+
+
+class PipelineChange(CreatedAt, Base):
+    """One setting of a pipeline changed: who (token name, or "api"/"cli"), when
+    (``created_at``), which field, and the old and new values as shown to people."""
+
+    __tablename__ = "pipeline_change"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipeline.id", ondelete="CASCADE"))
+    changed_by: Mapped[str] = mapped_column(String(200))
+    field: Mapped[str] = mapped_column(String(64))
+    old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+    new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (Index("ix_pipeline_change_pipeline_created", "pipeline_id", "created_at"),)

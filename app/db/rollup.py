@@ -219,7 +219,7 @@ def latest_weeks(session: Session) -> dict[int, WeekTotals]:
 
 
 def month_spend(
-    session: Session, month: date, until: date, pipeline_ids: Sequence[int]
+    session: Session, month: date, until: date, pipeline_ids: Sequence[int] | None
 ) -> dict[int, float]:
     """Recorded USD per pipeline for runs started in this calendar month (UTC) in ISO
     weeks before ``until`` (a Monday): month-to-date at the end of a week. Exact, since a
@@ -228,7 +228,8 @@ def month_spend(
     stmt = (
         select(r.pipeline_id, func.sum(r.cost))
         .where(r.month_start == month, r.week_start < until)
-        .where(r.pipeline_id.in_(list(pipeline_ids)))
         .group_by(r.pipeline_id)
     )
+    if pipeline_ids is not None:
+        stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
     return {pid: float(v) for pid, v in session.execute(stmt)}

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline, Run, RunRollup
+from app.db.models import Pipeline, PipelineChange, Run, RunRollup
 
 
 def by_name(session: Session, name: str) -> Pipeline | None:
@@ -58,11 +58,15 @@ def by_names(
     offset: int = 0,
     limit: int | None = None,
     only: Sequence[str] | None = None,
+    owner: str | None = None,
 ) -> list[Pipeline]:
-    """Pipelines in name order, optionally one page of them; ``only``: these names."""
+    """Pipelines in name order, optionally one page of them; ``only``: these names;
+    ``owner``: of this team."""
     stmt = select(Pipeline).order_by(Pipeline.name).offset(offset)
     if only is not None:
         stmt = stmt.where(Pipeline.name.in_(only))
+    if owner is not None:
+        stmt = stmt.where(Pipeline.owner == owner)
     if limit is not None:
         stmt = stmt.limit(limit)
     return list(session.scalars(stmt))
@@ -74,5 +78,24 @@ def created_by_token_since(session: Session, token_id: int, since: datetime) -> 
         select(Pipeline.created_at)
         .where(Pipeline.created_by_token_id == token_id, Pipeline.created_at >= since)
         .order_by(Pipeline.created_at)
+    )
+    return list(session.scalars(stmt))
+
+
+def owners(session: Session, *, only: Sequence[str] | None = None) -> list[str]:
+    """The distinct non-empty owners (teams) of the pipelines, sorted."""
+    stmt = select(Pipeline.owner).where(Pipeline.owner != "").distinct()
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    return sorted(session.scalars(stmt))
+
+
+def recent_changes(session: Session, pipeline_id: int, limit: int) -> list[PipelineChange]:
+    """The pipeline's latest settings changes, newest first."""
+    stmt = (
+        select(PipelineChange)
+        .where(PipelineChange.pipeline_id == pipeline_id)
+        .order_by(PipelineChange.created_at.desc(), PipelineChange.id.desc())
+        .limit(limit)
     )
     return list(session.scalars(stmt))

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.deps import Admin, AdminPipeline, DatabaseDep, ReadablePipeline, SettingsDep, Viewer
-from app.pipelines import service
+from app.pipelines import changes, service
 from app.pipelines.schemas import PipelineList, PipelineOut, PipelineUpdate
 from app.schemas_common import slug_or_422
 
@@ -44,5 +44,5 @@ def put_pipeline(
     """Create or change a pipeline's price, budget, cadence and quality settings (admin)."""
     slug_or_422(name, "name")
     with db.write() as session:
-        row = service.upsert(session, name, update, settings, token)
+        row, _ = changes.apply(session, name, update, settings, token)
         return service.describe(session, row.name)

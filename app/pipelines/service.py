@@ -117,12 +117,19 @@ def count(session: Session, *, only: Sequence[str] | None = None) -> int:
 def page(
     session: Session,
     *,
+    only: Sequence[str] | None = None,
+    owner: str | None = None,
     offset: int = 0,
     limit: int | None = None,
-    only: Sequence[str] | None = None,
 ) -> list[Pipeline]:
-    """Pipelines in name order (the overview and the weekly review list them)."""
-    return repository.by_names(session, offset=offset, limit=limit, only=only)
+    """Pipelines in name order (the overview and the weekly review list them);
+    ``owner``: only this team's."""
+    return repository.by_names(session, offset=offset, limit=limit, only=only, owner=owner)
+
+
+def teams(session: Session, *, only: Sequence[str] | None = None) -> list[str]:
+    """The teams (owners) of the pipelines in ``only`` (every pipeline: None), sorted."""
+    return repository.owners(session, only=only)
 
 
 CREATION_WINDOW = timedelta(hours=1)

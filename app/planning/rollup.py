@@ -22,8 +22,14 @@ from typing import Any
 
 CAUSES = ("productive", "idle", "data_stall", "checkpoint", "failure", "other_idle")
 GOODPUT_SUMS = (
-    "gpu_hours", "period", "unavailable", "held", "runtime_loss", "program", "mfu_hours",
-)  # fmt: skip
+    "gpu_hours",
+    "period",
+    "unavailable",
+    "held",
+    "runtime_loss",
+    "program",
+    "mfu_hours",
+)
 PRICED = ("cost", *(f"u_{c}" for c in CAUSES))
 SUMS = (*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES), *PRICED)
 KEY = ("pipeline_id", "variant", "week_start", "month_start")

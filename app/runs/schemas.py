@@ -27,8 +27,13 @@ TagValue = Annotated[Text, Field(max_length=500)]
 # DCGM's utilization.gpu count any kernel running; DCGM's SM activity and graphics-engine
 # activity count how busy the chip is), so runs measured differently don't compare.
 UTILIZATION_SOURCES = (
-    "nvml_gpu_util", "dcgm_gpu_util", "dcgm_sm_active", "dcgm_gr_engine_active", "mfu", "other",
-)  # fmt: skip
+    "nvml_gpu_util",
+    "dcgm_gpu_util",
+    "dcgm_sm_active",
+    "dcgm_gr_engine_active",
+    "mfu",
+    "other",
+)
 UtilizationSource = Literal[
     "nvml_gpu_util", "dcgm_gpu_util", "dcgm_sm_active", "dcgm_gr_engine_active", "mfu", "other"
 ]

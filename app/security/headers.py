@@ -27,8 +27,8 @@ class SecurityHeaders:
 
     ``Cache-Control: no-store`` goes on everything outside ``/static/`` that has no
     Cache-Control of its own (pages, API JSON, CSV, errors): they may hold data a
-    shared cache must not keep. Static files keep their validators, and the vendored
-    files under ``/static/vendor/`` keep their own long ``max-age``.
+    shared cache must not keep. Static files keep the caching ``app.assets`` gives them
+    (a year for a fingerprinted URL, revalidation otherwise).
     """
 
     def __init__(self, app: ASGIApp) -> None:

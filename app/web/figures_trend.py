@@ -132,3 +132,45 @@ def utilization_quality_figure(points: Sequence[RunPoint], quality_metric: str) 
             yaxis2=axis(metric, domain=[0.0, 0.45], anchor="x"),
         ),
     }
+
+
+def review_trend_figure(weeks: Sequence[WeekSummary]) -> Figure:
+    """Spend (bars, left axis) and overall goodput (line, right axis) per ISO week."""
+    x = [w.week for w in weeks]
+    data = [
+        {
+            "type": "bar",
+            "name": "Spend",
+            "x": x,
+            "y": [w.cost_usd for w in weeks],
+            "marker": {"color": PALETTE["sky"]},
+            "hovertemplate": "%{y:$,.0f}<extra>Spend</extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "Goodput",
+            "x": x,
+            "y": [finite_or_none(w.goodput.overall) for w in weeks],
+            "yaxis": "y2",
+            "connectgaps": False,
+            "line": {"color": PALETTE["black"], "width": 3},
+            "hovertemplate": "%{y:.1%}<extra>Goodput</extra>",
+        },
+    ]
+    note = (
+        "Spend = GPU-hours × price of the week's runs; goodput = scheduling × runtime × "
+        "program, GPU-hour weighted over all the pipelines shown (weeks are ISO weeks, UTC)."
+    )
+    return {
+        "data": data,
+        "layout": layout(
+            "review_trend",
+            f"Spend and goodput, last {len(weeks)} weeks",
+            note,
+            hovermode="x unified",
+            xaxis=axis("ISO week", type="category"),
+            yaxis=axis("Spend per week", rangemode="tozero", tickformat="$,.0f"),
+            yaxis2=axis("Goodput", overlaying="y", side="right", **PERCENT_AXIS),
+        ),
+    }

@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 
 from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
-from app.exceptions import Invalid, NotFound
-from app.pipelines import service as pipelines
+from app.pipelines import changes as pipeline_changes
 from app.pipelines.service import get_by_name
 from app.planning.scenario import Scenario
-from app.planning.weekly import iso_week, week_monday
+from app.planning.weekly import iso_week
 from app.runs import listing
-from app.schemas_common import EARLIEST, LATEST, RANGE_REASON
-from app.templating import VENDOR_FILES, templates
+from app.templating import templates
 from app.web import views
+from app.web.decision import decide
 from app.web.figures import to_json
+from app.web.portfolio import portfolio_totals, sort_rows
+from app.web.portfolio_data import load_portfolio
 from app.web.value_view import value_section
 
 router = APIRouter(include_in_schema=False)
 OVERVIEW_PAGE = 24
-REVIEW_PAGE = 100
 SCENARIO_KEYS = (
     "cadence",
     "utilization_target",
@@ -59,24 +59,34 @@ def overview(
     db: DatabaseDep,
     viewer: Viewer,
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
+    team: Annotated[str | None, Query(max_length=200)] = None,
+    sort: Annotated[str, Query(pattern="^(name|spend|over_budget|goodput_change)$")] = "name",
 ) -> HTMLResponse:
+    """The portfolio: totals of every visible pipeline first, then a page of cards."""
     today = datetime.now(UTC).date()
-    only = visible_pipelines(viewer)
     with db.read() as session:
-        total = pipelines.count(session, only=only)
-        shown = pipelines.page(
-            session, offset=(page - 1) * OVERVIEW_PAGE, limit=OVERVIEW_PAGE, only=only
+        listed, rows, teams = load_portfolio(
+            session, visible_pipelines(viewer), team or None, today
         )
-        cards = views.cards(session, shown, today)
+        ordered = sort_rows(rows, sort)
+        shown = ordered[(page - 1) * OVERVIEW_PAGE : page * OVERVIEW_PAGE]
+        by_name = {p.name: p for p in listed}
+        cards = views.cards(session, [by_name[r.name] for r in shown], today)
     return templates.TemplateResponse(
         request,
         "overview.html",
         {
             "cards": cards,
             "page": page,
-            "pages": max(1, -(-total // OVERVIEW_PAGE)),
+            "pages": max(1, -(-len(rows) // OVERVIEW_PAGE)),
             "week": iso_week(today),
             "to_json": to_json,
+            "totals": portfolio_totals(rows),
+            "teams": teams,
+            "team": team or "",
+            "sort": sort,
+            "query": dict(request.query_params),
+            "month": today.strftime("%B %Y"),
         },
     )
 
@@ -116,6 +126,7 @@ def pipeline_page(
                 "page": page,
                 "size": size,
                 "pages": max(1, -(-total // size)),
+                "history": pipeline_changes.recent(session, pipeline.id, limit=5),
                 "observed_utilization": views.observed_utilization(session, pipeline),
                 "alerts": alerts_section(session, pipeline),
                 "value": value_section(session, pipeline, p),
@@ -133,12 +144,16 @@ def _whatif_context(
     gate, gate_empty = views.gate_section(session, pipeline, g, p)
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
+    headline = views.headline(projection)
+    target = p.target(pipeline.runs_per_week)
+    budget = projection.scenario.budget_usd if projection else pipeline.monthly_budget_usd
     return {
+        "decision": decide(headline, budget, gate, target),
         "pipeline": pipeline,
         "p": p,
-        "target": p.target(pipeline.runs_per_week),
+        "target": target,
         "cost": cost,
-        "headline": views.headline(projection),
+        "headline": headline,
         "projection": projection,
         "levers": levers,
         "levers_empty": levers_empty,
@@ -189,56 +204,6 @@ def runs_csv(name: ReadablePipeline, db: DatabaseDep) -> StreamingResponse:
     )
 
 
-@router.get("/review", response_class=HTMLResponse)
-def weekly_review(
-    request: Request,
-    db: DatabaseDep,
-    viewer: Viewer,
-    week: Annotated[str | None, Query(max_length=10)] = None,
-    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
-) -> HTMLResponse:
-    """Every pipeline the viewer may see, REVIEW_PAGE rows a page, with totals over all
-    of them; all numbers from the rollups."""
-    today = datetime.now(UTC).date()
-    label = week or iso_week(today)
-    try:
-        monday = week_monday(label)
-    except ValueError as exc:
-        raise Invalid(
-            str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
-        ) from exc
-    # The page also links the weeks either side and queries the week's runs.
-    if not EARLIEST.year <= monday.isocalendar().year <= LATEST.year:
-        raise Invalid(
-            f"week: {label} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
-        )
-    only = visible_pipelines(viewer)
-    with db.read() as session:
-        total = pipelines.count(session, only=only)
-        listed = pipelines.page(
-            session, offset=(page - 1) * REVIEW_PAGE, limit=REVIEW_PAGE, only=only
-        )
-        rows = views.review(session, listed, monday)
-        this, last = views.review_totals(session, monday, only)
-    return templates.TemplateResponse(
-        request,
-        "review.html",
-        {
-            "rows": rows,
-            "week": label,
-            "monday": monday,
-            "total": total,
-            "this": this,
-            "last": last,
-            "page": page,
-            "size": REVIEW_PAGE,
-            "pages": max(1, -(-total // REVIEW_PAGE)),
-            "previous": iso_week(date.fromordinal(monday.toordinal() - 7)),
-            "next": iso_week(date.fromordinal(monday.toordinal() + 7)),
-        },
-    )
-
-
 @router.get("/help", response_class=HTMLResponse)
 def help_page(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "help.html", {})
@@ -248,16 +213,3 @@ def help_page(request: Request) -> HTMLResponse:
 def api_docs(request: Request) -> HTMLResponse:
     """Swagger UI from the installed package, started by a static script (no inline JS)."""
     return templates.TemplateResponse(request, "docs.html", {})
-
-
-@router.get("/static/vendor/{name}")
-def vendor_file(name: str) -> FileResponse:
-    """Third-party browser files from installed Python packages: nothing loads from a CDN."""
-    if name not in VENDOR_FILES:
-        raise NotFound(f"no vendored file {name!r}")
-    path, media_type = VENDOR_FILES[name]
-    if not path.exists():
-        raise NotFound(f"{name} is missing from its installed package")
-    return FileResponse(
-        path, media_type=media_type, headers={"Cache-Control": "public, max-age=86400"}
-    )

@@ -9,7 +9,6 @@ message naming what to do next, never an empty chart.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -289,71 +288,3 @@ def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card
             )
         )
     return out
-
-
-@dataclass(frozen=True)
-class ReviewRow:
-    pipeline: Pipeline
-    this: WeekSummary
-    previous: WeekSummary
-    largest_cause: str | None
-    largest_gpu_hours: float
-    largest_usd: float
-    month_to_date_usd: float
-    projected_month_usd: float | None
-    month_label: str
-
-    @property
-    def delta_points(self) -> float | None:
-        a, b = self.this.goodput.overall, self.previous.goodput.overall
-        return None if a is None or b is None else 100.0 * (a - b)
-
-
-def review(session: Session, pipelines: list[Pipeline], monday: date) -> list[ReviewRow]:
-    """The week's goodput against the week before for these pipelines (a page of the
-    review), plus the budget cell: month-to-date recorded spend (every variant) up to the
-    end of the week, and the projected month at the current cadence from the production
-    variant, the same figure as the overview's card. Sums come from the rollups."""
-    prev = monday - timedelta(weeks=1)
-    ids = [p.id for p in pipelines]
-    week_end = monday + timedelta(weeks=1)
-    totals = analytics_weekly.org_week_totals(session, prev, week_end, ids)
-    month_start = monday.replace(day=1)
-    spend = analytics_weekly.month_spend(session, month_start, week_end, ids)
-    medians = analytics.production_medians(session, pipelines)
-    label = f"{month_start:%B %Y} to {(week_end - timedelta(days=1)).isoformat()}"
-    out = []
-    for p in pipelines:
-        weeks = fill_weeks(totals.get(p.id, []), prev, monday)
-        this = weeks[-1]
-        causes = {
-            c: this.gpu_hours_by_cause.get(c, 0.0)
-            for c in ("data_stall", "checkpoint", "failure", "other_idle")
-        }
-        top = max(causes, key=lambda c: causes[c]) if this.runs else None
-        out.append(
-            ReviewRow(
-                pipeline=p,
-                this=this,
-                previous=weeks[0],
-                largest_cause=top,
-                largest_gpu_hours=causes[top] if top else 0.0,
-                largest_usd=this.usd_by_cause.get(top, 0.0) if top else 0.0,
-                month_to_date_usd=spend.get(p.id, 0.0),
-                projected_month_usd=monthly_cost_now(medians[p.id], p.runs_per_week)
-                if p.id in medians
-                else None,
-                month_label=label,
-            )
-        )
-    return out
-
-
-def review_totals(
-    session: Session, monday: date, only: Sequence[str] | None
-) -> tuple[WeekSummary, WeekSummary]:
-    """(this week, the week before) summed over every pipeline the viewer may see."""
-    prev = monday - timedelta(weeks=1)
-    totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), only=only)
-    weeks = fill_weeks(totals.get(0, []), prev, monday)
-    return weeks[-1], weeks[0]

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import app.auth.service as auth
+from app.assets import asset_url
 from app.db.engine import Database
 from app.main import create_app
 from app.security import sessions
@@ -93,9 +94,9 @@ def test_security_headers_on_a_page_an_api_answer_and_a_404(client: TestClient) 
 
 
 def test_static_files_keep_their_caching(client: TestClient) -> None:
-    vendor = client.get("/static/vendor/plotly.min.js")
+    vendor = client.get(asset_url("vendor/plotly-basic.min.js"))
     assert vendor.status_code == 200
-    assert vendor.headers["cache-control"] == "public, max-age=86400"
+    assert vendor.headers["cache-control"] == "public, max-age=31536000, immutable"
     assert_security_headers(vendor)
     css = client.get("/static/cadence.css")
     assert css.status_code == 200
@@ -183,7 +184,12 @@ def test_token_mode_writes_keep_their_own_scopes(token_client: TestClient, db: D
 
 
 def test_token_mode_leaves_health_static_and_login_open(token_client: TestClient) -> None:
-    for path in ("/healthz", "/readyz", "/static/cadence.css", "/static/vendor/plotly.min.js"):
+    for path in (
+        "/healthz",
+        "/readyz",
+        "/static/cadence.css",
+        asset_url("vendor/plotly-basic.min.js"),
+    ):
         assert token_client.get(path).status_code == 200, path
     r = token_client.get("/login", headers=HTML)
     assert r.status_code == 200

@@ -203,7 +203,7 @@ def test_control_characters_in_any_parameter_are_422_naming_it(
             return quote(crafted, safe="")
         return "1" if param in ("pk", "rule_id") else "ranker"
 
-    url = re.sub(r"\{(\w+)\}", fill, template)
+    url = re.sub(r"\{(\w+)(?::\w+)?\}", fill, template)  # {name} or {path:path}
     params = {name: crafted} if where == "query" else {}
     response = client.request(method, url, params=params, headers=admin_headers)
     assert_refused(response, name, "control characters")

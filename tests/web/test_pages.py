@@ -6,24 +6,13 @@ import csv
 import io
 import json
 import re
-from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.db.engine import Database
-from app.demo import load_demo
 from tests.fixtures.builders import make_run
 
 XSS = "</script><script>alert(1)</script>"
-
-
-@pytest.fixture
-def demo(client: TestClient, db: Database) -> TestClient:
-    with db.write_session() as s:
-        load_demo(s, now=datetime(2026, 11, 25, tzinfo=UTC))
-        s.commit()
-    return client
 
 
 def test_overview_cards(demo: TestClient) -> None:
@@ -70,7 +59,7 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "fig-cadence_value",
         "fig-decay",
     }
-    assert "/static/vendor/plotly.min.js" in html
+    assert re.search(r'src="/static/vendor/plotly-basic\.min\.js\?v=[0-9a-f]{12}"', html)
     assert "cdn" not in html.lower()
 
 
@@ -171,18 +160,22 @@ def test_review_page(demo: TestClient) -> None:
 def test_review_pages_every_pipeline_with_totals_over_all(
     client: TestClient, ingest_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("app.web.router.REVIEW_PAGE", 2)
+    monkeypatch.setattr("app.web.review.REVIEW_PAGE", 2)
     # Three pipelines, one run each in 2026-W45 at $2.5/GPU-h (the test default) on
     # 8 workers x 14 h = 112 GPU-h: $280 a run, $840 in total.
     for name in ("rev-a", "rev-b", "rev-c"):
         run = make_run(pipeline=name, run_id=f"{name}-1")
         assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
     first = client.get("/review", params={"week": "2026-W45"}).text
-    assert "All 3 pipelines: 3 runs" in first and "spend $840" in first
-    assert 'data-pipeline="rev-a"' in first and 'data-pipeline="rev-c"' not in first
-    assert "Page 1 of 2" in first
+    # Two lines a page (largest waste first); the week's line and the totals row are over
+    # all three pipelines on every page.
+    rows = re.compile(r'<tr data-pipeline="([^"]+)"')
+    assert "3 runs cost $840" in first and "Rows 1–2 of 3 · page 1 of 2" in first
     second = client.get("/review", params={"week": "2026-W45", "page": 2}).text
-    assert 'data-pipeline="rev-c"' in second and "All 3 pipelines" in second
+    assert "3 runs cost $840" in second and "Rows 3–3 of 3 · page 2 of 2" in second
+    one, two = rows.findall(first), rows.findall(second)
+    assert len(one) == 2 and len(two) == 1
+    assert sorted(one + two) == ["rev-a", "rev-b", "rev-c"]
 
 
 def test_html_errors_for_browsers(client: TestClient) -> None:
@@ -193,10 +186,11 @@ def test_html_errors_for_browsers(client: TestClient) -> None:
 
 
 def test_plotly_served_locally(client: TestClient) -> None:
-    r = client.get("/static/vendor/plotly.min.js")
+    r = client.get("/static/vendor/plotly-basic.min.js")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/javascript")
-    assert len(r.content) > 1_000_000
+    assert len(r.content) > 1_000_000  # decoded: the basic bundle is 1.2 MB as text
+    assert b"plotly.js" in r.content[:200]
     assert client.get("/static/dashboard.js").status_code == 200
 
 
@@ -220,3 +214,18 @@ def test_demo_shows_what_retraining_more_often_buys(demo: TestClient) -> None:
     assert body["decay"]["model"] == "linear"
     assert 0.005 < body["decay"]["rate_per_week"] < 0.015
     assert 0.7 < body["optimum"]["runs_per_week"] < 1.6
+
+
+def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
+    html = demo.get("/").text
+    assert "data-totals" in html and "Monthly spend at current cadences" in html
+    assert 'data-total="over_budget"' in html and "data-spark-values" in html
+    team = demo.get("/", params={"team": "risk-ml"}).text
+    assert 'data-pipeline="fraud-detector"' in team and 'data-pipeline="recsys-ranker"' not in team
+    by_spend = demo.get("/", params={"sort": "spend"}).text
+    order = re.findall(r'<article class="card" data-pipeline="([^"]+)"', by_spend)
+    spends = [
+        float(v.replace(",", "")) for v in re.findall(r'class="spend[^"]*">\$([\d,]+)', by_spend)
+    ]
+    assert len(order) == 2 and spends == sorted(spends, reverse=True)
+    assert demo.get("/", params={"sort": "colour"}).status_code == 422

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -236,7 +237,7 @@ def watch(page: Any, base_url: str) -> PageProblems:
         # A download the test reads through Playwright, or a fetch the page aborted on
         # purpose (the what-if form cancels a superseded update), is not a failure.
         if failure == "net::ERR_ABORTED" and (
-            request.url.endswith(".csv") or "/whatif?" in request.url
+            urlsplit(request.url).path.endswith(".csv") or "/whatif?" in request.url
         ):
             return
         problems.failed_requests.append(f"{request.method} {request.url}: {failure}")

@@ -7,6 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from app.assets import asset_url
 from tests.web.browser.support import FRAUD, RANKER, chart_state, money, wait_for_charts
 
 pytestmark = pytest.mark.browser
@@ -39,7 +40,7 @@ def test_page_loads_cleanly_from_this_server_only(
     )
     if path.startswith("/pipelines/") or path == "/":
         # Plotly comes from this server, never from a CDN.
-        assert live_server.url("/static/vendor/plotly.min.js") in problems.requests
+        assert live_server.url(asset_url("vendor/plotly-basic.min.js")) in problems.requests
         assert page.evaluate("typeof Plotly") == "object"
     problems.assert_clean()
 
@@ -136,7 +137,7 @@ def test_api_docs_work_offline(page, problems, live_server, artifacts):
     # The bearer scheme in openapi.json gives Swagger UI its Authorize button.
     expect(page.locator("button.authorize")).to_be_visible()
     page.screenshot(path=str(artifacts / "docs.png"))
-    assert live_server.url("/static/vendor/swagger-ui-bundle.js") in problems.requests
+    assert live_server.url(asset_url("vendor/swagger-ui-bundle.js")) in problems.requests
     assert all(u.startswith(live_server.base_url + "/") for u in problems.requests), (
         problems.foreign_requests()
     )

@@ -136,6 +136,7 @@ class TokenServer:
     base_url: str
     read_token: str
     ingest_token: str
+    admin_token: str
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -155,10 +156,11 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenServ
             load_demo(session)
             _, read = create_token(session, "browser-reader", "read")
             _, ingest = create_token(session, "browser-ingest-only", "ingest")
+            _, admin = create_token(session, "browser-admin", "admin")
     finally:
         db.dispose()
     with serve_in_thread(create_app(settings), "token-mode server") as base:
-        yield TokenServer(base, read, ingest)
+        yield TokenServer(base, read, ingest, admin)
 
 
 @pytest.fixture
@@ -216,3 +218,30 @@ def test_sign_in_through_the_form_then_the_dashboard_loads(csp_page, token_serve
     assert csp_violations(page) == []
     assert csp_console_errors(problems) == []
     assert not problems.page_errors and not problems.foreign_requests()
+
+
+def test_an_admin_changes_the_budget_in_the_form_and_sees_the_change(
+    page, token_server, fresh_cookies
+):
+    page.goto(token_server.url(f"/pipelines/{RANKER}/settings"))
+    page.get_by_label("API token").fill(token_server.admin_token)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    budget = page.get_by_label("Monthly budget (USD)")
+    before = budget.input_value()
+    # A wrong value: a message under the field, nothing saved.
+    page.get_by_label("Current cadence (runs per week)").fill("0")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save settings").click()
+    expect(page.locator("#e-runs_per_week")).to_contain_text("greater than 0")
+    expect(page.get_by_role("alert")).to_contain_text("Nothing was saved")
+    page.get_by_label("Current cadence (runs per week)").fill("1")
+    budget.fill("1750")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save settings").click()
+    expect(page.locator("[data-saved]")).to_contain_text("1 setting changed")
+    page.goto(token_server.url(f"/pipelines/{RANKER}"))
+    row = page.locator("#changes tr[data-change=monthly_budget_usd]").first
+    expect(row).to_contain_text("browser-admin")
+    expect(row).to_contain_text(before)
+    expect(row).to_contain_text("1750")

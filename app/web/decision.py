@@ -1,0 +1,88 @@
+"""The decision card: one sentence answering "can we afford the target cadence, and is
+it safe?" for the scenario on the page. Pure: it words the numbers the projection and
+the gate already computed (``views.headline`` rows and the gate's result), so the card
+can never disagree with the sections below it or with the API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+VERDICT_WORDS = {"PASS": "PASS", "FAIL": "FAIL", "INSUFFICIENT_DATA": "NOT YET"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    sentence: str
+    affordable: bool | None  # None: no budget or no projection to compare
+    verdict: str | None  # PASS / FAIL / NOT YET, None without a gate
+    reason: str | None
+
+
+def cadence_words(runs_per_week: float) -> str:
+    """``1`` -> "Weekly", ``2`` -> "Twice weekly", ``0.5`` -> "Every two weeks"."""
+    named = {1.0: "Weekly", 2.0: "Twice weekly", 3.0: "Three times a week", 7.0: "Daily"}
+    if runs_per_week in named:
+        return named[runs_per_week]
+    if runs_per_week == 0.5:
+        return "Every two weeks"
+    return f"{runs_per_week:g} runs a week"
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.0f}"
+
+
+def _option(row: Mapping[str, Any], describe: Mapping[str, str]) -> str:
+    name = row["variant"]
+    about = describe.get(name)
+    label = f"{name} ({about})" if about else name
+    return f"{label}: {_usd(row['monthly_cost_usd'])}/month, p90 {_usd(row['p90'])}"
+
+
+def decide(
+    headline: Sequence[Mapping[str, Any]],
+    budget: float | None,
+    gate: Any | None,
+    runs_per_week: float,
+    descriptions: Mapping[str, str] | None = None,
+) -> Decision:
+    """Word the scenario's outcome. ``headline``: one row per variant (monthly cost, p90,
+    within_budget); ``gate``: a ``GateOut`` or None."""
+    describe = descriptions or {}
+    when = cadence_words(runs_per_week)
+    verdict = reason = None
+    if gate is not None:
+        verdict = VERDICT_WORDS.get(gate.result.verdict, gate.result.verdict)
+        reason = gate.result.summary
+    if not headline:
+        affordable = None
+        cost = f"{when}: no runs to project a cost from yet."
+    elif budget is None:
+        affordable = None
+        options = "; ".join(_option(r, describe) for r in headline)
+        cost = f"{when} costs {options}. No budget is set to compare with."
+    else:
+        fits = [r for r in headline if r.get("within_budget")]
+        affordable = bool(fits)
+        if len(fits) == len(headline):
+            cost = f"{when} fits the {_usd(budget)} budget with every variant: " + "; ".join(
+                _option(r, describe) for r in fits
+            )
+        elif fits:
+            cost = f"{when} fits the {_usd(budget)} budget only with " + "; ".join(
+                _option(r, describe) for r in fits
+            )
+        else:
+            cheapest = min(headline, key=lambda r: r["monthly_cost_usd"])
+            over = cheapest["monthly_cost_usd"] - budget
+            cost = (
+                f"{when} does not fit the {_usd(budget)} budget: the cheapest, "
+                f"{_option(cheapest, describe)}, is {_usd(over)} over"
+            )
+        cost += "."
+    safe = f" Gate: {verdict}, {reason}" if verdict else " Gate: no candidate to test yet."
+    if verdict and not safe.endswith("."):
+        safe += "."
+    return Decision(cost + safe, affordable, verdict, reason)

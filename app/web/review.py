@@ -1,0 +1,168 @@
+"""The weekly review (Monday morning) and its CSV and JSON exports.
+
+The router parses the week and the team, asks ``app.web.review_data`` for the sums
+and ``app.web.review_view`` for the lines; the three answers (page, CSV, JSON) show
+the same lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy.orm import Session
+
+from app.auth.service import TokenInfo, visible_pipelines
+from app.deps import DatabaseDep, Viewer
+from app.exceptions import Invalid
+from app.planning.weekly import BADPUT_CAUSES, iso_week, monday_of, week_monday
+from app.schemas_common import EARLIEST, RANGE_REASON
+from app.spreadsheet import cell_from_text
+from app.templating import templates
+from app.web.figures_trend import review_trend_figure
+from app.web.review_data import Action, ReviewData, load_review, top_actions
+from app.web.review_view import (
+    CAUSE_LABELS,
+    EXPORT_FIELDS,
+    ReviewLine,
+    export_row,
+    last_complete_week,
+    review_lines,
+    totals_line,
+    trend,
+)
+
+router = APIRouter(include_in_schema=False)
+WeekQuery = Annotated[str | None, Query(max_length=10)]
+TeamQuery = Annotated[str | None, Query(max_length=200)]
+REVIEW_PAGE = 100  # lines a page; the export has them all
+
+
+@dataclass(frozen=True)
+class Review:
+    week: str
+    monday: date
+    in_progress: bool
+    team: str | None
+    data: ReviewData
+    lines: list[ReviewLine]
+    total: ReviewLine
+
+
+def chosen_week(week: str | None, today: date) -> date:
+    """The Monday of ``week``; by default the last complete week. A week after the
+    current one is refused: there is nothing to review yet."""
+    if week is None:
+        return last_complete_week(today)
+    try:
+        monday = week_monday(week)
+    except ValueError as exc:
+        raise Invalid(
+            str(exc), fields=[{"field": "week", "reason": "expected e.g. 2026-W45"}]
+        ) from exc
+    # The page also links the week before and queries that week's runs.
+    if monday.isocalendar().year < EARLIEST.year:
+        raise Invalid(
+            f"week: {week} {RANGE_REASON}", fields=[{"field": "week", "reason": RANGE_REASON}]
+        )
+    if monday > monday_of(today):
+        current = iso_week(today)
+        raise Invalid(
+            f"{week} has not started yet; the latest week is {current}",
+            fields=[{"field": "week", "reason": f"in the future (latest: {current})"}],
+        )
+    return monday
+
+
+def build(session: Session, viewer: TokenInfo | None, week: str | None, team: str | None) -> Review:
+    today = datetime.now(UTC).date()
+    monday = chosen_week(week, today)
+    data = load_review(session, visible_pipelines(viewer), monday, team or None)
+    lines = review_lines(data.pipelines, data.totals, monday, data.months)
+    total = totals_line(data.totals, data.totals.keys(), monday, data.months)
+    return Review(
+        iso_week(monday), monday, monday == monday_of(today), team or None, data, lines, total
+    )
+
+
+@router.get("/review", response_class=HTMLResponse)
+def weekly_review(
+    request: Request,
+    db: DatabaseDep,
+    viewer: Viewer,
+    week: WeekQuery = None,
+    team: TeamQuery = None,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+) -> HTMLResponse:
+    """Every pipeline the viewer may see, largest waste first, REVIEW_PAGE lines a page;
+    the totals, the trend and the top actions are over all of them."""
+    with db.read() as session:
+        review = build(session, viewer, week, team)
+        actions: list[Action] = top_actions(session, review.lines)
+    monday = review.monday
+    following = monday + timedelta(weeks=1)
+    latest = monday_of(datetime.now(UTC).date())
+    weeks = trend({"all": review.data.trend}, ["all"], monday)
+    pages = max(1, -(-len(review.lines) // REVIEW_PAGE))
+    page = min(page, pages)
+    shown = review.lines[(page - 1) * REVIEW_PAGE : page * REVIEW_PAGE]
+    return templates.TemplateResponse(
+        request,
+        "review.html",
+        {
+            "r": review,
+            "week": review.week,
+            "monday": monday,
+            "actions": actions,
+            "shown": shown,
+            "page": page,
+            "pages": pages,
+            "size": REVIEW_PAGE,
+            "sunday": monday + timedelta(days=6),
+            "causes": [(c, CAUSE_LABELS[c]) for c in BADPUT_CAUSES],
+            "previous": iso_week(monday - timedelta(weeks=1)),
+            "next": iso_week(following) if following <= latest else None,
+            "trend": review_trend_figure(weeks) if any(w.runs for w in weeks) else None,
+            "export_query": {k: v for k, v in (("week", review.week), ("team", team)) if v},
+        },
+    )
+
+
+def export_rows(
+    db: DatabaseDep, viewer: Viewer, week: WeekQuery = None, team: TeamQuery = None
+) -> list[dict[str, Any]]:
+    """The export's rows: one per pipeline in impact order, then the totals."""
+    with db.read() as session:
+        review = build(session, viewer, week, team)
+    rows = [export_row(line, review.monday) for line in review.lines]
+    return [*rows, export_row(review.total, review.monday)]
+
+
+ExportRows = Annotated[list[dict[str, Any]], Depends(export_rows)]
+
+
+@router.get("/review.json")
+def review_json(rows: ExportRows) -> JSONResponse:
+    """A row per pipeline (impact order), then the totals row (``pipeline`` = TOTAL)."""
+    return JSONResponse({"week": rows[-1]["week"], "timezone": "UTC", "rows": rows})
+
+
+@router.get("/review.csv")
+def review_csv(rows: ExportRows) -> Response:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(
+        {k: cell_from_text(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows
+    )
+    filename = f"cadence-review-{rows[-1]['week']}.csv"
+    return Response(
+        out.getvalue(),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

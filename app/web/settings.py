@@ -1,0 +1,142 @@
+"""Pipeline settings in the browser: a form for admins, the values for everyone else.
+
+An admin signed in with an admin token (``CADENCE_READ_ACCESS=token``, ``/login``) edits
+the settings in ``app.pipelines.changes.EDITABLE``; the POST carries the CSRF double
+submit of ``app.security``, is validated by the API's own ``PipelineUpdate`` (so the
+form and ``PUT /api/v1/pipelines/{name}`` accept the same values), and every change is
+recorded with who made it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from app.auth.service import TokenInfo
+from app.db.engine import Database
+from app.deps import DatabaseDep, ReadablePipeline, Viewer
+from app.pipelines import changes
+from app.pipelines.schemas import PipelineUpdate
+from app.pipelines.service import get_by_name
+from app.security import auth_state
+from app.security.router import CSRF_FAILED, read_form
+from app.security.sessions import CSRF_FIELD, security_of
+from app.settings import Settings
+from app.templating import render_error_page, templates
+
+router = APIRouter(include_in_schema=False)
+NULLABLE_FIELDS = ("monthly_budget_usd",)
+NUMBER_FIELDS = (
+    "monthly_budget_usd",
+    "price_per_gpu_hour",
+    "runs_per_week",
+)  # an empty box clears it ("no budget")
+NOT_ADMIN = (
+    "Only an admin can change settings: sign in with a token that has the admin scope "
+    "(and, if it is limited to some pipelines, includes this one)."
+)
+
+
+def can_edit(viewer: TokenInfo | None, name: str) -> bool:
+    return viewer is not None and "admin" in viewer.scopes and viewer.allows(name)
+
+
+def parse(form: dict[str, str]) -> tuple[PipelineUpdate | None, dict[str, str]]:
+    """The form as a ``PipelineUpdate``, or None and a message per field."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for field in changes.EDITABLE:
+        text = form.get(field, "").strip()
+        if text == "" and field in NULLABLE_FIELDS:
+            values[field] = None
+        elif field in NUMBER_FIELDS and text != "":
+            try:  # the API takes JSON numbers, a form sends text
+                values[field] = float(text)
+            except ValueError:
+                errors[field] = "Enter a number, e.g. 1400 or 2.5"
+        elif text != "" or field == "owner":
+            values[field] = text
+    try:
+        update = PipelineUpdate.model_validate(values)
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "form"
+            errors.setdefault(field, error["msg"].removeprefix("Value error, "))
+        update = None
+    for field in changes.EDITABLE:
+        if field not in values and field not in NULLABLE_FIELDS and field != "owner":
+            errors.setdefault(field, "Enter a value")
+    return (None, errors) if errors or update is None else (update, {})
+
+
+def _page(
+    request: Request,
+    db: Database,
+    name: str,
+    viewer: TokenInfo | None,
+    *,
+    form: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    with db.read() as session:
+        pipeline = get_by_name(session, name)
+        values = changes.snapshot(pipeline)
+        history = changes.recent(session, pipeline.id)
+    auth = auth_state(request)
+    return templates.TemplateResponse(
+        request,
+        "settings.html",
+        {
+            "pipeline": pipeline,
+            "values": {**values, **(form or {})},
+            "errors": errors or {},
+            "fields": changes.EDITABLE,
+            "history": history,
+            "editable": can_edit(viewer, name),
+            "token_mode": auth is not None,
+            "csrf": auth["csrf"] if auth else None,
+            "saved": request.query_params.get("saved"),
+        },
+        status_code=status,
+    )
+
+
+@router.get("/pipelines/{name}/settings", response_class=HTMLResponse)
+def settings_page(
+    request: Request, name: ReadablePipeline, db: DatabaseDep, viewer: Viewer
+) -> HTMLResponse:
+    return _page(request, db, name, viewer)
+
+
+def _save(
+    db: Database, name: str, update: PipelineUpdate, settings: Settings, viewer: TokenInfo
+) -> int:
+    with db.write() as session:
+        get_by_name(session, name)  # never create a pipeline from this form
+        _, made = changes.apply(session, name, update, settings, viewer)
+    return len(made)
+
+
+@router.post("/pipelines/{name}/settings", response_class=HTMLResponse)
+async def save_settings(
+    request: Request, name: ReadablePipeline, db: DatabaseDep, viewer: Viewer
+) -> Response:
+    form = await read_form(request)
+    if not security_of(request).csrf_ok(request, form.get(CSRF_FIELD)):
+        return render_error_page(request, 403, CSRF_FAILED)
+    if viewer is None or not can_edit(viewer, name):
+        return render_error_page(request, 403, NOT_ADMIN)
+    update, errors = parse(form)
+    if update is None:
+        shown = {f: form.get(f, "") for f in changes.EDITABLE}
+        return await run_in_threadpool(
+            _page, request, db, name, viewer, form=shown, errors=errors, status=422
+        )
+    settings: Settings = request.app.state.settings
+    count = await run_in_threadpool(_save, db, name, update, settings, viewer)
+    return RedirectResponse(f"/pipelines/{name}/settings?saved={count}", status_code=303)

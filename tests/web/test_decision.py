@@ -1,0 +1,55 @@
+"""The decision card's sentence (pure)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from app.web.decision import cadence_words, decide
+
+
+def row(variant: str, cost: float, p90: float, within: bool | None) -> dict[str, object]:
+    return {"variant": variant, "monthly_cost_usd": cost, "p90": p90, "within_budget": within}
+
+
+def gate(verdict: str, summary: str) -> SimpleNamespace:
+    return SimpleNamespace(result=SimpleNamespace(verdict=verdict, summary=summary))
+
+
+def test_fits_only_with_the_candidate_and_the_gate_passes() -> None:
+    d = decide(
+        [row("baseline", 2456.4, 2470.0, False), row("candidate", 1308.86, 1314.2, True)],
+        1400.0,
+        gate("PASS", "every criterion passed"),
+        2.0,
+        {"candidate": "sharded input + async checkpoints"},
+    )
+    assert d.sentence == (
+        "Twice weekly fits the $1,400 budget only with candidate (sharded input + async "
+        "checkpoints): $1,309/month, p90 $1,314. Gate: PASS, every criterion passed."
+    )
+    assert d.affordable is True and d.verdict == "PASS"
+
+
+def test_does_not_fit_names_the_cheapest_and_by_how_much() -> None:
+    d = decide(
+        [row("baseline", 2000.0, 2100.0, False), row("candidate", 1500.0, 1600.0, False)],
+        1400.0,
+        gate("INSUFFICIENT_DATA", "quality: about 12 more runs per arm needed."),
+        2.0,
+    )
+    # cheapest 1,500 - budget 1,400 = 100 over
+    assert d.sentence.startswith(
+        "Twice weekly does not fit the $1,400 budget: the cheapest, candidate: "
+        "$1,500/month, p90 $1,600, is $100 over."
+    )
+    assert d.verdict == "NOT YET" and d.affordable is False
+    assert d.sentence.endswith("Gate: NOT YET, quality: about 12 more runs per arm needed.")
+
+
+def test_without_budget_gate_or_runs() -> None:
+    assert decide([row("baseline", 900.0, 950.0, None)], None, None, 1.0).sentence == (
+        "Weekly costs baseline: $900/month, p90 $950. No budget is set to compare with. "
+        "Gate: no candidate to test yet."
+    )
+    assert decide([], 100.0, None, 3.0).affordable is None
+    assert cadence_words(1.5) == "1.5 runs a week" and cadence_words(0.5) == "Every two weeks"

@@ -1,0 +1,47 @@
+"""The portfolio's totals and sort orders (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.web.portfolio import PortfolioRow, portfolio_totals, sort_rows
+
+
+def row(name: str, cost: float | None, budget: float | None, mtd: float, change: float | None):
+    return PortfolioRow(name, "team", cost, budget, mtd, change)
+
+
+ROWS = [
+    row("a", 1309.0, 1400.0, 500.0, -2.0),  # within by 91
+    row("b", 1900.0, 1400.0, 800.0, 3.0),  # over by 500
+    row("c", None, 100.0, 0.0, None),  # no runs of the production variant
+    row("d", 300.0, None, 120.0, -8.5),  # no budget
+    row("e", 260.0, 200.0, 90.0, 0.0),  # over by 60
+]
+
+
+def test_totals() -> None:
+    t = portfolio_totals(ROWS)
+    assert t.pipelines == 5
+    assert t.monthly_spend_usd == 1309 + 1900 + 300 + 260  # 3,769; "c" has no projection
+    assert t.budget_usd == 1400 + 1400 + 100 + 200  # 3,100; "d" has none
+    assert t.month_to_date_usd == 1510.0
+    assert (t.over_budget, t.over_budget_usd) == (2, 560.0)  # b by 500, e by 60
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("name", ["a", "b", "c", "d", "e"]),
+        ("spend", ["b", "a", "d", "e", "c"]),
+        ("over_budget", ["b", "e", "a", "c", "d"]),  # a: -91; c and d have no figure
+        ("goodput_change", ["d", "a", "e", "b", "c"]),  # the largest drop first
+    ],
+)
+def test_sort(key: str, expected: list[str]) -> None:
+    assert [r.name for r in sort_rows(ROWS, key)] == expected
+
+
+def test_unknown_sort() -> None:
+    with pytest.raises(ValueError, match="sort must be one of"):
+        sort_rows(ROWS, "colour")

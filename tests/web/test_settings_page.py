@@ -1,0 +1,115 @@
+"""Pipeline settings in the browser: admin form with CSRF, validation, audit trail."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.db.engine import Database
+from app.main import create_app
+from app.pipelines.changes import Change, diff, shown
+from tests.fixtures.builders import make_token
+from tests.security.test_web import HTML, csrf_value, sign_in, token_settings
+
+FORM = {
+    "display_name": "Ranker v2",
+    "owner": "ranking-team",
+    "monthly_budget_usd": "1500",
+    "price_per_gpu_hour": "2.5",
+    "runs_per_week": "2",
+    "production_variant": "candidate",
+    "quality_metric": "auc",
+}
+
+
+@pytest.fixture
+def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
+    app = create_app(token_settings(database_url), database=db)
+    with TestClient(app, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.fixture
+def ranker(token_client: TestClient, db: Database) -> str:
+    admin = make_token(db, "admin", name="setup")
+    body = {"display_name": "Ranker", "monthly_budget_usd": 1400, "price_per_gpu_hour": 2.5}
+    r = token_client.put(
+        "/api/v1/pipelines/ranker", json=body, headers={"Authorization": f"Bearer {admin}"}
+    )
+    assert r.status_code == 200, r.text
+    return "ranker"
+
+
+def test_shown_and_diff() -> None:
+    assert shown(1400.0) == "1400" and shown(2.75) == "2.75" and shown(None) is None
+    before = {"display_name": "A", "monthly_budget_usd": "1400", "owner": ""}
+    after = {"display_name": "A", "monthly_budget_usd": None, "owner": "team"}
+    assert diff(before, after) == [
+        Change("owner", "", "team"),
+        Change("monthly_budget_usd", "1400", None),
+    ]
+
+
+def test_an_admin_edits_and_every_change_is_recorded(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    assert page.status_code == 200 and "<form" in page.text and "Save settings" in page.text
+    r = token_client.post(
+        f"/pipelines/{ranker}/settings", data={**FORM, "csrf": csrf_value(page.text)}
+    )
+    assert r.status_code == 303, r.text
+    assert r.headers["location"] == f"/pipelines/{ranker}/settings?saved=6"
+    api = token_client.get(f"/api/v1/pipelines/{ranker}").json()
+    assert api["display_name"] == "Ranker v2" and api["monthly_budget_usd"] == 1500
+    assert api["runs_per_week"] == 2 and api["owner"] == "ranking-team"
+    assert api["production_variant"] == "candidate"
+    after = token_client.get(f"/pipelines/{ranker}", headers=HTML).text
+    assert 'data-change="monthly_budget_usd"' in after
+    assert "<td>alice</td><td>Monthly budget (USD)</td><td>1400</td><td>1500</td>" in after
+
+
+def test_validation_messages_in_the_form_and_nothing_saved(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    bad = {**FORM, "runs_per_week": "0", "price_per_gpu_hour": "cheap", "display_name": ""}
+    r = token_client.post(
+        f"/pipelines/{ranker}/settings", data={**bad, "csrf": csrf_value(page.text)}
+    )
+    assert r.status_code == 422
+    assert 'id="e-runs_per_week"' in r.text and "greater than 0" in r.text
+    assert 'id="e-price_per_gpu_hour"' in r.text and 'id="e-display_name"' in r.text
+    assert 'value="cheap"' in r.text  # what was typed stays in the box
+    assert token_client.get(f"/api/v1/pipelines/{ranker}").json()["display_name"] == "Ranker"
+
+
+def test_csrf_and_admin_scope_are_required(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "read", name="bob"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    assert page.status_code == 200
+    assert "Save settings" not in page.text and 'data-field="monthly_budget_usd">1400<' in page.text
+    csrf = csrf_value(page.text)  # the sign-out form's value: right CSRF, wrong scope
+    r = token_client.post(f"/pipelines/{ranker}/settings", data={**FORM, "csrf": csrf})
+    assert r.status_code == 403 and "admin scope" in r.text
+    r = token_client.post(f"/pipelines/{ranker}/settings", data={**FORM, "csrf": "forged"})
+    assert r.status_code == 403 and "CSRF" in r.text
+    assert token_client.get(f"/api/v1/pipelines/{ranker}").json()["display_name"] == "Ranker"
+
+
+def test_open_mode_shows_values_not_a_form(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    r = client.put("/api/v1/pipelines/p1", json={"monthly_budget_usd": 10}, headers=admin_headers)
+    assert r.status_code == 200
+    page = client.get("/pipelines/p1/settings", headers=HTML)
+    assert page.status_code == 200 and '<form class="panel settings-form"' not in page.text
+    assert "CADENCE_READ_ACCESS=token" in page.text
+    # The API PUT is audited too (by token name).
+    assert 'data-change="monthly_budget_usd"' in page.text
