@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -9,7 +10,7 @@ from pydantic import BaseModel, Field, model_validator
 from app.planning.cadence_value import CadenceValue
 from app.planning.decay import DecayFit
 from app.planning.failures import CheckpointAdvice, FailureRateEstimate
-from app.planning.gate import GateResult
+from app.planning.gate import CriterionResult, GateResult
 from app.planning.goodput import Goodput
 from app.planning.levers import Lever
 from app.planning.projection import CALENDAR, MonthConvention, Projection
@@ -56,6 +57,24 @@ class GoodputOut(BaseModel):
     )
 
 
+@dataclass(frozen=True)
+class CriterionOut(CriterionResult):
+    """A gate criterion with its plain words (app/planning/gate_words.py)."""
+
+    label: str = ""
+    """The name people use, e.g. "Monthly cost at the target cadence"."""
+    plain: str = ""
+    """The result in words against its threshold, with the runs still needed in weeks and
+    dollars, or why more runs cannot make it pass."""
+    status_label: str = ""
+    """pass, fail, not yet or cannot pass."""
+
+
+@dataclass(frozen=True)
+class GateResultOut(GateResult):
+    criteria: tuple[CriterionOut, ...]
+
+
 class GateOut(BaseModel):
     pipeline: str
     baseline: str
@@ -64,7 +83,11 @@ class GateOut(BaseModel):
     budget_usd: float
     quality_metric: str
     higher_is_better: bool
-    result: GateResult
+    verdict_label: str = Field(description="PASS, FAIL or NOT YET (INSUFFICIENT_DATA).")
+    headline: str = Field(
+        description="The verdict and its reason in one sentence, as the pipeline page shows it."
+    )
+    result: GateResultOut
     scenario: ScenarioOut
     windows: dict[str, RunWindow]
     warnings: list[str] = Field(

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import cast
 
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
-from app.analytics.schemas import GateOut, ProjectionOut, ScenarioOut
+from app.analytics.schemas import (
+    CriterionOut,
+    GateOut,
+    GateResultOut,
+    ProjectionOut,
+    ScenarioOut,
+)
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
-from app.planning.gate import CostBasis, GateThresholds, evaluate_gate
+from app.planning.gate import CostBasis, GateResult, GateThresholds, evaluate_gate
+from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
 from app.planning.projection import CALENDAR, project_costs
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
@@ -241,6 +248,7 @@ def gate(
     warnings = gate_source_warnings(
         (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)
     )
+    words = gate_words(result, GateContext(target, pipeline.runs_per_week, pipeline.quality_metric))
     return GateOut(
         pipeline=name,
         baseline=baseline,
@@ -249,11 +257,28 @@ def gate(
         budget_usd=budget,
         quality_metric=pipeline.quality_metric,
         higher_is_better=pipeline.higher_is_better,
-        result=result,
+        verdict_label=words.verdict,
+        headline=words.headline,
+        result=with_words(result, words),
         scenario=echo(pipeline, scenario),
         windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
         warnings=warnings,
     )
+
+
+def with_words(result: GateResult, words: GateWords) -> GateResultOut:
+    """The gate result with each criterion's plain words beside its numbers."""
+    criteria = tuple(
+        CriterionOut(
+            **{f.name: getattr(c, f.name) for f in fields(c)},
+            label=w.label,
+            plain=w.plain,
+            status_label=w.status_label,
+        )
+        for c, w in zip(result.criteria, words.criteria, strict=True)
+    )
+    values = {f.name: getattr(result, f.name) for f in fields(result)}
+    return GateResultOut(**{**values, "criteria": criteria})
 
 
 def thresholds_for(

@@ -268,7 +268,8 @@ def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card
         verdict, note = None, "no candidate runs yet"
         gate, message = gate_section(session, pipeline, GateParams(), Scenario())
         if gate is not None:
-            verdict, note = gate.result.verdict, gate.result.summary
+            # The badge says PASS / FAIL / NOT YET: the note is the reason after it.
+            verdict, note = gate.result.verdict, gate.headline.split(": ", 1)[-1]
         elif message:
             note = message.split(".")[0]
         spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")

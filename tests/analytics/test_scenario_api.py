@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from html import unescape
 from typing import Any
 
 import pytest
@@ -202,3 +203,64 @@ def test_page_and_api_agree_for_one_scenario(ranker: TestClient) -> None:
     # in <script> blocks keeps full precision for hover text.
     text = re.sub(r"<script.*?</script>", "", html, flags=re.S)
     assert not re.search(r"[1-9][\d,]*\.\d{4,}", text)
+
+
+def _gate_rows(html: str) -> dict[str, tuple[str, str, str]]:
+    """Each plain gate row of the page: (label, result in words, status)."""
+    rows = re.findall(
+        r'<tr data-criterion="([a-z_]+)">\s*<th scope="row">(.*?)</th>\s*'
+        r'<td data-testid="criterion-plain">(.*?)</td>\s*<td><span class="status-\w+">(.*?)</span>',
+        html,
+        re.S,
+    )
+    return {name: (unescape(a), unescape(b), unescape(c)) for name, a, b, c in rows}
+
+
+@pytest.mark.parametrize(
+    ("page_query", "api_query", "verdict"),
+    [
+        ({}, {}, "PASS"),
+        ({"budget": 1000}, {"budget": 1000}, "FAIL"),
+        (
+            {"min_uplift": 31.5, "margin": 0.3},
+            {"min_uplift_points": 31.5, "quality_margin": 0.3},
+            "NOT YET",
+        ),
+    ],
+)
+def test_page_and_api_say_the_same_gate_sentence(
+    ranker: TestClient, page_query: dict[str, Any], api_query: dict[str, Any], verdict: str
+) -> None:
+    """The gate's sentence and each criterion's words: the page shows what the API returns
+    for the same pipeline and query."""
+    html = ranker.get("/pipelines/ranker", params=page_query).text
+    gate = ranker.get("/api/v1/pipelines/ranker/gate", params=api_query).json()
+    assert gate["verdict_label"] == verdict
+    headline = re.search(r'data-testid="gate-headline">(.*?)</p>', html, re.S)
+    assert headline and unescape(headline.group(1)) == gate["headline"]
+    assert gate["headline"].startswith(f"{verdict}: ")
+    assert f'data-verdict="{gate["result"]["verdict"]}">{verdict}</span>' in html
+    assert _gate_rows(html) == {
+        c["name"]: (c["label"], c["plain"], c["status_label"]) for c in gate["result"]["criteria"]
+    }
+
+
+def test_gate_sentence_in_dollars_and_points(ranker: TestClient) -> None:
+    # Candidate at 2 runs/week (twice today's weekly): $152/run x 2 x 52/12 = $1,317.33 a
+    # month (identical runs: p90 = median) within $1,400; uplift 70 - 38 = 32 points.
+    gate = ranker.get("/api/v1/pipelines/ranker/gate").json()
+    assert gate["headline"] == (
+        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,317/month), quality is not "
+        "worse and utilization is up 32 points."
+    )
+    cost = gate["result"]["criteria"][2]
+    assert cost["label"] == "Monthly cost at the target cadence"
+    assert cost["plain"] == (
+        "$1,317/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
+    )
+    # $1,000 budget: $1,317 - $1,000 = $317 over.
+    gate = ranker.get("/api/v1/pipelines/ranker/gate", params={"budget": 1000}).json()
+    assert gate["verdict_label"] == "FAIL"
+    assert gate["headline"] == (
+        "FAIL: the candidate costs $1,317/month at 2×/week, $317 over the $1,000 budget."
+    )

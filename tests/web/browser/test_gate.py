@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -23,6 +24,15 @@ def statuses(page) -> dict[str, str]:
     }
 
 
+def api_gate(live_server, **params) -> dict:
+    url = live_server.url(f"/api/v1/pipelines/{RANKER}/gate")
+    return httpx.get(url, params=params).json()  # type: ignore[no-any-return]
+
+
+def headline(page):
+    return page.locator(".gate-verdict .summary")
+
+
 def submit_gate(page) -> None:
     with page.expect_navigation():
         page.locator(".gate-form").get_by_role("button", name="Evaluate gate").click()
@@ -35,13 +45,44 @@ def test_demo_gate_passes_in_large_type(page, problems, live_server):
     expect(verdict(page)).to_be_visible()
     size = float(verdict(page).evaluate("el => getComputedStyle(el).fontSize").removesuffix("px"))
     assert size >= 24
-    expect(page.locator(".gate-verdict .summary")).to_have_text("All three criteria pass.")
+    # The reason comes first, in dollars and points; the page says what the API says.
+    api = api_gate(live_server)
+    expect(headline(page)).to_have_text(api["headline"])
+    expect(headline(page)).to_have_text(
+        re.compile(
+            r"^PASS: the candidate fits the \$1,400 budget at 2×/week \(\$[\d,]+/month\), "
+            r"quality is not worse and utilization is up \d+ points\.$"
+        )
+    )
     assert statuses(page) == {
         "utilization_uplift": "pass",
         "quality_non_inferiority": "pass",
         "projected_cost": "pass",
     }
-    expect(page.locator(".gate-verdict")).to_contain_text("budget $1,400/month")
+    labels = page.locator("#gate tr[data-criterion] th").all_inner_texts()
+    assert labels == [
+        "Utilization uplift",
+        "Quality not worse",
+        "Monthly cost at the target cadence",
+    ]
+    expect(page.locator(".gate-verdict")).to_contain_text("against the $1,400/month budget")
+    # Both arms are named with the runs they come from.
+    arms = page.locator("[data-testid=gate-arms]")
+    expect(arms).to_contain_text(
+        re.compile(r"Candidate: variant candidate, \d+ newest candidate runs")
+    )
+    expect(arms).to_contain_text(
+        re.compile(r"Baseline: variant baseline, \d+ newest baseline runs")
+    )
+    # The statistics are there, but folded away behind a disclosure.
+    stats = page.locator("#gate details")
+    expect(stats.locator("summary")).to_have_text("Statistics behind the verdict")
+    expect(stats.locator("table")).to_be_hidden()
+    for plain in (page.locator(".gate-verdict"), page.locator("#gate .gate-table")):
+        expect(plain).not_to_contain_text(re.compile(r"Welch|p = |_uplift|_cost|_inferiority"))
+    stats.locator("summary").click()
+    expect(stats.locator("table")).to_be_visible()
+    expect(stats).to_contain_text("Welch df")
     problems.assert_clean()
 
 
@@ -59,15 +100,20 @@ def test_a_budget_below_the_projection_fails_the_gate(page, problems, live_serve
     set_budget(page, "100")
     assert "budget=100" in page.url
     expect(verdict(page)).to_have_text("FAIL")
-    expect(page.locator(".gate-verdict .summary")).to_have_text("Failed: projected_cost.")
+    cost = api_gate(live_server, budget=100)["result"]["criteria"][2]["value"]
+    # The p90 month, and how far over $100 it is, in whole dollars.
+    over = round(cost) - 100
+    expect(headline(page)).to_have_text(
+        f"FAIL: the candidate costs ${cost:,.0f}/month at 2×/week, ${over:,} over the $100 budget."
+    )
     assert statuses(page) == {
         "utilization_uplift": "pass",
         "quality_non_inferiority": "pass",
         "projected_cost": "fail",
     }
     row = page.locator("#gate tr[data-criterion=projected_cost]")
-    expect(row.locator("td").nth(1)).to_have_text("$100/month")
-    expect(page.locator(".gate-verdict")).to_contain_text("budget $100/month")
+    expect(row.locator("td").nth(0)).to_contain_text(f"${over:,} over the $100 budget")
+    expect(page.locator(".gate-verdict")).to_contain_text("against the $100/month budget")
     # The cost card compares with the same budget.
     expect(page.locator("#projection .budget").first).to_contain_text("over budget")
     problems.assert_clean()
@@ -84,10 +130,16 @@ def test_a_candidate_that_cannot_pass_says_so(page, problems, live_server):
     submit_gate(page)
     assert "candidate=scaling-probe" in page.url
     expect(verdict(page)).to_have_text("FAIL")
-    expect(page.locator(".gate-verdict .summary")).to_contain_text("Cannot pass")
+    expect(headline(page)).to_have_text(
+        re.compile(r"^FAIL: utilization cannot pass with more runs \(\+[\d.]+ points so far")
+    )
     assert statuses(page)["utilization_uplift"] == "cannot pass"
+    util = page.locator("#gate tr[data-criterion=utilization_uplift]")
+    expect(util).to_contain_text("cannot pass with more runs")
+    expect(util).not_to_contain_text("more runs per")  # no run count that can never pay off
     quality = page.locator("#gate tr[data-criterion=quality_non_inferiority]")
-    expect(quality).to_contain_text("report no quality_value")
+    expect(quality).to_contain_text("no ndcg@10 values recorded")
+    expect(quality).to_contain_text("send quality_value with each run")
     expect(
         page.locator(".gate-form").get_by_role("combobox", name=re.compile(r"^Candidate"))
     ).to_have_value("scaling-probe")

@@ -60,7 +60,7 @@ def test_hostile_names_are_shown_as_text(page, problems, live_server, path):
         assert legend == [XSS_VARIANT, "candidate", "Budget"]
     if "baseline=" in path:  # the gate compares the hostile variant with the candidate
         expect(page.locator(".gate-verdict .verdict")).to_be_visible()
-        expect(page.locator(".gate-verdict")).to_contain_text(f"vs {XSS_VARIANT}")
+        expect(page.locator(".gate-verdict")).to_contain_text(f"Baseline: variant {XSS_VARIANT}")
     assert_nothing_injected(page, live_server.base_url)
     problems.assert_clean()  # includes: no dialog opened
 
