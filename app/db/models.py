@@ -138,7 +138,16 @@ class RunRollup(Base):
     runs: Mapped[int] = mapped_column(Integer)
     # One Double column per name in app.planning.rollup.SUMS (added below).
 
-    __table_args__ = (Index("ix_run_rollup_week", "week_start"),)
+    __table_args__ = (
+        Index("ix_run_rollup_week", "week_start"),
+        # A pipeline's latest week and run count read from the index alone (PostgreSQL).
+        Index(
+            "ix_run_rollup_pipeline_week",
+            "pipeline_id",
+            "week_start",
+            postgresql_include=["runs"],
+        ),
+    )
 
 
 for _name in ROLLUP_SUMS:

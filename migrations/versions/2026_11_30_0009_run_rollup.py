@@ -41,6 +41,12 @@ def upgrade() -> None:
         ),
     )  # fmt: skip
     op.create_index('ix_run_rollup_week', 'run_rollup', ['week_start'], unique=False)
+    # Per pipeline: its latest week (/metrics) and its run count (the pipeline list) from
+    # the index alone; on 10M runs, 1,000 pipelines' counts went from 1.16 s to 45 ms.
+    op.create_index(
+        'ix_run_rollup_pipeline_week', 'run_rollup', ['pipeline_id', 'week_start'],
+        unique=False, postgresql_include=['runs'],
+    )
     # Backfill from the existing runs: one INSERT ... SELECT ... GROUP BY (7.4 minutes
     # for 10 million runs on the busy bench machine). Uses the application's
     # recomputation, which reads only columns that exist at this revision.
@@ -50,5 +56,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index('ix_run_rollup_pipeline_week', table_name='run_rollup')
     op.drop_index('ix_run_rollup_week', table_name='run_rollup')
     op.drop_table('run_rollup')
