@@ -478,10 +478,10 @@ def count(items: list[Any]) -> dict[str, int]:
 def test_the_statement_timeout_cancels_a_slow_query(database_url: str) -> None:
     engine = make_engine(Settings(database_url=database_url, db_statement_timeout_ms=200))
     try:
-        start = time.monotonic()
+        # QueryCanceled, not a result: the server cut the 1 s sleep at the timeout. (No
+        # clock assertion: a loaded CI machine can stretch any wall-clock bound.)
         with pytest.raises(OperationalError) as info, engine.connect() as conn:
             conn.execute(text("SELECT pg_sleep(1)"))
-        assert time.monotonic() - start < 0.9
         assert isinstance(info.value.orig, psycopg.errors.QueryCanceled)
         with engine.connect() as conn:  # the connection stays usable
             assert conn.execute(text("SELECT 1")).scalar() == 1
@@ -504,9 +504,8 @@ def test_a_request_over_the_statement_timeout_answers_503(
         return {"status": "finished"}
 
     with TestClient(app) as client:
-        start = time.monotonic()
         r = client.get("/api/v1/slow")
-    assert time.monotonic() - start < 0.9
+    # 503, not {"status": "finished"}: the statement was cancelled at the timeout.
     assert r.status_code == 503
     assert r.headers["Retry-After"]
     assert r.json()["error"] == {"code": "statement_timeout", "message": TIMEOUT_MESSAGE}
