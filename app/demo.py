@@ -231,6 +231,10 @@ PIPELINES = {
         quality_metric="ndcg@10",
         higher_is_better=True,
         quality_value_usd_per_unit_month=300_000.0,  # $3,000 a month per 0.01 of ndcg@10
+        variant_descriptions={
+            "baseline": "the current job",
+            "candidate": "sharded input + async checkpoints",
+        },
     ),
     FRAUD: PipelineUpdate(
         display_name="Fraud detector",
