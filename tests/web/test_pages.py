@@ -93,6 +93,26 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
     assert r.status_code == 422
 
 
+MANAGER_FIRST = (
+    "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
+    "checkpoints", "goodput", "badput", "quality", "scaling", "alerts", "runs",  # engineers
+    "changes",
+)  # fmt: skip
+
+
+def test_pipeline_page_puts_the_managers_sections_first(demo: TestClient) -> None:
+    html = demo.get("/pipelines/recsys-ranker").text
+    ids = re.findall(r'<section class="panel[^"]*" id="([a-z_]+)"', html)
+    assert ids == list(MANAGER_FIRST)
+
+
+def test_whatif_fragment_re_renders_the_checkpoint_section_too(demo: TestClient) -> None:
+    body = demo.get("/pipelines/recsys-ranker/whatif", params={"failure_rate": 0.01}).json()
+    assert 'id="decision"' in body["html"] and 'id="checkpoints"' not in body["html"]
+    assert 'id="checkpoints"' in body["engineer_html"]
+    assert 'data-figure="fig-checkpoint"' in body["engineer_html"]
+
+
 def test_xss_names_render_as_text(
     client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
 ) -> None:
