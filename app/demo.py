@@ -6,8 +6,10 @@ candidate runs with a faster input pipeline and asynchronous checkpoints (~70%),
 and short scaling probes at 4, 8, 16 and 32 workers that show input-bound scaling.
 ``fraud-detector``: a smaller twice-weekly pipeline whose metric is lower-is-better.
 
-Values come from a seeded generator, so they are the same on every load; dates are
-placed relative to the current ISO week so the dashboard's "this week" has data.
+Values come from a seeded generator, so they are the same on every load. Dates are
+placed relative to the last complete ISO week before now (weeks in UTC): the latest run
+finishes in that week, so no run lies in the future whatever day the demo is loaded, and
+the weekly review, which opens on that week, has data.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ FRAUD = "fraud-detector"
 
 
 def week_start(now: datetime) -> datetime:
-    return utc_midnight(monday_of(now))
+    """Monday 00:00 UTC of the last complete ISO week before ``now``: every demo run
+    starts and finishes before the current week begins, so before ``now``."""
+    return utc_midnight(monday_of(now)) - timedelta(weeks=1)
 
 
 def ranker_runs(anchor: datetime) -> list[RunIn]:
@@ -231,6 +235,10 @@ PIPELINES = {
         quality_metric="ndcg@10",
         higher_is_better=True,
         quality_value_usd_per_unit_month=300_000.0,  # $3,000 a month per 0.01 of ndcg@10
+        variant_descriptions={
+            "baseline": "the current job",
+            "candidate": "sharded input + async checkpoints",
+        },
     ),
     FRAUD: PipelineUpdate(
         display_name="Fraud detector",
@@ -250,7 +258,8 @@ def load_demo(
     """Load the demo pipelines; a pipeline that already has runs is left alone."""
     if only_if_empty and pipelines.count(session):
         return "database already holds pipelines; demo data not loaded"
-    anchor = week_start(now or datetime.now(UTC))
+    now = now or datetime.now(UTC)
+    anchor = week_start(now)
     settings = get_settings()
     loaded = []
     for name, builder in ((RANKER, ranker_runs), (FRAUD, fraud_runs)):
@@ -260,7 +269,6 @@ def load_demo(
         runs = builder(anchor)
         ingest(session, runs, token=None, settings=settings, batch=True)
         if name == RANKER:
-            now_ = now or datetime.now(UTC)
-            ingest_evaluations(session, RANKER, ranker_evaluations(runs, now_), token=None)
+            ingest_evaluations(session, RANKER, ranker_evaluations(runs, now), token=None)
         loaded.append(f"{name} ({len(runs)} runs)")
     return "loaded demo pipelines: " + ", ".join(loaded) if loaded else "demo data already loaded"

@@ -85,13 +85,22 @@ def measure(value: float | None, unit: str, signed: bool = False) -> str:
     return f"{value:+.3g}" if signed else f"{value:.3g}"
 
 
+def described(variant: str, descriptions: Mapping[str, str] | None) -> str:
+    """A variant as people read it: ``candidate (sharded input + async checkpoints)``,
+    or its bare name when the pipeline does not describe it."""
+    about = (descriptions or {}).get(variant)
+    return f"{variant} ({about})" if about else variant
+
+
 def with_query(query: Mapping[str, str], **changes: object) -> str:
     """``?a=1&b=2`` with ``changes`` applied: links that keep the rest of the view."""
     merged = {**query, **{k: str(v) for k, v in changes.items()}}
     return "?" + urlencode(merged)
 
 
-templates.env.filters.update(usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd)
+templates.env.filters.update(
+    usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd, described=described
+)
 templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
 templates.env.globals["asset_url"] = asset_url

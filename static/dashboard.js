@@ -84,6 +84,7 @@
     var form = document.getElementById("whatif-form");
     if (!form) { return; }
     var target = document.getElementById("whatif-sections");
+    var engineer = document.getElementById("whatif-engineer");  // checkpoints, further down
     var status = document.getElementById("whatif-status");
     var range = form.querySelector("input[type=range]");
     var output = document.getElementById("ut-out");
@@ -112,6 +113,10 @@
       }).then(function (body) {
         target.innerHTML = body.html;
         render(target);
+        if (engineer && typeof body.engineer_html === "string") {
+          engineer.innerHTML = body.engineer_html;
+          render(engineer);
+        }
         setupGateForm();
         var keep = new URLSearchParams(window.location.search);
         ["cadence", "utilization_target", "price", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {

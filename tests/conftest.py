@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,11 +113,13 @@ def client(db: Database, settings: Settings) -> Iterator[TestClient]:
 
 @pytest.fixture
 def demo(client: TestClient, db: Database) -> TestClient:
-    """``client`` with the demo pipelines loaded, anchored on Wednesday 2026-11-25."""
+    """``client`` with the demo pipelines loaded as ``make run`` loads them: relative to
+    now, every run in the past (the latest in the last complete ISO week). Tests derive
+    weeks and dates from now (``demo_week``) rather than pinning them."""
     from app.demo import load_demo
 
     with db.write_session() as s:
-        load_demo(s, now=datetime(2026, 11, 25, tzinfo=UTC))
+        load_demo(s)
         s.commit()
     return client
 

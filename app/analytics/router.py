@@ -96,7 +96,9 @@ def get_gate(
     baseline: Annotated[str, Query(max_length=64)] = "baseline",
     candidate: Annotated[str, Query(max_length=64)] = "candidate",
     min_uplift_points: Annotated[float, Query(ge=0, le=100)] = 10.0,
-    quality_margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
+    quality_margin: Annotated[
+        float | None, Query(ge=0, le=1e6, description="Default: the pipeline's setting")
+    ] = None,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
     min_runs: Annotated[int, Query(ge=2, le=1000)] = 3,
     power: Annotated[float | None, Query(ge=0.5, le=0.99)] = None,

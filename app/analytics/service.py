@@ -285,17 +285,19 @@ def thresholds_for(
     pipeline: Pipeline,
     *,
     min_uplift_points: float = 10.0,
-    quality_margin: float = 0.01,
+    quality_margin: float | None = None,
     alpha: float = 0.05,
     min_runs: int = 3,
     power: float | None = None,
     cost_basis: str | None = None,
 ) -> GateThresholds:
-    """Gate thresholds with the pipeline's power and cost basis unless given."""
+    """Gate thresholds with the pipeline's quality margin, power and cost basis unless
+    given."""
+    margin = pipeline.quality_margin if quality_margin is None else quality_margin
     try:
         return GateThresholds(
             min_utilization_uplift_points=min_uplift_points,
-            quality_margin=quality_margin,
+            quality_margin=margin,
             alpha=alpha,
             min_runs=min_runs,
             power=power or pipeline.gate_power,

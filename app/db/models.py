@@ -47,6 +47,12 @@ class Pipeline(CreatedAt, Base):
     # What one unit of the quality metric is worth, USD per month (methodology.md §11); unset:
     # the cost-optimal cadence cannot be computed.
     quality_value_usd_per_unit_month: Mapped[float | None] = mapped_column(Double, nullable=True)
+    # What each variant is ({"candidate": "sharded input + async checkpoints"}), shown
+    # wherever a variant is named; null on rows older than the setting (read as none).
+    variant_descriptions: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    # The gate's non-inferiority margin, in the quality metric's units: the candidate's
+    # quality may be at most this much worse than the baseline's.
+    quality_margin: Mapped[float] = mapped_column(Double, default=0.01, server_default="0.01")
     # The API token whose ingest or PUT created it (null: the CLI, the demo, older rows),
     # for the per-token creation limit. Not a foreign key: tokens are revoked, never
     # deleted, and the count only needs the id.
@@ -57,6 +63,7 @@ class Pipeline(CreatedAt, Base):
         CheckConstraint("gate_cost_basis IN ('median', 'p90')", name="gate_cost_basis_known"),
         CheckConstraint("gate_power > 0 AND gate_power < 1", name="gate_power_fraction"),
         CheckConstraint("runs_per_week > 0", name="cadence_positive"),
+        CheckConstraint("quality_margin >= 0", name="quality_margin_non_negative"),
         Index("ix_pipeline_creator_created", "created_by_token_id", "created_at"),
     )
 

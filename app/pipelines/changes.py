@@ -27,6 +27,8 @@ EDITABLE: dict[str, str] = {
     "runs_per_week": "Current cadence (runs per week)",
     "production_variant": "Production variant",
     "quality_metric": "Quality metric",
+    "quality_margin": "Quality margin (how much worse the candidate's quality may be)",
+    "variant_descriptions": "Variant descriptions",
 }
 AUDITED = (
     *EDITABLE,
@@ -60,6 +62,8 @@ def shown(value: Any) -> str | None:
     without a trailing ``.0``, everything else as text."""
     if value is None:
         return None
+    if isinstance(value, dict):  # variant descriptions: "baseline: ...; candidate: ..."
+        return "; ".join(f"{k}: {v}" for k, v in sorted(value.items())) or None
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

@@ -5,9 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from app.schemas_common import Identifier, OutModel, StrictModel
+
+MAX_DESCRIBED_VARIANTS = 20
+VariantName = Annotated[Identifier, Field(min_length=1, max_length=64)]
+Description = Annotated[Identifier, Field(min_length=1, max_length=200)]
 
 
 class PipelineUpdate(StrictModel):
@@ -32,6 +36,19 @@ class PipelineUpdate(StrictModel):
     quality_value_usd_per_unit_month: float | None = Field(
         None, ge=0, le=1e12, description="USD per month one unit of the quality metric is worth"
     )
+    variant_descriptions: dict[VariantName, Description] | None = Field(
+        None,
+        max_length=MAX_DESCRIBED_VARIANTS,
+        description='What each variant is, e.g. {"candidate": "sharded input + async '
+        'checkpoints"}; replaces the previous descriptions ({} clears them)',
+    )
+    quality_margin: float | None = Field(
+        None,
+        ge=0,
+        le=1e6,
+        description="The gate's non-inferiority margin in the quality metric's units: how "
+        "much worse the candidate's quality may be (default 0.01)",
+    )
 
 
 class PipelineOut(OutModel):
@@ -47,9 +64,16 @@ class PipelineOut(OutModel):
     gate_cost_basis: str = "p90"
     gate_power: float = 0.8
     quality_value_usd_per_unit_month: float | None = None
+    variant_descriptions: dict[str, str] = Field(default_factory=dict)
+    quality_margin: float = 0.01
     created_at: datetime
     run_count: int = 0
     last_run_at: datetime | None = None
+
+    @field_validator("variant_descriptions", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: object) -> object:
+        return {} if value is None else value  # rows older than the setting
 
 
 class PipelineList(OutModel):

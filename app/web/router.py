@@ -44,7 +44,7 @@ def gate_params(
     baseline: Annotated[str, Query(min_length=1, max_length=64)] = "baseline",
     candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
-    margin: Annotated[float, Query(ge=0, le=1e6)] = 0.01,
+    margin: Annotated[float | None, Query(ge=0, le=1e6)] = None,
     alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
 ) -> views.GateParams:
     return views.GateParams(baseline, candidate, min_uplift, margin, alpha)
@@ -140,15 +140,18 @@ def _whatif_context(
 ) -> dict[str, Any]:
     """Every figure that depends on the scenario, the gate included: one re-render
     keeps the cost cards, levers, checkpoints and the gate on the same scenario."""
+    g = views.with_pipeline_defaults(g, pipeline)
     cost, projection = views.projection_section(session, pipeline, p)
     gate, gate_empty = views.gate_section(session, pipeline, g, p)
     levers, levers_empty = views.levers_section(session, pipeline, p)
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
     headline = views.headline(projection)
+    descriptions = pipeline.variant_descriptions or {}
     target = p.target(pipeline.runs_per_week)
     budget = projection.scenario.budget_usd if projection else pipeline.monthly_budget_usd
     return {
-        "decision": decide(headline, budget, gate, target),
+        "decision": decide(headline, budget, gate, target, descriptions),
+        "descriptions": descriptions,
         "pipeline": pipeline,
         "p": p,
         "target": target,
@@ -184,9 +187,11 @@ def whatif_fragment(
         context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
+    engineer = env.get_template("_whatif_engineer.html").render(request=request, **context)
     return JSONResponse(
         {
             "html": html,
+            "engineer_html": engineer,
             "figures": {"cost": context["cost"].figure, "checkpoint": context["checkpoint"].figure},
         }
     )

@@ -8,8 +8,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
 
 from app.deps import DatabaseDep, Viewer
+from app.pipelines.service import get_by_name
 from app.runs import service
 from app.runs.schemas import RunOut
 from app.templating import templates
@@ -58,12 +60,18 @@ def cost_working(run: RunOut) -> str:
     )
 
 
+def descriptions_of(session: Session, run: RunOut) -> dict[str, str]:
+    """The run's pipeline's variant descriptions (``candidate``: what it is)."""
+    return get_by_name(session, run.pipeline).variant_descriptions or {}
+
+
 @router.get("/runs/compare", response_class=HTMLResponse)
 def compare_runs(
     request: Request, db: DatabaseDep, viewer: Viewer, a: CompareId, b: CompareId
 ) -> HTMLResponse:
     with db.read() as session:
         left, right = service.get(session, a, viewer), service.get(session, b, viewer)
+        described = (descriptions_of(session, left), descriptions_of(session, right))
     pairs = [
         (label, x, y, x != y)
         for (_, label, x), (_, _, y) in zip(rows(left), rows(right), strict=True)
@@ -75,6 +83,7 @@ def compare_runs(
             "a": left,
             "b": right,
             "pairs": pairs,
+            "described": described,
             "working": (cost_working(left), cost_working(right)),
         },
     )
@@ -84,6 +93,7 @@ def compare_runs(
 def run_page(request: Request, pk: RunId, db: DatabaseDep, viewer: Viewer) -> HTMLResponse:
     with db.read() as session:
         run = service.get(session, pk, viewer)
+        descriptions = descriptions_of(session, run)
     return templates.TemplateResponse(
         request,
         "run.html",
@@ -91,5 +101,6 @@ def run_page(request: Request, pk: RunId, db: DatabaseDep, viewer: Viewer) -> HT
             "run": run,
             "rows": rows(run),
             "working": cost_working(run),
+            "descriptions": descriptions,
         },
     )

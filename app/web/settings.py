@@ -34,7 +34,10 @@ NUMBER_FIELDS = (
     "monthly_budget_usd",
     "price_per_gpu_hour",
     "runs_per_week",
+    "quality_margin",
 )  # an empty box clears it ("no budget")
+DESCRIPTIONS = "variant_descriptions"  # a text area: one "variant: description" per line
+OPTIONAL_FIELDS = ("owner", DESCRIPTIONS)  # may be left empty
 NOT_ADMIN = (
     "Only an admin can change settings: sign in with a token that has the admin scope "
     "(and, if it is limited to some pipelines, includes this one)."
@@ -45,13 +48,38 @@ def can_edit(viewer: TokenInfo | None, name: str) -> bool:
     return viewer is not None and "admin" in viewer.scopes and viewer.allows(name)
 
 
+def descriptions_text(descriptions: dict[str, str] | None) -> str:
+    """The text area's value: one ``variant: description`` line per variant."""
+    return "\n".join(f"{k}: {v}" for k, v in sorted((descriptions or {}).items()))
+
+
+def parse_descriptions(text: str) -> tuple[dict[str, str], str | None]:
+    """``"candidate: sharded input\nbaseline: today's job"`` -> a dict, or the first
+    line that is not ``variant: description`` as a message. Empty text clears them."""
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        variant, colon, about = line.partition(":")
+        if not colon or not variant.strip() or not about.strip():
+            return {}, f"Line {number}: write it as variant: description"
+        if variant.strip() in out:
+            return {}, f"Line {number}: {variant.strip()} is described twice"
+        out[variant.strip()] = about.strip()
+    return out, None
+
+
 def parse(form: dict[str, str]) -> tuple[PipelineUpdate | None, dict[str, str]]:
     """The form as a ``PipelineUpdate``, or None and a message per field."""
     values: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for field in changes.EDITABLE:
         text = form.get(field, "").strip()
-        if text == "" and field in NULLABLE_FIELDS:
+        if field == DESCRIPTIONS:
+            values[field], problem = parse_descriptions(text)
+            if problem:
+                errors[field] = problem
+        elif text == "" and field in NULLABLE_FIELDS:
             values[field] = None
         elif field in NUMBER_FIELDS and text != "":
             try:  # the API takes JSON numbers, a form sends text
@@ -64,11 +92,15 @@ def parse(form: dict[str, str]) -> tuple[PipelineUpdate | None, dict[str, str]]:
         update = PipelineUpdate.model_validate(values)
     except ValidationError as exc:
         for error in exc.errors():
-            field = str(error["loc"][0]) if error["loc"] else "form"
-            errors.setdefault(field, error["msg"].removeprefix("Value error, "))
+            loc = error["loc"]
+            field = str(loc[0]) if loc else "form"
+            message = error["msg"].removeprefix("Value error, ")
+            if field == DESCRIPTIONS and len(loc) > 1:  # name the variant whose line is wrong
+                message = f"{loc[1]}: {message}"
+            errors.setdefault(field, message)
         update = None
     for field in changes.EDITABLE:
-        if field not in values and field not in NULLABLE_FIELDS and field != "owner":
+        if field not in values and field not in NULLABLE_FIELDS + OPTIONAL_FIELDS:
             errors.setdefault(field, "Enter a value")
     return (None, errors) if errors or update is None else (update, {})
 
@@ -101,6 +133,8 @@ def _page(
             "token_mode": auth is not None,
             "csrf": auth["csrf"] if auth else None,
             "saved": request.query_params.get("saved"),
+            "descriptions_text": (form or {}).get(DESCRIPTIONS)
+            or descriptions_text(pipeline.variant_descriptions),
         },
         status_code=status,
     )

@@ -9,7 +9,7 @@ message naming what to do next, never an empty chart.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -38,7 +38,7 @@ class GateParams:
     baseline: str = "baseline"
     candidate: str = "candidate"
     min_uplift_points: float = 10.0
-    quality_margin: float = 0.01
+    quality_margin: float | None = None  # None: the pipeline's setting
     alpha: float = 0.05
 
 
@@ -156,6 +156,14 @@ def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
             figures.utilization_quality_figure(points, pipeline.quality_metric), hint
         ),
     }
+
+
+def with_pipeline_defaults(g: GateParams, pipeline: Pipeline) -> GateParams:
+    """The gate's settings with the pipeline's quality margin where the page gave none,
+    so the form shows the margin in force."""
+    if g.quality_margin is not None:
+        return g
+    return replace(g, quality_margin=pipeline.quality_margin)
 
 
 def gate_section(

@@ -6,11 +6,13 @@ import csv
 import io
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.fixtures.builders import make_run
+from app.planning.weekly import iso_week
+from tests.fixtures.builders import demo_monday, demo_week, make_run
 
 XSS = "</script><script>alert(1)</script>"
 
@@ -93,6 +95,26 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
     assert r.status_code == 422
 
 
+MANAGER_FIRST = (
+    "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
+    "checkpoints", "goodput", "badput", "quality", "scaling", "alerts", "runs",  # engineers
+    "changes",
+)  # fmt: skip
+
+
+def test_pipeline_page_puts_the_managers_sections_first(demo: TestClient) -> None:
+    html = demo.get("/pipelines/recsys-ranker").text
+    ids = re.findall(r'<section class="panel[^"]*" id="([a-z_]+)"', html)
+    assert ids == list(MANAGER_FIRST)
+
+
+def test_whatif_fragment_re_renders_the_checkpoint_section_too(demo: TestClient) -> None:
+    body = demo.get("/pipelines/recsys-ranker/whatif", params={"failure_rate": 0.01}).json()
+    assert 'id="decision"' in body["html"] and 'id="checkpoints"' not in body["html"]
+    assert 'id="checkpoints"' in body["engineer_html"]
+    assert 'data-figure="fig-checkpoint"' in body["engineer_html"]
+
+
 def test_xss_names_render_as_text(
     client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
 ) -> None:
@@ -149,9 +171,11 @@ def test_runs_table_sorts_and_pages(demo: TestClient) -> None:
 
 
 def test_review_page(demo: TestClient) -> None:
-    html = demo.get("/review", params={"week": "2026-W48"}).text
-    assert "Weekly goodput review: 2026-W48" in html
-    assert 'data-pipeline="recsys-ranker"' in html and "2026-W47" in html
+    week = demo_week()
+    html = demo.get("/review", params={"week": week}).text
+    assert f"Weekly goodput review: {week}" in html
+    previous = iso_week(demo_monday() - timedelta(weeks=1))
+    assert 'data-pipeline="recsys-ranker"' in html and previous in html
     r = demo.get("/review", params={"week": "48"}, headers={"accept": "text/html"})
     assert r.status_code == 422
     assert "ISO week" in r.text and "<html" in r.text

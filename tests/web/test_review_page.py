@@ -1,4 +1,5 @@
-"""The weekly review page and its exports, over HTTP (demo data anchored on 2026-11-25)."""
+"""The weekly review page and its exports, over HTTP (demo data loaded relative to now:
+its latest runs are in the last complete ISO week, ``demo_week()``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from fastapi.testclient import TestClient
 
 from app.planning.weekly import iso_week
 from app.web.review_view import EXPORT_FIELDS, last_complete_week
+from tests.fixtures.builders import demo_week
 
-WEEK = "2026-W48"
+WEEK = demo_week()
 
 
 def test_opens_on_the_last_complete_week_in_utc(demo: TestClient) -> None:

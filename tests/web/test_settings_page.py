@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from app.db.engine import Database
 from app.main import create_app
 from app.pipelines.changes import Change, diff, shown
+from app.web.settings import descriptions_text, parse_descriptions
 from tests.fixtures.builders import make_token
 from tests.security.test_web import HTML, csrf_value, sign_in, token_settings
 
@@ -21,6 +22,8 @@ FORM = {
     "runs_per_week": "2",
     "production_variant": "candidate",
     "quality_metric": "auc",
+    "quality_margin": "0.01",  # unchanged: the default
+    "variant_descriptions": "",  # unchanged: none
 }
 
 
@@ -113,3 +116,74 @@ def test_open_mode_shows_values_not_a_form(
     assert "CADENCE_READ_ACCESS=token" in page.text
     # The API PUT is audited too (by token name).
     assert 'data-change="monthly_budget_usd"' in page.text
+
+
+def test_descriptions_as_text_and_back() -> None:
+    text = "candidate: sharded input + async checkpoints\n\n baseline : the current job "
+    parsed, problem = parse_descriptions(text)
+    assert problem is None
+    assert parsed == {
+        "candidate": "sharded input + async checkpoints",
+        "baseline": "the current job",
+    }
+    assert parse_descriptions(descriptions_text(parsed)) == (parsed, None)
+    assert parse_descriptions("") == ({}, None)  # empty clears them
+    assert parse_descriptions("ok: fine\nno colon here")[1] == (
+        "Line 2: write it as variant: description"
+    )
+    assert parse_descriptions("a: x\na: y")[1] == "Line 2: a is described twice"
+    assert shown({"b": "y", "a": "x"}) == "a: x; b: y" and shown({}) is None
+
+
+def test_an_admin_sets_descriptions_and_the_quality_margin_in_the_form(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    form = {
+        **FORM,
+        "quality_margin": "0.005",
+        "variant_descriptions": "candidate: sharded input\nbaseline: the current job",
+        "csrf": csrf_value(page.text),
+    }
+    r = token_client.post(f"/pipelines/{ranker}/settings", data=form)
+    assert r.status_code == 303, r.text
+    assert r.headers["location"] == f"/pipelines/{ranker}/settings?saved=8"  # 6 + these 2
+    api = token_client.get(f"/api/v1/pipelines/{ranker}").json()
+    assert api["quality_margin"] == 0.005
+    assert api["variant_descriptions"] == {
+        "candidate": "sharded input",
+        "baseline": "the current job",
+    }
+    again = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML).text
+    assert ">baseline: the current job\ncandidate: sharded input</textarea>" in again
+    assert (
+        "<td>alice</td><td>Variant descriptions</td><td>not set</td>"
+        "<td>baseline: the current job; candidate: sharded input</td>"
+    ) in again
+    assert 'data-change="quality_margin"' in again
+
+
+def test_bad_descriptions_and_margin_get_messages_and_nothing_is_saved(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    bad = {**FORM, "quality_margin": "-1", "variant_descriptions": "candidate sharded input"}
+    r = token_client.post(
+        f"/pipelines/{ranker}/settings", data={**bad, "csrf": csrf_value(page.text)}
+    )
+    assert r.status_code == 422
+    assert 'id="e-variant_descriptions"' in r.text
+    assert "Line 1: write it as variant: description" in r.text
+    assert 'id="e-quality_margin"' in r.text and "greater than or equal to 0" in r.text
+    assert ">candidate sharded input</textarea>" in r.text  # what was typed stays
+    long_name = "v" * 65  # variants are at most 64 characters, as in a run
+    bad = {**FORM, "variant_descriptions": f"{long_name}: x"}
+    r = token_client.post(
+        f"/pipelines/{ranker}/settings", data={**bad, "csrf": csrf_value(page.text)}
+    )
+    assert r.status_code == 422
+    assert f"{long_name}: " in r.text and "at most 64" in r.text  # names the variant
+    api = token_client.get(f"/api/v1/pipelines/{ranker}").json()
+    assert api["quality_margin"] == 0.01 and api["variant_descriptions"] == {}
