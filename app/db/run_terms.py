@@ -20,9 +20,15 @@ def wall_clock(dialect: str) -> ColumnElement[Any]:
     """T in hours, computed by the database."""
     if dialect == "postgresql":
         # date_part returns float8; EXTRACT returns numeric since PostgreSQL 14, and the
-        # weekly query uses this expression ~30 times (36.8 -> 19.4 ms on 1M runs).
-        return func.date_part("epoch", Run.finished_at - Run.started_at) / 3600.0
-    return (func.julianday(Run.finished_at) - func.julianday(Run.started_at)) * 24.0
+        # weekly query uses this expression ~30 times (36.8 -> 19.4 ms on 1M runs). Typed
+        # Float so that ``gpu_hours / T`` stays float8: untyped, SQLAlchemy casts T to
+        # NUMERIC for a "true" division, which is slower and raised "value out of range:
+        # underflow" converting a tiny numeric term back to float8.
+        epoch = func.date_part("epoch", Run.finished_at - Run.started_at, type_=Float)
+        return epoch / 3600.0
+    return (
+        func.julianday(Run.finished_at, type_=Float) - func.julianday(Run.started_at, type_=Float)
+    ) * 24.0
 
 
 def week_start(dialect: str) -> ColumnElement[Any]:
@@ -49,7 +55,8 @@ def run_terms(
     """Per-run goodput terms and badput GPU-hours by cause, as SQL expressions: the
     definitions of :func:`app.planning.rollup.terms` (which documents them)."""
     t = wall_clock(backend)
-    weff = Run.gpu_hours / t
+    # op('/'): a plain float8 division, without the NUMERIC cast SQLAlchemy adds to '/'.
+    weff = Run.gpu_hours.op("/", return_type=Float)(t.self_group())
     progress = greatest(
         weff
         * (

@@ -31,6 +31,12 @@ def monday_of(moment: date | datetime) -> date:
     return day - timedelta(days=day.weekday())
 
 
+def last_complete_week(today: date) -> date:
+    """The Monday of the last ISO week that has ended: on Monday 2026-11-30 that is
+    2026-11-23 (week 48), never the week that has just started."""
+    return monday_of(today) - timedelta(weeks=1)
+
+
 def utc_midnight(day: date) -> datetime:
     """``date(2026, 11, 2)`` -> ``2026-11-02T00:00:00+00:00``: a week's start as a bound."""
     return datetime(day.year, day.month, day.day, tzinfo=UTC)

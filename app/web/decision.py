@@ -55,7 +55,10 @@ def decide(
     verdict = reason = None
     if gate is not None:
         verdict = VERDICT_WORDS.get(gate.result.verdict, gate.result.verdict)
-        reason = gate.result.summary
+        # The gate's own sentence ("PASS: the candidate fits ...") without its verdict,
+        # so the card and the gate section below say the same thing.
+        sentence = getattr(gate, "headline", None)
+        reason = sentence.split(": ", 1)[-1] if sentence else gate.result.summary
     if not headline:
         affordable = None
         cost = f"{when}: no runs to project a cost from yet."

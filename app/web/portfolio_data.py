@@ -16,7 +16,7 @@ from app.analytics import weekly as analytics_weekly
 from app.db.models import Pipeline
 from app.pipelines import service as pipelines
 from app.planning.projection import monthly_cost_now
-from app.planning.weekly import fill_weeks, monday_of
+from app.planning.weekly import fill_weeks, last_complete_week, monday_of
 from app.web.portfolio import PortfolioRow
 
 
@@ -27,12 +27,14 @@ def load_portfolio(
     portfolio row (same order) and the teams."""
     listed = pipelines.page(session, only=only, owner=team)
     teams = pipelines.teams(session, only=only)
-    monday = monday_of(today)
+    # Goodput change: the last complete week against the one before (the review's weeks);
+    # month to date: every run this month up to now.
+    monday = last_complete_week(today)
     previous = monday - timedelta(weeks=1)
-    following = monday + timedelta(weeks=1)
+    following = monday_of(today) + timedelta(weeks=1)
     # Every pipeline: no list of ids to send (5,000 of them would be 5,000 parameters).
     ids = None if only is None and team is None else [p.id for p in listed]
-    weekly = analytics_weekly.org_week_totals(session, previous, following, ids)
+    weekly = analytics_weekly.org_week_totals(session, previous, monday + timedelta(weeks=1), ids)
     spent = analytics_weekly.month_spend(session, today.replace(day=1), following, ids)
     medians = analytics.production_medians(session, listed)
     rows = []

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.auth.service import TokenInfo, visible_pipelines
 from app.deps import DatabaseDep, Viewer
 from app.exceptions import Invalid
-from app.planning.weekly import BADPUT_CAUSES, iso_week, monday_of, week_monday
+from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week, monday_of, week_monday
 from app.schemas_common import EARLIEST, RANGE_REASON
 from app.spreadsheet import cell_from_text
 from app.templating import templates
@@ -31,7 +31,6 @@ from app.web.review_view import (
     EXPORT_FIELDS,
     ReviewLine,
     export_row,
-    last_complete_week,
     review_lines,
     totals_line,
     trend,

@@ -21,7 +21,6 @@ from app.planning.weekly import (
     WeekTotals,
     fill_weeks,
     iso_week,
-    monday_of,
 )
 
 TREND_WEEKS = 12
@@ -31,12 +30,6 @@ CAUSE_LABELS = {
     "failure": "Failures",
     "other_idle": "Other idle",
 }
-
-
-def last_complete_week(today: date) -> date:
-    """The Monday of the last ISO week that has ended: on Monday 2026-11-30 that is
-    2026-11-23 (week 48), never the week that has just started."""
-    return monday_of(today) - timedelta(weeks=1)
 
 
 @dataclass(frozen=True)

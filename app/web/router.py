@@ -16,7 +16,7 @@ from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines.service import get_by_name
 from app.planning.scenario import Scenario
-from app.planning.weekly import iso_week
+from app.planning.weekly import iso_week, last_complete_week
 from app.runs import listing
 from app.templating import templates
 from app.web import views
@@ -79,7 +79,7 @@ def overview(
             "cards": cards,
             "page": page,
             "pages": max(1, -(-len(rows) // OVERVIEW_PAGE)),
-            "week": iso_week(today),
+            "week": iso_week(last_complete_week(today)),
             "to_json": to_json,
             "totals": portfolio_totals(rows),
             "teams": teams,

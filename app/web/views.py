@@ -24,7 +24,7 @@ from app.exceptions import Invalid
 from app.planning.economics import badput
 from app.planning.projection import monthly_cost_now
 from app.planning.scenario import RUN_WINDOW, Scenario
-from app.planning.weekly import WeekSummary, fill_weeks
+from app.planning.weekly import WeekSummary, fill_weeks, last_complete_week
 from app.web import figures
 
 CHART_RUNS = 52
@@ -261,10 +261,12 @@ class Card:
 
 
 def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card]:
-    """The overview's cards. Weekly goodput comes from the rollups and the monthly cost
-    from each default variant's recent runs, read for the whole page at once; only the
-    gate and the sparkline are read per card."""
-    monday = today - timedelta(days=today.weekday())
+    """The overview's cards. Goodput of the last complete week comes from the rollups and
+    the monthly cost from each production variant's recent runs, read for the whole page
+    at once; only the gate and the sparkline are read per card."""
+    # The last complete week against the one before, as the weekly review shows them: on
+    # a Monday the week that has just started has no runs yet.
+    monday = last_complete_week(today)
     prev = monday - timedelta(weeks=1)
     ids = [p.id for p in pipelines]
     totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), ids)

@@ -53,3 +53,16 @@ def test_without_budget_gate_or_runs() -> None:
     )
     assert decide([], 100.0, None, 3.0).affordable is None
     assert cadence_words(1.5) == "1.5 runs a week" and cadence_words(0.5) == "Every two weeks"
+
+
+def test_the_gate_reason_is_the_gate_sections_own_sentence() -> None:
+    # The gate section shows "PASS: the candidate fits ..."; the card keeps the words after
+    # the verdict so both say the same thing.
+    words = "the candidate fits the $1,400 budget at 2×/week ($1,314/month)."
+    with_headline = SimpleNamespace(
+        result=SimpleNamespace(verdict="PASS", summary="All three criteria pass."),
+        headline=f"PASS: {words}",
+    )
+    d = decide([row("candidate", 1308.86, 1314.2, True)], 1400.0, with_headline, 2.0)
+    assert d.sentence.endswith(f"Gate: PASS, {words}")
+    assert "All three criteria" not in d.sentence

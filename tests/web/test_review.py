@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from app.planning.goodput import GoodputTotals
-from app.planning.weekly import WeekTotals
+from app.planning.weekly import WeekTotals, last_complete_week
 from app.templating import signed_usd
 from app.web.review_view import (
     TREND_WEEKS,
     MonthSpend,
     PipelineInfo,
     export_row,
-    last_complete_week,
     review_lines,
     totals_line,
     trend,

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from app.planning.weekly import iso_week
-from app.web.review_view import EXPORT_FIELDS, last_complete_week
+from app.planning.weekly import iso_week, last_complete_week
+from app.web.review_view import EXPORT_FIELDS
 from tests.fixtures.builders import demo_week
 
 WEEK = demo_week()

@@ -10,8 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from app.planning.weekly import iso_week
-from app.web.review_view import last_complete_week
+from app.planning.weekly import iso_week, last_complete_week
 from tests.web.browser.support import RANKER, chart_state, wait_for_charts
 
 pytestmark = pytest.mark.browser
