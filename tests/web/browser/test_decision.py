@@ -35,7 +35,13 @@ def test_the_answer_is_first_follows_the_what_if_and_matches_the_api(page, probl
         v: next(c for c in p["cadences"] if c["runs_per_week"] == 2)["monthly_cost_usd"]
         for v, p in api["projections"].items()
     }
-    shown = costs_in(sentence)
+    # The cost part names each variant's median projection; the gate part is the gate's
+    # own sentence (its cost criterion uses the cost basis, p90 by default), as the API says.
+    cost_part, gate_part = sentence.split(" Gate: ", 1)
+    with live_server.api() as client:
+        gate = client.get(f"/api/v1/pipelines/{RANKER}/gate", params={"cadence": 2}).json()
+    assert gate_part.split(", ", 1)[1] == gate["headline"].split(": ", 1)[1]
+    shown = costs_in(cost_part)
     assert shown and all(any(abs(s - round(e)) <= 0.5 for e in expected.values()) for s in shown), (
         shown,
         expected,
@@ -45,6 +51,6 @@ def test_the_answer_is_first_follows_the_what_if_and_matches_the_api(page, probl
     cadence = page.locator("#whatif-form").get_by_label("Cadence (runs per week)")
     wait_for_update(page, lambda: cadence.fill("3"))
     expect(page.get_by_test_id("decision")).to_contain_text("Three times a week")
-    after = costs_in(page.get_by_test_id("decision").inner_text())
+    after = costs_in(page.get_by_test_id("decision").inner_text().split(" Gate: ")[0])
     assert after and after != shown
     problems.assert_clean()
