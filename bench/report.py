@@ -207,11 +207,7 @@ ORG: list[Column] = [
      lambda r: _f(r["before"].get("server_cpu_ms_per_request")) if r["before"] else "-"),
     ("after server CPU ms/req", lambda r: _f(r.get("server_cpu_ms_per_request"))),
     ("after PG CPU ms/req", lambda r: _f(r.get("pg_cpu_ms_per_request"))),
-    ("other load cores", lambda r: _f(r.get("other_cores"), 2)),
-    ("bytes", lambda r: f"{r.get('response_bytes') or 0:,}"),
-    ("errors", lambda r: str(r["errors"])),
-    ("target", lambda r: r["target"]),
-    ("status", lambda r: r["status"]),
+    *READS[-5:],  # other load, bytes, errors, target, status: as in the analytics table
 ]  # fmt: skip
 
 

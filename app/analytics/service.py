@@ -23,7 +23,7 @@ from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
 from app.planning.gate import CostBasis, GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
-from app.planning.projection import CALENDAR, project_costs
+from app.planning.projection import CALENDAR, monthly_cost_now, project_costs
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
 from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
 from app.planning.sources import gate_source_warnings
@@ -307,9 +307,13 @@ def thresholds_for(
         raise _bad("gate", str(exc)) from exc
 
 
-def production_medians(session: Session, pipelines: Sequence[Pipeline]) -> dict[int, float]:
-    """Median cost per run of each pipeline's production variant's newest RUN_WINDOW runs,
-    by pipeline id: with :func:`app.planning.projection.monthly_cost_now`, what
-    :func:`current_monthly_cost` gives, for a page of pipelines (or all) in one query."""
+def current_monthly_costs(session: Session, pipelines: Sequence[Pipeline]) -> dict[int, float]:
+    """:func:`current_monthly_cost` for many pipelines in one query, by pipeline id (a
+    pipeline whose production variant has no runs is absent): the median cost per run of
+    the production variant's newest RUN_WINDOW runs times the current cadence's runs per
+    calendar month (:func:`app.planning.projection.monthly_cost_now`)."""
     variants = {p.id: p.production_variant for p in pipelines}
-    return repo.median_costs(session, variants, RUN_WINDOW)
+    medians = repo.median_costs(session, variants, RUN_WINDOW)
+    return {
+        p.id: monthly_cost_now(medians[p.id], p.runs_per_week) for p in pipelines if p.id in medians
+    }

@@ -50,11 +50,6 @@ def pg_upsert_params(values: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _dialect(session: Session | Connection) -> str:
-    # The migration's backfill passes a Connection; app.db.sql.dialect takes a Session.
-    return dialect(session) if isinstance(session, Session) else session.dialect.name
-
-
 def add(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Add these deltas (from :func:`app.planning.rollup.deltas`) to their rows, creating
     missing rows; then drop rows left with no runs (after deletes)."""
@@ -94,7 +89,7 @@ def subtract_run(session: Session, pk: int) -> None:
 
 
 def _recompute_select(session: Session | Connection) -> Any:
-    backend = _dialect(session)
+    backend = dialect(session)
     terms, causes = run_terms(backend)
     price = Run.billed_price_per_gpu_hour
     week, month = week_start(backend), month_start(backend)

@@ -6,14 +6,16 @@ from typing import Any, cast
 
 from sqlalchemy import ARRAY, BigInteger, ColumnElement, any_, bindparam, func
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from app.db.models import Pipeline, Run
 
 
-def dialect(session: Session) -> str:
-    """``"postgresql"`` or ``"sqlite"``: the few queries that differ branch on it."""
-    return session.get_bind().dialect.name
+def dialect(session: Session | Connection) -> str:
+    """``"postgresql"`` or ``"sqlite"``: the few queries that differ branch on it (a
+    Connection too: the migrations' backfill passes one)."""
+    return session.get_bind().dialect.name if isinstance(session, Session) else session.dialect.name
 
 
 def effective_price() -> ColumnElement[float]:

@@ -37,11 +37,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.alerts.service import delivery_counts
-from app.analytics.service import production_medians
+from app.analytics.service import current_monthly_costs
 from app.analytics.weekly import latest_weeks
 from app.pipelines import service as pipelines_service
 from app.planning.goodput import goodput_from_totals
-from app.planning.projection import monthly_cost_now
 from app.planning.weekly import BADPUT_CAUSES
 
 if TYPE_CHECKING:
@@ -54,14 +53,14 @@ def gauges(session: Session) -> Iterator[tuple[str, str, str, float]]:
     """(gauge, pipeline name, team, value) for every pipeline, by name; the team is the
     pipeline's owner ("unassigned" when empty)."""
     pipelines = pipelines_service.page(session)
-    medians = production_medians(session, pipelines)
+    costs = current_monthly_costs(session, pipelines)
     weeks = latest_weeks(session)
     for p in pipelines:
         team = p.owner or "unassigned"
         if p.monthly_budget_usd is not None:
             yield "budget", p.name, team, p.monthly_budget_usd
-        if p.id in medians:
-            yield "cost", p.name, team, monthly_cost_now(medians[p.id], p.runs_per_week)
+        if p.id in costs:
+            yield "cost", p.name, team, costs[p.id]
         if p.id not in weeks:
             continue
         week = weeks[p.id]

@@ -15,7 +15,6 @@ from app.analytics import service as analytics
 from app.analytics import weekly as analytics_weekly
 from app.db.models import Pipeline
 from app.pipelines import service as pipelines
-from app.planning.projection import monthly_cost_now
 from app.planning.weekly import fill_weeks, last_complete_week, monday_of
 from app.web.portfolio import PortfolioRow
 
@@ -36,7 +35,7 @@ def load_portfolio(
     ids = None if only is None and team is None else [p.id for p in listed]
     weekly = analytics_weekly.org_week_totals(session, previous, monday + timedelta(weeks=1), ids)
     spent = analytics_weekly.month_spend(session, today.replace(day=1), following, ids)
-    medians = analytics.production_medians(session, listed)
+    costs = analytics.current_monthly_costs(session, listed)
     rows = []
     for p in listed:
         last, this = fill_weeks(weekly.get(p.id, []), previous, monday)
@@ -45,9 +44,7 @@ def load_portfolio(
             PortfolioRow(
                 name=p.name,
                 owner=p.owner,
-                monthly_cost_usd=monthly_cost_now(medians[p.id], p.runs_per_week)
-                if p.id in medians
-                else None,
+                monthly_cost_usd=costs.get(p.id),
                 budget_usd=p.monthly_budget_usd,
                 month_to_date_usd=spent.get(p.id, 0.0),
                 goodput_change_points=None if a is None or b is None else 100.0 * (a - b),

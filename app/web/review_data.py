@@ -19,7 +19,6 @@ from app.analytics import weekly as analytics_weekly
 from app.db.models import Pipeline
 from app.exceptions import CadenceError
 from app.pipelines import service as pipelines
-from app.planning.projection import monthly_cost_now
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekTotals
 from app.web.review_view import TREND_WEEKS, MonthSpend, PipelineInfo, ReviewLine
@@ -90,14 +89,8 @@ def month_spend(
     run, the figure the overview, /metrics and alerts show), for all rows at once."""
     following = monday + timedelta(weeks=1)
     spent = analytics_weekly.month_spend(session, monday.replace(day=1), following, ids)
-    medians = analytics.production_medians(session, rows)
-    return {
-        p.name: MonthSpend(
-            spent.get(p.id, 0.0),
-            monthly_cost_now(medians[p.id], p.runs_per_week) if p.id in medians else None,
-        )
-        for p in rows
-    }
+    costs = analytics.current_monthly_costs(session, rows)
+    return {p.name: MonthSpend(spent.get(p.id, 0.0), costs.get(p.id)) for p in rows}
 
 
 def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:

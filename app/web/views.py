@@ -22,7 +22,6 @@ from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, Projection
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.planning.economics import badput
-from app.planning.projection import monthly_cost_now
 from app.planning.scenario import RUN_WINDOW, Scenario
 from app.planning.weekly import WeekSummary, fill_weeks, last_complete_week
 from app.web import figures
@@ -270,7 +269,7 @@ def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card
     prev = monday - timedelta(weeks=1)
     ids = [p.id for p in pipelines]
     totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), ids)
-    medians = analytics.production_medians(session, pipelines)
+    costs = analytics.current_monthly_costs(session, pipelines)
     out = []
     for pipeline in pipelines:
         rows = reads.recent_runs(session, pipeline, limit=12)
@@ -286,9 +285,7 @@ def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card
         out.append(
             Card(
                 pipeline=pipeline,
-                monthly_cost_usd=monthly_cost_now(medians[pipeline.id], pipeline.runs_per_week)
-                if pipeline.id in medians
-                else None,
+                monthly_cost_usd=costs.get(pipeline.id),
                 budget_usd=pipeline.monthly_budget_usd,
                 this_week=weeks[-1].goodput.overall,
                 last_week=weeks[0].goodput.overall,
