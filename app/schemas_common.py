@@ -145,5 +145,17 @@ class OutModel(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
 
-NonNegative = Annotated[float, Field(ge=0, le=1e6)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
+# Below any clock's or bill's resolution (3.6 microseconds, a billionth of a dollar).
+TINY = 1e-9
+
+
+def snap_tiny(value: float) -> float:
+    """A measurement this close to zero is stored as zero. The SQL sums multiply several
+    of them, and PostgreSQL raises "value out of range: underflow" where a product of
+    two nonzero numbers rounds to 0 (e.g. a 1e-310 h stall times a 1e-16 idle share):
+    that would make the run's delete and weekly reads fail. Zero changes no figure."""
+    return 0.0 if -TINY < value < TINY else value
+
+
+NonNegative = Annotated[float, Field(ge=0, le=1e6), AfterValidator(snap_tiny)]
+Fraction = Annotated[float, Field(ge=0, le=1), AfterValidator(snap_tiny)]

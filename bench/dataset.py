@@ -190,6 +190,10 @@ def rebuild_rollups(conninfo: str) -> float:
                 return 0.0
             conn.exec_driver_sql("SET LOCAL work_mem = '256MB'")
             rebuild(conn)
+            if conn.exec_driver_sql("SELECT to_regclass('run_variant')").scalar() is not None:
+                from app.db.rollup import rebuild_variants
+
+                rebuild_variants(conn)
     finally:
         engine.dispose()
     return round(time.perf_counter() - t0, 1)

@@ -24,8 +24,10 @@ ORG_ENDPOINTS: list[tuple[str, str, float]] = [
     ("pipeline list API, first 100", "/api/v1/pipelines?limit=100", 300.0),
     ("pipeline list API, page of 1000", "/api/v1/pipelines", 300.0),
     ("overview page (24 cards)", "/", 300.0),
+    ("portfolio API, first 100 by spend", "/api/v1/portfolio?sort=spend", 300.0),
     ("weekly review page", "/review", 300.0),
     ("weekly review, last page", "/review?page=50", 300.0),
+    ("weekly review CSV export (all)", "/review.csv", 300.0),
     ("/metrics scrape", "/metrics", 500.0),
 ]
 

@@ -27,9 +27,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from app.db.memo import per_session
-from app.db.models import Pipeline, Run
+from app.db.models import Pipeline, Run, RunVariant
 from app.db.run_terms import as_date, goodput_totals, run_terms, wall_clock, week_start
-from app.db.sql import dialect, effective_price, recorded_price
+from app.db.sql import dialect, effective_price, in_ids, recorded_price
 from app.planning.model import Interruption, RunFacts
 from app.planning.rollup import GOODPUT_SUMS
 from app.planning.weekly import WeekTotals
@@ -139,6 +139,22 @@ def median_costs(session: Session, variants: dict[int, str], limit: int = 12) ->
     median = func.percentile_cont(0.5).within_group(recent.c.cost)
     stmt = select(pairs.c.pid, median).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
     return {pid: float(m) for pid, m in session.execute(stmt)}
+
+
+def production_changes(
+    session: Session, pipeline_ids: list[int] | None
+) -> dict[int, tuple[str, int]]:
+    """(production variant, its change counter) of these pipelines (every one: None) whose
+    production variant has runs, by pipeline id: one join of ``run_variant``."""
+    v = RunVariant
+    stmt = (
+        select(v.pipeline_id, v.variant, v.changes)
+        .join(Pipeline, (Pipeline.id == v.pipeline_id) & (Pipeline.production_variant == v.variant))
+        .where(v.runs > 0)
+    )
+    if pipeline_ids is not None:
+        stmt = stmt.where(in_ids(session, v.pipeline_id, pipeline_ids))
+    return {pid: (variant, changes) for pid, variant, changes in session.execute(stmt)}
 
 
 def _to_run_row(r: Any) -> RunRow:

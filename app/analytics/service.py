@@ -8,6 +8,7 @@ from typing import cast
 
 from sqlalchemy.orm import Session
 
+from app.analytics import costs
 from app.analytics import repository as repo
 from app.analytics.schemas import (
     CriterionOut,
@@ -307,13 +308,14 @@ def thresholds_for(
         raise _bad("gate", str(exc)) from exc
 
 
-def current_monthly_costs(session: Session, pipelines: Sequence[Pipeline]) -> dict[int, float]:
-    """:func:`current_monthly_cost` for many pipelines in one query, by pipeline id (a
+def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -> dict[int, float]:
+    """:func:`current_monthly_cost` for many pipelines at once, by pipeline id (a
     pipeline whose production variant has no runs is absent): the median cost per run of
     the production variant's newest RUN_WINDOW runs times the current cadence's runs per
-    calendar month (:func:`app.planning.projection.monthly_cost_now`)."""
-    variants = {p.id: p.production_variant for p in pipelines}
-    medians = repo.median_costs(session, variants, RUN_WINDOW)
+    calendar month (:func:`app.planning.projection.monthly_cost_now`). The medians are
+    cached between requests while the runs they come from are unchanged
+    (``app.analytics.costs``)."""
+    medians = costs.median_costs(session, pipelines, RUN_WINDOW)
     return {
         p.id: monthly_cost_now(medians[p.id], p.runs_per_week) for p in pipelines if p.id in medians
     }

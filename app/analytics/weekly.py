@@ -102,3 +102,10 @@ def month_spend(
 def latest_weeks(session: Session) -> dict[int, WeekTotals]:
     """Every pipeline's latest ISO week with runs, by pipeline id."""
     return rollup.latest_weeks(session)
+
+
+def signatures(session: Session) -> dict[int, int]:
+    """Per pipeline id with runs, a number that grows with every insert or delete of one
+    of its runs, and only then (``app.db.rollup.signatures``): what a value computed
+    from a pipeline's runs can be kept under between requests."""
+    return rollup.signatures(session)

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.memo import CACHES
 from app.settings import Settings
 
 WRITE = {"cadence_write": True}
@@ -128,7 +129,9 @@ class Database:
         self.caches: dict[str, Any] = {}
         # Tests: every session shares one connection, which no second thread may use.
         self.single_connection = bind is not None
-        extra: dict[str, Any] = {"expire_on_commit": False}
+        # Sessions carry the caches in their info (a read service has a session, not the
+        # Database): ``app.db.memo.kept``.
+        extra: dict[str, Any] = {"expire_on_commit": False, "info": {CACHES: self.caches}}
         if bind is not None:
             self.read_sessions = sessionmaker(
                 bind=bind, join_transaction_mode="create_savepoint", **extra

@@ -9,6 +9,7 @@ from typing import cast as type_cast
 
 from sqlalchemy.orm import Session
 
+CACHES = "cadence_caches"  # the session.info key of Database.caches (app/db/engine.py)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -30,3 +31,18 @@ def per_session(fn: Callable[Concatenate[Session, P], R]) -> Callable[Concatenat
         return result
 
     return type_cast(Callable[Concatenate[Session, P], R], wrapper)
+
+
+def kept(session: Session, name: str) -> dict[Any, Any]:
+    """A dict this database keeps between requests (``Database.caches[name]``, which its
+    sessions carry in ``session.info``); a session made some other way gets a new empty
+    dict each time, so nothing is kept and every caller still gets right answers.
+
+    Whoever stores in it keys each value by everything the value depends on (see
+    app/analytics/costs.py): a kept value is never stale, only unused.
+    """
+    caches: dict[str, Any] | None = session.info.get(CACHES)
+    if caches is None:
+        return {}
+    found: dict[Any, Any] = caches.setdefault(name, {})
+    return found

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Date,
@@ -159,6 +160,30 @@ class RunRollup(Base):
 
 for _name in ROLLUP_SUMS:
     setattr(RunRollup, _name, mapped_column(_name, Double, default=0.0, nullable=False))
+
+
+class RunVariant(Base):
+    """Per (pipeline, variant): its run count, its newest start, and ``changes``, a counter
+    that every insert or delete of one of its runs increases, in the same transaction as
+    ``run_rollup``.
+
+    Something computed from a variant's runs (the median cost per run the portfolio, the
+    review and /metrics show) can be kept between requests and trusted while ``changes``
+    is the same (app/analytics/costs.py). A row stays when its last run is deleted, so the
+    counter never starts again from a value a reader has seen.
+    """
+
+    __tablename__ = "run_variant"
+
+    pipeline_id: Mapped[int] = mapped_column(
+        ForeignKey("pipeline.id", ondelete="CASCADE"), primary_key=True
+    )
+    variant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    runs: Mapped[int] = mapped_column(Integer)
+    changes: Mapped[int] = mapped_column(BigInteger)
+    # The newest start among its runs (None when none is left): a pipeline's "last run"
+    # on the pipeline list without probing the run table once per pipeline.
+    last_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class Interruption(Base):

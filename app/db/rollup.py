@@ -2,7 +2,8 @@
 
 It lives in ``app/db`` because it is part of the data layer, like an index: every writer
 of runs (``app.runs``) keeps it in step and several features read it. Writers call
-:func:`add` in the transaction that inserts or deletes runs (one upsert per touched key;
+:func:`add_runs` or :func:`subtract_run` in the transaction that inserts or deletes runs
+(one upsert per touched key;
 the single-run PostgreSQL path does it inside its one statement, see
 ``app.runs.repository.insert_one_pg`` and :data:`PG_UPSERT_CTE`). :func:`recompute` is
 the same sums computed from the runs in SQL, for :func:`rebuild` and the equivalence
@@ -12,20 +13,21 @@ tests.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date
+from datetime import date, datetime
 from typing import Any, cast
 
-from sqlalchemy import Date, Float, Table, and_, delete, func, insert, literal, select
+from sqlalchemy import Date, Float, Table, and_, case, delete, func, insert, literal, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline, Run, RunRollup
+from app.db.models import Pipeline, Run, RunRollup, RunVariant
 from app.db.run_terms import as_date, goodput_totals, month_start, run_terms, week_start
-from app.db.sql import dialect, upsert_insert
+from app.db.sql import dialect, in_ids, upsert_insert
 from app.planning.rollup import CAUSES, GOODPUT_SUMS, KEY, PRICED, SUMS, buckets, deltas, terms
 from app.planning.weekly import WeekTotals
 
 ROLLUP = cast(Table, RunRollup.__table__)
+VARIANTS = cast(Table, RunVariant.__table__)
 
 # The CTE the single-run PostgreSQL insert appends (after ``p``, the pipeline, and
 # ``ins``, the inserted run RETURNING id and its frozen price): the run's rollup row,
@@ -36,7 +38,14 @@ PG_UPSERT_CTE = (
     + ", ".join(f"%(r_{c})s::float8" + (" * ins.price" if c in PRICED else "") for c in SUMS)
     + f" FROM p, ins ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET "
     + ", ".join(f"{c} = run_rollup.{c} + excluded.{c}" for c in ("runs", *SUMS))
-    + ") "
+    # Reading ``roll`` makes ``var`` run after it: every writer locks the rollup row
+    # before the variant's, so two writers never wait on each other in opposite orders.
+    + " RETURNING 1), "
+    "var AS (INSERT INTO run_variant (pipeline_id, variant, runs, changes, last_started_at) "
+    "SELECT p.id, %(variant)s, 1, 1, %(started_at)s::timestamptz FROM p, ins, roll "
+    "ON CONFLICT (pipeline_id, variant) DO UPDATE SET runs = run_variant.runs + 1, "
+    "changes = run_variant.changes + 1, "
+    "last_started_at = GREATEST(run_variant.last_started_at, excluded.last_started_at)) "
 )
 
 
@@ -50,24 +59,45 @@ def pg_upsert_params(values: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def add(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Add these deltas (from :func:`app.planning.rollup.deltas`) to their rows, creating
-    missing rows; then drop rows left with no runs (after deletes)."""
-    if not rows:
+def add_runs(session: Session, runs: Iterable[tuple[int, Mapping[str, Any]]]) -> None:
+    """Add these newly stored runs ((pipeline id, column values)) to their rollup rows,
+    creating missing rows, and count them in ``run_variant`` (each variant touched: its
+    run count, newest start and one change)."""
+    runs = list(runs)
+    if not runs:
         return
     ins = upsert_insert(session, ROLLUP)
     stmt = ins.on_conflict_do_update(
         index_elements=list(KEY),
         set_={c: ROLLUP.c[c] + ins.excluded[c] for c in ("runs", *SUMS)},
     )
-    session.execute(stmt, list(rows))
-    if any(r["runs"] < 0 for r in rows):
-        session.execute(delete(ROLLUP).where(ROLLUP.c.runs <= 0))
-
-
-def add_runs(session: Session, runs: Iterable[tuple[int, Mapping[str, Any]]]) -> None:
-    """Add these newly stored runs ((pipeline id, column values)) to their rows."""
-    add(session, deltas(runs))
+    session.execute(stmt, deltas(runs))
+    touched: dict[tuple[int, str], tuple[int, datetime]] = {}
+    for pid, run in runs:
+        n, last = touched.get((pid, run["variant"]), (0, run["started_at"]))
+        touched[pid, run["variant"]] = (n + 1, max(last, run["started_at"]))
+    v = VARIANTS.c
+    ins = upsert_insert(session, VARIANTS)
+    newer = ins.excluded.last_started_at
+    stmt = ins.on_conflict_do_update(
+        index_elements=["pipeline_id", "variant"],
+        set_={
+            "runs": v.runs + ins.excluded.runs,
+            "changes": v.changes + 1,
+            # GREATEST would do on PostgreSQL; SQLite's max() of a NULL is NULL.
+            "last_started_at": case(
+                (v.last_started_at.is_(None) | (newer > v.last_started_at), newer),
+                else_=v.last_started_at,
+            ),
+        },
+    )
+    session.execute(
+        stmt,
+        [
+            {"pipeline_id": p, "variant": name, "runs": n, "changes": 1, "last_started_at": last}
+            for (p, name), (n, last) in sorted(touched.items())
+        ],
+    )
 
 
 def subtract_run(session: Session, pk: int) -> None:
@@ -86,6 +116,23 @@ def subtract_run(session: Session, pk: int) -> None:
     )
     session.execute(stmt)
     session.execute(delete(ROLLUP).where(ROLLUP.c.runs <= 0))
+    # Its variant: one run fewer, one change more, and the newest start of the others
+    # (in SQL too: the run's start may not load, see above).
+    v = VARIANTS.c
+    it = select(Run.pipeline_id, Run.variant).where(Run.id == pk).subquery()
+    others = (
+        select(func.max(Run.started_at))
+        .where(Run.pipeline_id == v.pipeline_id, Run.variant == v.variant, Run.id != pk)
+        .scalar_subquery()
+    )
+    session.execute(
+        update(VARIANTS)
+        .where(
+            v.pipeline_id == select(it.c.pipeline_id).scalar_subquery(),
+            v.variant == select(it.c.variant).scalar_subquery(),
+        )
+        .values(runs=v.runs - 1, changes=v.changes + 1, last_started_at=others)
+    )
 
 
 def _recompute_select(session: Session | Connection) -> Any:
@@ -127,12 +174,55 @@ def stored(session: Session) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in rows]
 
 
+VariantRows = dict[tuple[int, str], tuple[int, datetime | None]]
+
+
+def variant_counts(session: Session) -> tuple[VariantRows, VariantRows]:
+    """(What ``run_variant`` should hold, from the runs; what it holds): run count and
+    newest start by (pipeline id, variant), variants with no runs left out of both (the
+    equivalence tests)."""
+    expected = session.execute(
+        select(Run.pipeline_id, Run.variant, func.count(), func.max(Run.started_at)).group_by(
+            Run.pipeline_id, Run.variant
+        )
+    )
+    v = VARIANTS.c
+    held = session.execute(
+        select(v.pipeline_id, v.variant, v.runs, v.last_started_at).where(v.runs != 0)
+    )
+    return (
+        {(p, name): (n, last) for p, name, n, last in expected},
+        {(p, name): (n, last) for p, name, n, last in held},
+    )
+
+
 def rebuild(session: Session | Connection) -> int:
-    """Replace the rollups with a recomputation from the runs (migration, bulk loads)."""
+    """Replace the rollups with a recomputation from the runs (migration 0009, bulk loads
+    such as the benchmark's COPY, which then calls :func:`rebuild_variants` too)."""
     session.execute(delete(ROLLUP))
     columns = ["pipeline_id", "variant", "week_start", "month_start", "runs", *SUMS]
     result = session.execute(insert(ROLLUP).from_select(columns, _recompute_select(session)))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def rebuild_variants(session: Session | Connection) -> None:
+    """Replace ``run_variant`` with counts from the runs. Every counter starts above the
+    highest pipeline signature before (:func:`signatures`), so neither a counter nor a
+    signature a running process has cached is seen again."""
+    per_pipeline = (
+        select(func.sum(VARIANTS.c.changes).label("s")).group_by(VARIANTS.c.pipeline_id).subquery()
+    )
+    floor = session.execute(select(func.coalesce(func.max(per_pipeline.c.s), 0))).scalar_one()
+    session.execute(delete(VARIANTS))
+    counted = select(
+        Run.pipeline_id,
+        Run.variant,
+        func.count(),
+        func.count() + literal(floor + 1),
+        func.max(Run.started_at),
+    ).group_by(Run.pipeline_id, Run.variant)
+    columns = ["pipeline_id", "variant", "runs", "changes", "last_started_at"]
+    session.execute(insert(VARIANTS).from_select(columns, counted))
 
 
 def weekly_totals(
@@ -181,6 +271,37 @@ def weekly_totals(
             )
         )
     return out
+
+
+def window_rows(
+    session: Session, since: date, until: date, pipeline_ids: Sequence[int] | None
+) -> list[dict[str, Any]]:
+    """Rows summed over variants, per pipeline, ISO week (Monday in [since, until)) and
+    calendar month, of these pipelines (every one: None): ``runs`` and every SUMS column,
+    USD as recorded."""
+    r = ROLLUP.c
+    stmt = (
+        select(
+            r.pipeline_id,
+            r.week_start,
+            r.month_start,
+            func.sum(r.runs).label("runs"),
+            *[func.sum(r[n]).label(n) for n in SUMS],
+        )
+        .where(r.week_start >= since, r.week_start < until)
+        .group_by(r.pipeline_id, r.week_start, r.month_start)
+    )
+    if pipeline_ids is not None:
+        stmt = stmt.where(in_ids(session, r.pipeline_id, list(pipeline_ids)))
+    return [dict(row._mapping) for row in session.execute(stmt)]
+
+
+def signatures(session: Session) -> dict[int, int]:
+    """Per pipeline id with runs ever stored, the sum of its variants' change counters:
+    it grows with every insert or delete of one of its runs, and only then."""
+    v = VARIANTS.c
+    rows = session.execute(select(v.pipeline_id, func.sum(v.changes)).group_by(v.pipeline_id))
+    return {pid: int(n) for pid, n in rows}
 
 
 def latest_weeks(session: Session) -> dict[int, WeekTotals]:

@@ -52,7 +52,7 @@ log = logging.getLogger("cadence.observability")
 def gauges(session: Session) -> Iterator[tuple[str, str, str, float]]:
     """(gauge, pipeline name, team, value) for every pipeline, by name; the team is the
     pipeline's owner ("unassigned" when empty)."""
-    pipelines = pipelines_service.page(session)
+    pipelines = pipelines_service.briefs(session)
     costs = current_monthly_costs(session, pipelines)
     weeks = latest_weeks(session)
     for p in pipelines:

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline, PipelineChange, Run, RunRollup
+from app.db.models import Pipeline, PipelineChange, RunVariant
 
 
 def by_name(session: Session, name: str) -> Pipeline | None:
@@ -17,13 +17,14 @@ def by_name(session: Session, name: str) -> Pipeline | None:
 
 
 def run_stats(session: Session, ids: list[int]) -> dict[int, tuple[int, datetime | None]]:
-    """Run count and latest start per pipeline id."""
+    """Run count and latest start per pipeline id (from ``run_variant``, a row per variant)."""
+    v = RunVariant
     rows = session.execute(
-        select(Run.pipeline_id, func.count(), func.max(Run.started_at))
-        .where(Run.pipeline_id.in_(ids))
-        .group_by(Run.pipeline_id)
+        select(v.pipeline_id, func.sum(v.runs), func.max(v.last_started_at))
+        .where(v.pipeline_id.in_(ids), v.runs > 0)
+        .group_by(v.pipeline_id)
     )
-    return {pid: (count, last) for pid, count, last in rows}
+    return {pid: (int(n), last) for pid, n, last in rows}
 
 
 def count(session: Session, *, only: Sequence[str] | None = None) -> int:
@@ -36,14 +37,13 @@ def count(session: Session, *, only: Sequence[str] | None = None) -> int:
 def page_after(
     session: Session, only: Sequence[str] | None, after: str | None, limit: int
 ) -> list[tuple[Pipeline, int, datetime | None]]:
-    """Pipelines by name after ``after``, with their run count (from the rollups) and
-    latest start (one backward index probe of ``ix_run_pipeline_started`` each)."""
-    runs = (
-        select(func.coalesce(func.sum(RunRollup.runs), 0))
-        .where(RunRollup.pipeline_id == Pipeline.id)
-        .scalar_subquery()
-    )
-    last = select(func.max(Run.started_at)).where(Run.pipeline_id == Pipeline.id).scalar_subquery()
+    """Pipelines by name after ``after``, with their run count and latest start, both
+    from ``run_variant`` (a row per variant; on 10M runs, probing the run table's index
+    for each of 1,000 pipelines' latest start cost ~0.4 s)."""
+    v = RunVariant
+    mine = (v.pipeline_id == Pipeline.id) & (v.runs > 0)
+    runs = select(func.coalesce(func.sum(v.runs), 0)).where(mine).scalar_subquery()
+    last = select(func.max(v.last_started_at)).where(mine).scalar_subquery()
     stmt: Any = select(Pipeline, runs, last).order_by(Pipeline.name).limit(limit)
     if only is not None:
         stmt = stmt.where(Pipeline.name.in_(only))
@@ -70,6 +70,31 @@ def by_names(
     if limit is not None:
         stmt = stmt.limit(limit)
     return list(session.scalars(stmt))
+
+
+BRIEF_COLUMNS = (
+    Pipeline.id,
+    Pipeline.name,
+    Pipeline.display_name,
+    Pipeline.owner,
+    Pipeline.monthly_budget_usd,
+    Pipeline.price_per_gpu_hour,
+    Pipeline.production_variant,
+    Pipeline.runs_per_week,
+)
+
+
+def briefs(
+    session: Session, *, only: Sequence[str] | None = None, owner: str | None = None
+) -> list[Any]:
+    """The columns of :data:`BRIEF_COLUMNS` of every pipeline (``only``: these names;
+    ``owner``: of this team), in name order, as plain rows (no ORM objects)."""
+    stmt = select(*BRIEF_COLUMNS).order_by(Pipeline.name)
+    if only is not None:
+        stmt = stmt.where(Pipeline.name.in_(only))
+    if owner is not None:
+        stmt = stmt.where(Pipeline.owner == owner)
+    return list(session.execute(stmt))
 
 
 def created_by_token_since(session: Session, token_id: int, since: datetime) -> list[datetime]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
-from app.schemas_common import Identifier, OutModel, StrictModel
+from app.schemas_common import Identifier, OutModel, StrictModel, snap_tiny
 
 MAX_DESCRIBED_VARIANTS = 20
 VariantName = Annotated[Identifier, Field(min_length=1, max_length=64)]
@@ -19,7 +19,9 @@ class PipelineUpdate(StrictModel):
 
     display_name: Annotated[Identifier, Field(min_length=1, max_length=200)] | None = None
     owner: Annotated[Identifier, Field(max_length=200)] | None = None
-    price_per_gpu_hour: float | None = Field(None, ge=0, le=10_000, description="USD")
+    price_per_gpu_hour: Annotated[float, AfterValidator(snap_tiny)] | None = Field(
+        None, ge=0, le=10_000, description="USD"
+    )
     monthly_budget_usd: float | None = Field(None, ge=0, le=1e12, description="USD per month")
     runs_per_week: float | None = Field(None, gt=0, le=1000, description="Current cadence")
     quality_metric: Annotated[Identifier, Field(min_length=1, max_length=100)] | None = None

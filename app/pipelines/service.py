@@ -6,7 +6,9 @@ import base64
 import binascii
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -125,6 +127,40 @@ def page(
     """Pipelines in name order (the overview and the weekly review list them);
     ``owner``: only this team's."""
     return repository.by_names(session, offset=offset, limit=limit, only=only, owner=owner)
+
+
+@dataclass(frozen=True, slots=True)
+class Brief:
+    """What org-wide pages need of a pipeline, read as plain rows: loading 5,000 ORM
+    ``Pipeline`` objects cost ~0.2 s of the portfolio's time, these ~10 ms."""
+
+    id: int
+    name: str
+    display_name: str
+    owner: str
+    monthly_budget_usd: float | None
+    price_per_gpu_hour: float
+    production_variant: str
+    runs_per_week: float
+
+
+BRIEF_FIELDS = tuple(f.name for f in fields(Brief))
+
+
+def briefs(
+    session: Session, *, only: Sequence[str] | None = None, owner: str | None = None
+) -> list[Brief]:
+    """Every pipeline (of ``only``, a token's limit; of ``owner``'s team), in name order."""
+    rows = repository.briefs(session, only=only, owner=owner)
+    # By position: building each from row._mapping cost 25 us a row (0.12 s for 5,000).
+    if rows and tuple(rows[0]._fields) != BRIEF_FIELDS:
+        raise RuntimeError(f"pipeline brief columns {rows[0]._fields} != {BRIEF_FIELDS}")
+    return [Brief(*row) for row in rows]
+
+
+def settings_key(p: Pipeline) -> tuple[Any, ...]:
+    """Every stored setting of the pipeline, to key values computed from them."""
+    return tuple(getattr(p, c.key) for c in Pipeline.__table__.columns)
 
 
 def teams(session: Session, *, only: Sequence[str] | None = None) -> list[str]:

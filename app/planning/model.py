@@ -22,12 +22,15 @@ def _require(condition: bool, message: str) -> None:
         raise PlanningError(message)
 
 
+# The messages are formatted only on failure: every run read for a page is checked.
 def _finite_non_negative(value: float, name: str) -> None:
-    _require(math.isfinite(value) and value >= 0.0, f"{name} must be finite and >= 0, got {value}")
+    if not (math.isfinite(value) and value >= 0.0):
+        raise PlanningError(f"{name} must be finite and >= 0, got {value}")
 
 
 def _fraction(value: float, name: str) -> None:
-    _require(math.isfinite(value) and 0.0 <= value <= 1.0, f"{name} must be in [0, 1], got {value}")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise PlanningError(f"{name} must be in [0, 1], got {value}")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from app.schemas_common import (
+    TINY,
     Fraction,
     Identifier,
     NonNegative,
@@ -16,6 +17,7 @@ from app.schemas_common import (
     StrictModel,
     Text,
     Timestamp,
+    snap_tiny,
 )
 
 MAX_TAGS = 50
@@ -65,9 +67,11 @@ class RunIn(StrictModel):
         None, description="Where gpu_utilization came from (which metric measured it)."
     )
     gpu_hours: float | None = Field(
-        None, gt=0, le=1e9, description="Billed GPU-hours; default workers x wall clock."
+        None, ge=TINY, le=1e9, description="Billed GPU-hours; default workers x wall clock."
     )
-    price_per_gpu_hour: float | None = Field(None, ge=0, le=10_000)
+    price_per_gpu_hour: Annotated[float, AfterValidator(snap_tiny)] | None = Field(
+        None, ge=0, le=10_000
+    )
     quality_metric: Annotated[Identifier, Field(max_length=100)] | None = None
     quality_value: float | None = Field(None, ge=-1e12, le=1e12)
     data_stall_hours: NonNegative = 0.0
@@ -87,7 +91,7 @@ class RunIn(StrictModel):
             )
         if not 0 <= value <= 1:
             raise ValueError("must be a fraction between 0 and 1")
-        return value
+        return snap_tiny(value)
 
 
 class RunBatchIn(StrictModel):

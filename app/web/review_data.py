@@ -13,15 +13,13 @@ from datetime import date, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.analytics import advice
+from app.analytics import advice, org_weeks
 from app.analytics import service as analytics
-from app.analytics import weekly as analytics_weekly
-from app.db.models import Pipeline
 from app.exceptions import CadenceError
 from app.pipelines import service as pipelines
 from app.planning.scenario import Scenario
-from app.planning.weekly import WeekTotals
-from app.web.review_view import TREND_WEEKS, MonthSpend, PipelineInfo, ReviewLine
+from app.planning.weekly import WeekSummary
+from app.web.review_view import MonthSpend, PipelineInfo, ReviewLine
 
 ACTION_PIPELINES = 5  # levers are computed for the pipelines with the largest badput
 TOP_ACTIONS = 5
@@ -30,10 +28,10 @@ TOP_ACTIONS = 5
 @dataclass(frozen=True)
 class ReviewData:
     pipelines: list[PipelineInfo]
-    totals: dict[str, list[WeekTotals]]  # by pipeline name, the trend's weeks
+    weeks: dict[str, tuple[WeekSummary, WeekSummary]]  # by name: (week before, week)
     teams: list[str]
     months: dict[str, MonthSpend]  # by pipeline name: the budget cell
-    trend: list[WeekTotals]  # the TREND_WEEKS weeks, every listed pipeline summed
+    trend: list[WeekSummary]  # the WINDOW_WEEKS (12) weeks, every listed pipeline summed
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class Action:
     saving_usd_per_month: float  # if the cause is halved
 
 
-def info(p: Pipeline) -> PipelineInfo:
+def info(p: pipelines.Brief) -> PipelineInfo:
     return PipelineInfo(
         p.name,
         p.display_name or p.name,
@@ -60,37 +58,23 @@ def load_review(
     session: Session, only: Sequence[str] | None, monday: date, team: str | None
 ) -> ReviewData:
     """Every pipeline the viewer may see (``only``: a token's limit; of ``team`` when
-    given), none left out: each one's week and the week before, and the ``TREND_WEEKS``
-    weeks summed over all of them, from the rollups (a few rows per pipeline and week,
-    never the runs)."""
-    rows = pipelines.page(session, only=only, owner=team)
+    given), none left out: each one's week and the week before, its month to the end of
+    the week (recorded) and projected (the current monthly cost), and the twelve
+    weeks summed over all of them, from the rollups (``analytics.org_weeks``, never the
+    runs)."""
+    rows = pipelines.briefs(session, only=only, owner=team)
     teams = pipelines.teams(session, only=only)
-    # Every pipeline: no list of ids to send (5,000 of them would be 5,000 parameters).
-    ids = None if only is None and team is None else [p.id for p in rows]
-    following = monday + timedelta(weeks=1)
-    sums = analytics_weekly.org_week_totals(session, monday - timedelta(weeks=1), following, ids)
-    totals = {p.name: list(sums.get(p.id, [])) for p in rows}
-    first = monday - timedelta(weeks=TREND_WEEKS - 1)
-    together = analytics_weekly.org_week_totals(session, first, following, ids, only=None)
+    window = org_weeks.org_window(session, [p.id for p in rows], monday)
+    previous = monday - timedelta(weeks=1)
+    costs = analytics.current_monthly_costs(session, rows)
+    month = monday.replace(day=1)
     return ReviewData(
         [info(p) for p in rows],
-        totals,
+        {p.name: (window.summary(p.id, previous), window.summary(p.id, monday)) for p in rows},
         teams,
-        month_spend(session, rows, ids, monday),
-        together.get(0, []),
+        {p.name: MonthSpend(window.month_usd(p.id, month), costs.get(p.id)) for p in rows},
+        window.together(),
     )
-
-
-def month_spend(
-    session: Session, rows: list[Pipeline], ids: Sequence[int] | None, monday: date
-) -> dict[str, MonthSpend]:
-    """Recorded spend from the 1st of ``monday``'s month to the end of its week, and
-    the projected month at the current cadence (the production variant's median cost per
-    run, the figure the overview, /metrics and alerts show), for all rows at once."""
-    following = monday + timedelta(weeks=1)
-    spent = analytics_weekly.month_spend(session, monday.replace(day=1), following, ids)
-    costs = analytics.current_monthly_costs(session, rows)
-    return {p.name: MonthSpend(spent.get(p.id, 0.0), costs.get(p.id)) for p in rows}
 
 
 def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
-from app.planning.goodput import EMPTY_TOTALS, GoodputTotals
 from app.planning.weekly import (
     BADPUT_CAUSES,
     WeekSummary,
-    WeekTotals,
-    fill_weeks,
     iso_week,
 )
 
-TREND_WEEKS = 12
 CAUSE_LABELS = {
     "data_stall": "Data stalls",
     "checkpoint": "Checkpoint writes",
@@ -88,42 +84,17 @@ class ReviewLine:
         return None if projected is None or budget is None else projected - budget
 
 
-def add_totals(rows: Iterable[WeekTotals], monday: date) -> WeekTotals:
-    """The sum of several pipelines' sums for one week (goodput stays a ratio of sums)."""
-    goodput: GoodputTotals = EMPTY_TOTALS
-    cost = 0.0
-    hours: dict[str, float] = {}
-    usd: dict[str, float] = {}
-    for row in rows:
-        goodput = goodput + row.goodput
-        cost += row.cost_usd
-        for cause, value in row.gpu_hours_by_cause.items():
-            hours[cause] = hours.get(cause, 0.0) + value
-        for cause, value in row.usd_by_cause.items():
-            usd[cause] = usd.get(cause, 0.0) + value
-    return WeekTotals(monday, goodput, cost, hours, usd)
-
-
-def _week(rows: Sequence[WeekTotals], monday: date) -> WeekTotals:
-    return add_totals((r for r in rows if r.week_start == monday), monday)
-
-
-def review_lines(
+def lines_of(
     pipelines: Sequence[PipelineInfo],
-    totals: Mapping[str, Sequence[WeekTotals]],
-    monday: date,
+    weeks: Mapping[str, tuple[WeekSummary, WeekSummary]],
     months: Mapping[str, MonthSpend] | None = None,
 ) -> list[ReviewLine]:
-    """One line per pipeline (``totals`` is keyed by pipeline name), largest badput in
-    dollars first: the pipelines where the week's waste cost most come first, then by
-    spend, then by name so the order is stable."""
-    previous = monday - timedelta(weeks=1)
+    """One line per pipeline from its (week before, week) summaries (by name), largest
+    badput in dollars first: the pipelines where the week's waste cost most come first,
+    then by spend, then by name so the order is stable."""
     lines = []
     for p in pipelines:
-        rows = totals.get(p.name, ())
-        last_week, this_week = fill_weeks(
-            [_week(rows, previous), _week(rows, monday)], previous, monday
-        )
+        last_week, this_week = weeks[p.name]
         month = (months or {}).get(p.name, MonthSpend())
         lines.append(ReviewLine(p, this_week, last_week, p.monthly_budget_usd, month))
     return sorted(lines, key=_impact)
@@ -133,37 +104,19 @@ def _impact(line: ReviewLine) -> tuple[float, float, str]:
     return (-line.badput_usd, -line.this.cost_usd, line.pipeline.name if line.pipeline else "")
 
 
-def totals_line(
-    totals: Mapping[str, Sequence[WeekTotals]],
-    names: Iterable[str],
-    monday: date,
-    months: Mapping[str, MonthSpend] | None = None,
+def total_of(
+    last_week: WeekSummary, this_week: WeekSummary, months: Iterable[MonthSpend]
 ) -> ReviewLine:
-    """All the named pipelines together: sums of GPU-hours, dollars and goodput terms
-    (so the total goodput is GPU-hour weighted, not a mean of the pipelines' goodputs),
-    month to date and projected months (of the pipelines that have a projection)."""
-    previous = monday - timedelta(weeks=1)
-    names = list(names)
-    rows = [r for name in names for r in totals.get(name, ())]
-    spends = [(months or {}).get(n, MonthSpend()) for n in names]
+    """All the pipelines together, from their summed (week before, week): sums of
+    GPU-hours, dollars and goodput terms (so the total goodput is GPU-hour weighted, not a
+    mean of the pipelines' goodputs), month to date and projected months (of the
+    pipelines that have a projection)."""
+    spends = list(months)
     projected = [m.projected_month_usd for m in spends if m.projected_month_usd is not None]
     month = MonthSpend(
         sum(m.month_to_date_usd for m in spends), sum(projected) if projected else None
     )
-    last_week, this_week = fill_weeks(
-        [_week(rows, previous), _week(rows, monday)], previous, monday
-    )
     return ReviewLine(None, this_week, last_week, None, month)
-
-
-def trend(
-    totals: Mapping[str, Sequence[WeekTotals]], names: Iterable[str], monday: date
-) -> list[WeekSummary]:
-    """The ``TREND_WEEKS`` weeks ending with ``monday``'s, all named pipelines summed."""
-    first = monday - timedelta(weeks=TREND_WEEKS - 1)
-    rows = [r for name in names for r in totals.get(name, ())]
-    mondays = sorted({r.week_start for r in rows if first <= r.week_start <= monday})
-    return fill_weeks([_week(rows, m) for m in mondays], first, monday)
 
 
 EXPORT_FIELDS = (

@@ -14,16 +14,17 @@ from app.auth.service import visible_pipelines
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
+from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
+from app.planning.portfolio import portfolio_totals, sort_rows
 from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, last_complete_week
+from app.portfolio.service import load_portfolio
 from app.runs import listing
 from app.templating import templates
 from app.web import views
 from app.web.decision import decide
 from app.web.figures import to_json
-from app.web.portfolio import portfolio_totals, sort_rows
-from app.web.portfolio_data import load_portfolio
 from app.web.value_view import value_section
 
 router = APIRouter(include_in_schema=False)
@@ -65,13 +66,12 @@ def overview(
     """The portfolio: totals of every visible pipeline first, then a page of cards."""
     today = datetime.now(UTC).date()
     with db.read() as session:
-        listed, rows, teams = load_portfolio(
-            session, visible_pipelines(viewer), team or None, today
-        )
+        rows, teams = load_portfolio(session, visible_pipelines(viewer), team or None, today)
         ordered = sort_rows(rows, sort)
         shown = ordered[(page - 1) * OVERVIEW_PAGE : page * OVERVIEW_PAGE]
-        by_name = {p.name: p for p in listed}
-        cards = views.cards(session, [by_name[r.name] for r in shown], today)
+        by_name = {p.name: p for p in pipelines.page(session, only=[r.name for r in shown])}
+        costs = {r.name: r.monthly_cost_usd for r in shown}
+        cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
     return templates.TemplateResponse(
         request,
         "overview.html",

@@ -9,6 +9,7 @@ message naming what to do next, never an empty chart.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
@@ -19,8 +20,10 @@ from app.analytics import advice, reads
 from app.analytics import service as analytics
 from app.analytics import weekly as analytics_weekly
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
+from app.db import memo
 from app.db.models import Pipeline
 from app.exceptions import Invalid
+from app.pipelines import service as pipelines_service
 from app.planning.economics import badput
 from app.planning.scenario import RUN_WINDOW, Scenario
 from app.planning.weekly import WeekSummary, fill_weeks, last_complete_week
@@ -259,40 +262,60 @@ class Card:
     runs: int
 
 
-def cards(session: Session, pipelines: list[Pipeline], today: date) -> list[Card]:
-    """The overview's cards. Goodput of the last complete week comes from the rollups and
-    the monthly cost from each production variant's recent runs, read for the whole page
-    at once; only the gate and the sparkline are read per card."""
+def _card_parts(
+    session: Session, pipeline: Pipeline
+) -> tuple[str | None, str, dict[str, Any] | None, int]:
+    """A card's gate verdict and its reason, cost-per-run sparkline and run count."""
+    rows = reads.recent_runs(session, pipeline, limit=12)
+    verdict, note = None, "no candidate runs yet"
+    gate, message = gate_section(session, pipeline, GateParams(), Scenario())
+    if gate is not None:
+        # The badge says PASS / FAIL / NOT YET: the note is the reason after it.
+        verdict, note = gate.result.verdict, gate.headline.split(": ", 1)[-1]
+    elif message:
+        note = message.split(".")[0]
+    spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
+    return verdict, note, spark if figures.has_data(spark) else None, len(rows)
+
+
+def cards(
+    session: Session,
+    pipelines: list[Pipeline],
+    today: date,
+    monthly_costs: Mapping[str, float | None],
+) -> list[Card]:
+    """The overview's cards. Goodput of the last complete week comes from the rollups,
+    read for the whole page at once, and the monthly cost is the portfolio row's (by
+    name); only the gate and the sparkline are read per card."""
     # The last complete week against the one before, as the weekly review shows them: on
     # a Monday the week that has just started has no runs yet.
     monday = last_complete_week(today)
     prev = monday - timedelta(weeks=1)
     ids = [p.id for p in pipelines]
     totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), ids)
-    costs = analytics.current_monthly_costs(session, pipelines)
+    signatures = analytics_weekly.signatures(session)
+    kept = memo.kept(session, "overview_cards")
     out = []
     for pipeline in pipelines:
-        rows = reads.recent_runs(session, pipeline, limit=12)
+        # The gate and the sparkline depend only on the pipeline's settings and runs:
+        # kept while both are unchanged (app.db.memo.kept).
+        key = (signatures.get(pipeline.id, 0), pipelines_service.settings_key(pipeline))
+        found = kept.get(pipeline.id)
+        if found is None or found[0] != key:
+            found = kept[pipeline.id] = (key, _card_parts(session, pipeline))
+        verdict, note, spark, runs = found[1]
         weeks = fill_weeks(totals.get(pipeline.id, []), prev, monday)
-        verdict, note = None, "no candidate runs yet"
-        gate, message = gate_section(session, pipeline, GateParams(), Scenario())
-        if gate is not None:
-            # The badge says PASS / FAIL / NOT YET: the note is the reason after it.
-            verdict, note = gate.result.verdict, gate.headline.split(": ", 1)[-1]
-        elif message:
-            note = message.split(".")[0]
-        spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
         out.append(
             Card(
                 pipeline=pipeline,
-                monthly_cost_usd=costs.get(pipeline.id),
+                monthly_cost_usd=monthly_costs.get(pipeline.name),
                 budget_usd=pipeline.monthly_budget_usd,
                 this_week=weeks[-1].goodput.overall,
                 last_week=weeks[0].goodput.overall,
                 verdict=verdict,
                 verdict_note=note,
-                sparkline=spark if figures.has_data(spark) else None,
-                runs=len(rows),
+                sparkline=spark,
+                runs=runs,
             )
         )
     return out

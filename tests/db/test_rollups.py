@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from app.analytics import org_weeks
 from app.analytics import repository as analytics
 from app.analytics.service import current_monthly_cost
 from app.db import rollup as rollups
@@ -20,10 +21,12 @@ from app.db.engine import Database
 from app.db.models import Pipeline
 from app.observability import business
 from app.planning.rollup import KEY, SUMS, buckets, deltas
+from app.planning.weekly import fill_weeks, monday_of
 from tests.fixtures.builders import make_run, make_token
 
 START = datetime(2026, 10, 20, tzinfo=UTC)  # the weeks cross October/November
 PIPELINES = ("roll-a", "roll-b")
+VARIANTS = ("baseline", "candidate")
 ids = count()
 
 
@@ -46,7 +49,7 @@ def runs(draw: Any) -> dict[str, Any]:
     return make_run(
         pipeline=draw(st.sampled_from(PIPELINES)),
         run_id=f"r-{next(ids)}",
-        variant=draw(st.sampled_from(("baseline", "candidate"))),
+        variant=draw(st.sampled_from(VARIANTS)),
         started_at=started.isoformat(),
         finished_at=(started + timedelta(hours=hours)).isoformat(),
         workers=workers,
@@ -65,6 +68,7 @@ operations = st.lists(
         st.tuples(st.just("ingest"), st.lists(runs(), min_size=1, max_size=12)),
         st.tuples(st.just("delete"), st.integers(0, 1000)),
         st.tuples(st.just("price"), st.sampled_from(PIPELINES), st.floats(0.1, 9)),
+        st.tuples(st.just("production"), st.sampled_from(PIPELINES), st.sampled_from(VARIANTS)),
     ),
     min_size=1,
     max_size=8,
@@ -81,6 +85,9 @@ def assert_rollups_match(db: Database) -> None:
     with db.read() as s:
         kept, fresh = rollups.stored(s), rollups.recompute(s)
         assert [tuple(r[k] for k in KEY) for r in kept] == [tuple(r[k] for k in KEY) for r in fresh]
+        # run_variant: each variant's run count and newest start.
+        expected, held = rollups.variant_counts(s)
+        assert held == expected
         for a, b in zip(kept, fresh, strict=True):
             assert a["runs"] == b["runs"]
             size = 10 * (1 + a["gpu_hours"])  # USD terms: GPU-hours x price (< 10)
@@ -99,8 +106,20 @@ def assert_rollups_match(db: Database) -> None:
                 size = 10 * (1 + w.goodput.gpu_hours)
                 for c, usd in w.usd_by_cause.items():
                     assert close(usd, r.usd_by_cause[c], size), c
-        # /metrics' and the overview's monthly cost (a SQL median on PostgreSQL) equals the
-        # projection endpoint's, for every pipeline.
+        # The window the portfolio and the review keep between requests (read again only
+        # for pipelines whose runs changed) equals the rollups read now.
+        last = monday_of((START + timedelta(days=30)).date())
+        ids_ = list(s.scalars(select(Pipeline.id)))
+        window = org_weeks.org_window(s, ids_, last)
+        first = last - timedelta(weeks=org_weeks.WINDOW_WEEKS - 1)
+        now = rollups.weekly_totals(s, first, last + timedelta(weeks=1))
+        for pid in ids_:
+            for want in fill_weeks(now.get(pid, []), first, last):
+                got = window.summary(pid, want.week_start)
+                assert got.runs == want.runs
+                assert close(got.cost_usd, want.cost_usd, 10 * (1 + want.gpu_hours))
+        # /metrics' and the overview's monthly cost (a SQL median on PostgreSQL, kept
+        # between requests) equals the projection endpoint's, for every pipeline.
         gauges = {(g, name): v for g, name, _, v in business.gauges(s)}
         for p in s.scalars(select(Pipeline).where(Pipeline.name.in_(PIPELINES))):
             expected = current_monthly_cost(s, p)
@@ -130,6 +149,10 @@ def test_rollups_equal_a_recomputation(client: TestClient, db: Database, ops: li
             if listed:
                 pk = listed[op[1] % len(listed)]["id"]
                 assert client.delete(f"/api/v1/runs/{pk}", headers=headers).status_code == 204
+        elif op[0] == "production":
+            body = {"production_variant": op[2]}
+            r = client.put(f"/api/v1/pipelines/{op[1]}", json=body, headers=headers)
+            assert r.status_code in (200, 404), r.text  # 404: no run has created it yet
         else:
             body = {"price_per_gpu_hour": op[2]}
             r = client.put(f"/api/v1/pipelines/{op[1]}", json=body, headers=headers)
@@ -162,3 +185,38 @@ def test_a_week_across_two_months_splits_into_two_rows() -> None:
     assert rows[0]["program"] == 3.0 and rows[0]["cost"] == 10.0
     assert rows[0]["u_data_stall"] == 2.5
     assert deltas(runs, sign=-1)[0]["runs"] == -1
+
+
+def test_rebuilt_variant_counters_never_repeat_a_seen_value(
+    client: TestClient, db: Database
+) -> None:
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest read admin', 'rebuild')}"}
+    batch = [make_run(pipeline=p, run_id=f"rb-{p}-{i}") for p in PIPELINES for i in range(3)]
+    assert client.post("/api/v1/runs/batch", json={"runs": batch}, headers=headers).is_success
+    with db.write_session() as s:
+        seen = rollups.signatures(s)
+        rollups.rebuild_variants(s)  # what a bulk load (the benchmark's COPY) calls
+        expected, held = rollups.variant_counts(s)
+        after = rollups.signatures(s)
+    assert held == expected
+    assert set(after) == set(seen) and min(after.values()) > max(seen.values())
+
+
+def test_values_below_a_billionth_are_stored_as_zero(client: TestClient, db: Database) -> None:
+    # A 1e-310 h stall times a 1e-16 idle share underflows: PostgreSQL raised "value out
+    # of range: underflow" in the delete's rollup subtraction and the weekly sums (found
+    # by the property test above). Such values are below any clock's resolution.
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest read admin', 'tiny')}"}
+    run = make_run(
+        pipeline="roll-tiny", run_id="tiny", gpu_utilization=1 - 1e-16, data_stall_hours=1e-310,
+        checkpoint_hours=0.0, interruptions=[], mfu=5e-324, price_per_gpu_hour=1e-300,
+    )  # fmt: skip
+    r = client.post("/api/v1/runs", json=run, headers=headers)
+    assert r.status_code == 201, r.text
+    stored = r.json()
+    assert (stored["data_stall_hours"], stored["mfu"], stored["price_per_gpu_hour"]) == (0, 0, 0)
+    assert client.post("/api/v1/runs", json=run, headers=headers).status_code == 200  # a retry
+    goodput = client.get("/api/v1/pipelines/roll-tiny/goodput", headers=headers)
+    assert goodput.status_code == 200, goodput.text
+    assert client.delete(f"/api/v1/runs/{stored['id']}", headers=headers).status_code == 204
+    assert_rollups_match(db)

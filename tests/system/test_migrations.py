@@ -86,3 +86,52 @@ def test_serve_refuses_outdated_schema(
     err = capsys.readouterr().err
     assert "Run `cadence migrate`" in err
     assert "Traceback" not in err
+
+
+def test_0012_fills_run_variant_from_existing_runs(empty_url: str) -> None:
+    """Runs stored before 0012 are counted: per variant, how many and the newest start."""
+    from datetime import UTC, datetime, timedelta
+
+    from app.db import rollup
+    from app.db.models import Pipeline, Run
+    from app.db.sql import dialect
+
+    config = alembic_config(empty_url)
+    engine = make_engine(Settings(database_url=empty_url))
+    try:
+        command.upgrade(config, "0011")
+        start = datetime(2026, 11, 2, 8, tzinfo=UTC)
+        run = {
+            "workers": 8, "gpu_hours": 80.0, "gpu_utilization": 0.5, "gpu_type": "A100",
+            "data_stall_hours": 1.0, "checkpoint_hours": 0.5, "scheduling_wait_hours": 0.0,
+            "lost_progress_hours": 0.0, "resume_hours": 0.0, "reschedule_hours": 0.0,
+            "interruption_count": 0, "quality_metric": "q", "tags": {},
+            "billed_price_per_gpu_hour": 2.5, "created_at": start,
+        }  # fmt: skip
+        with engine.begin() as conn:
+            conn.execute(
+                Pipeline.__table__.insert(),
+                [{"id": 1, "name": "old", "display_name": "old", "owner": "",
+                  "price_per_gpu_hour": 2.5, "runs_per_week": 1.0, "quality_metric": "q",
+                  "higher_is_better": True, "created_at": start}],
+            )  # fmt: skip
+            conn.execute(
+                Run.__table__.insert(),
+                [
+                    {**run, "pipeline_id": 1, "run_id": f"r{i}", "variant": variant,
+                     "started_at": start + timedelta(days=i),
+                     "finished_at": start + timedelta(days=i, hours=10)}
+                    for i, variant in enumerate(["baseline", "baseline", "candidate"])
+                ],
+            )  # fmt: skip
+        command.upgrade(config, "head")
+        from sqlalchemy.orm import Session
+
+        with Session(engine) as s:
+            assert dialect(s) in ("sqlite", "postgresql")
+            expected, held = rollup.variant_counts(s)
+        assert held == expected
+        assert {k[1]: v[0] for k, v in held.items()} == {"baseline": 2, "candidate": 1}
+        assert held[(1, "baseline")][1] == start + timedelta(days=1)
+    finally:
+        engine.dispose()

@@ -1,20 +1,21 @@
-"""The weekly review's pure functions: the default week, lines, totals, trend, export."""
+"""The weekly review's pure functions: the default week, lines, totals, export (the sums
+and the trend come from analytics.org_weeks: tests/analytics/test_org_caches.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import date, timedelta
 
 from app.planning.goodput import GoodputTotals
-from app.planning.weekly import WeekTotals, last_complete_week
+from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks, last_complete_week
 from app.templating import signed_usd
 from app.web.review_view import (
-    TREND_WEEKS,
     MonthSpend,
     PipelineInfo,
+    ReviewLine,
     export_row,
-    review_lines,
-    totals_line,
-    trend,
+    lines_of,
+    total_of,
 )
 
 MON = date(2026, 11, 23)  # ISO week 2026-W48
@@ -33,6 +34,40 @@ def info(name: str, budget: float | None = None) -> PipelineInfo:
     return PipelineInfo(name, name.title(), "team-a", budget)
 
 
+Data = Mapping[str, list[WeekTotals]]  # a pipeline's weeks (at most one row each)
+
+
+def weeks(rows: list[WeekTotals]) -> tuple[WeekSummary, WeekSummary]:
+    """(week before, week), as analytics.org_weeks gives them to the review."""
+    before, this = fill_weeks(rows, PREV, MON)
+    return before, this
+
+
+def review_lines(
+    pipelines: list[PipelineInfo], data: Data, months: Mapping[str, MonthSpend] | None = None
+) -> list[ReviewLine]:
+    return lines_of(pipelines, {p.name: weeks(data.get(p.name, [])) for p in pipelines}, months)
+
+
+def summed(rows: Iterable[WeekTotals], monday: date) -> list[WeekTotals]:
+    """Several pipelines' rows of one week added up (what OrgWindow.together does)."""
+    mine = [r for r in rows if r.week_start == monday]
+    if not mine:
+        return []
+    g = mine[0].goodput
+    for r in mine[1:]:
+        g = g + r.goodput
+    hours = {c: sum(r.gpu_hours_by_cause[c] for r in mine) for c in mine[0].gpu_hours_by_cause}
+    usd = {c: sum(r.usd_by_cause[c] for r in mine) for c in mine[0].usd_by_cause}
+    return [WeekTotals(monday, g, sum(r.cost_usd for r in mine), hours, usd)]
+
+
+def totals_line(data: Data, months: Mapping[str, MonthSpend] | None = None) -> ReviewLine:
+    rows = [r for name in data for r in data[name]]
+    before, this = weeks(summed(rows, PREV) + summed(rows, MON))
+    return total_of(before, this, [(months or {}).get(n, MonthSpend()) for n in data])
+
+
 def test_monday_morning_opens_on_the_week_that_ended() -> None:
     assert last_complete_week(date(2026, 11, 30)) == MON  # Monday of W49 -> W48
     assert last_complete_week(date(2026, 12, 6)) == MON  # Sunday of W49 -> still W48
@@ -45,7 +80,7 @@ def test_lines_are_sorted_by_waste_in_dollars_and_every_cause_is_kept() -> None:
         "big": [totals(PREV, 2, 20, 100, 1), totals(MON, 3, 30, 120, 50)],
         "idle": [],
     }
-    lines = review_lines([info("small"), info("big", 400.0), info("idle")], data, MON)
+    lines = review_lines([info("small"), info("big", 400.0), info("idle")], data)
     assert [ln.pipeline.name for ln in lines if ln.pipeline] == ["big", "small", "idle"]
     big = lines[0]
     # badput $ = 50 stall + 2 other idle = 52; the other causes are kept at 0.
@@ -55,14 +90,14 @@ def test_lines_are_sorted_by_waste_in_dollars_and_every_cause_is_kept() -> None:
     # Without a projection there is nothing to compare with the budget.
     assert big.over_budget_usd is None and lines[2].this.goodput.overall is None
     months = {"big": MonthSpend(300.0, 520.0)}
-    big = review_lines([info("big", 400.0)], data, MON, months)[0]
+    big = review_lines([info("big", 400.0)], data, months)[0]
     assert big.over_budget_usd == 120.0  # projected 520 against a 400 budget
 
 
 def test_totals_are_sums_and_goodput_is_gpu_hour_weighted() -> None:
     data = {"a": [totals(MON, 1, 10, 40, 4)], "b": [totals(MON, 3, 30, 120, 6)]}
     months = {"a": MonthSpend(100.0, None), "b": MonthSpend(50.0, 900.0)}
-    total = totals_line(data, data.keys(), MON, months)
+    total = totals_line(data, months)
     assert total.month == MonthSpend(150.0, 900.0)  # sums; "a" has no projection
     assert total.this.runs == 4 and total.this.cost_usd == 160.0
     assert total.this.usd_by_cause["data_stall"] == 10.0
@@ -71,29 +106,16 @@ def test_totals_are_sums_and_goodput_is_gpu_hour_weighted() -> None:
     assert total.goodput_change_points is None  # no runs the week before
 
 
-def test_trend_has_twelve_weeks_ending_with_the_chosen_one() -> None:
-    early = MON - timedelta(weeks=20)  # outside the window: not counted
-    data = {
-        "a": [totals(early, 9, 90, 900, 0), totals(PREV, 1, 10, 40, 0)],
-        "b": [totals(PREV, 1, 10, 60, 0), totals(MON, 1, 10, 10, 0)],
-    }
-    weeks = trend(data, data.keys(), MON)
-    assert len(weeks) == TREND_WEEKS
-    assert weeks[-1].week == "2026-W48" and weeks[0].week == "2026-W37"
-    assert [w.cost_usd for w in weeks[-2:]] == [100.0, 10.0]
-    assert sum(w.runs for w in weeks) == 3
-
-
 def test_export_row_has_every_field_in_plain_numbers() -> None:
     data = {"a": [totals(PREV, 1, 10, 30, 1), totals(MON, 2, 20, 80.456, 7)]}
-    line = review_lines([info("a", 1000.0)], data, MON)[0]
+    line = review_lines([info("a", 1000.0)], data)[0]
     row = export_row(line, MON)
     assert row["week"] == "2026-W48" and row["pipeline"] == "a" and row["owner"] == "team-a"
     assert row["spend_usd"] == 80.46 and row["spend_change_usd"] == 50.46
     assert row["data_stall_usd"] == 7.0 and row["other_idle_gpu_hours"] == 1.0
     assert row["badput_usd"] == 9.0
     assert row["goodput"] == 0.5 and row["goodput_change_points"] == 0.0
-    total = export_row(totals_line(data, ["a"], MON), MON)
+    total = export_row(totals_line(data), MON)
     assert total["pipeline"] == "TOTAL" and total["monthly_budget_usd"] is None
 
 

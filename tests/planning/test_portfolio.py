@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.web.portfolio import PortfolioRow, portfolio_totals, sort_rows
+from app.planning.portfolio import PortfolioRow, portfolio_totals, sort_rows
 
 
 def row(name: str, cost: float | None, budget: float | None, mtd: float, change: float | None):

@@ -1,0 +1,81 @@
+"""The median cost per run of many pipelines' production variants, kept between requests.
+
+The portfolio, the weekly review and /metrics show every pipeline's monthly cost at its
+current cadence: the median cost per run of the production variant's newest RUN_WINDOW
+runs (``analytics.service.current_monthly_cost``) times the runs a month. Reading 5,000
+such windows takes most of a second on 10 million runs, so each process keeps the medians
+it computed (``Database.caches``: one per database, so tests and tools that open several
+never mix them), with what each depends on:
+
+- the variant's change counter (``run_variant.changes``), which every insert or delete of
+  one of its runs increases in the same transaction (``app.db.rollup``);
+- the pipeline's current price, which prices runs that carry no price of their own;
+- the variant's name (the production variant can be changed) and the window.
+
+A median is reused only while all of them are as read in the current transaction, so it
+is exactly what a fresh computation would give; the others are computed in one query.
+Runs are never updated in place, only inserted and deleted.
+
+The counter is read before the medians, so a median can only be newer than the counter
+it is filed under; the next reader then sees a higher counter and computes again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from sqlalchemy.orm import Session
+
+from app.analytics import repository as repo
+from app.db.memo import kept
+
+# Above this many pipelines the counters of every pipeline are read (one join, no list of
+# ids to send) and the others dropped in Python.
+ID_LIST_LIMIT = 1_000
+
+Key = tuple[int, str, int]  # pipeline id, variant, window
+Entry = tuple[int, float, float]  # change counter, pipeline price, median USD per run
+
+
+class Costed(Protocol):
+    """What a monthly cost needs of a pipeline: an ORM ``Pipeline`` or a lighter row
+    (``app.pipelines.service.Brief``)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def production_variant(self) -> str: ...
+    @property
+    def price_per_gpu_hour(self) -> float: ...
+    @property
+    def runs_per_week(self) -> float: ...
+
+
+def median_costs(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, float]:
+    """Median cost per run (USD) of each pipeline's production variant's newest ``window``
+    runs, by pipeline id; a pipeline whose production variant has no runs is absent."""
+    if not pipelines:
+        return {}
+    ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
+    counters = repo.production_changes(session, ids)
+    cache: dict[Key, Entry] = kept(session, "median_costs")
+    out: dict[int, float] = {}
+    stale: dict[int, tuple[Key, Entry]] = {}
+    for p in pipelines:
+        found = counters.get(p.id)
+        if found is None or found[0] != p.production_variant:
+            continue  # no runs of the production variant (or changed since p was read)
+        key = (p.id, p.production_variant, window)
+        entry = cache.get(key)
+        if entry is not None and entry[:2] == (found[1], p.price_per_gpu_hour):
+            out[p.id] = entry[2]
+        else:
+            stale[p.id] = (key, (found[1], p.price_per_gpu_hour, 0.0))
+    if stale:
+        fresh = repo.median_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
+        for pid, median in fresh.items():
+            key, (changes, price, _) = stale[pid]
+            cache[key] = (changes, price, median)
+            out[pid] = median
+    return out

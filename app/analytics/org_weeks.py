@@ -1,0 +1,161 @@
+"""Every pipeline's last twelve ISO weeks from the rollups, kept between requests.
+
+The portfolio and the weekly review need, for every pipeline, two weeks' goodput and
+badput, the month's recorded spend, and the twelve-week trend summed over all of them.
+On 10 million runs the rollup rows of those weeks lie scattered over the table (a week's
+20,000 rows on 15,000 pages): reading them costs 0.1-0.2 s per query, every request.
+
+So each process keeps, per pipeline and window, the window's sums, with the pipeline's
+*signature* when they were read: the sum of its variants' change counters
+(``run_variant.changes``), which every insert or delete of one of its runs increases in
+the same transaction (``app.db.rollup``). A request reads the signatures (one small
+GROUP BY of ``run_variant``) and reads rollup rows again only for the pipelines whose
+signature moved, so what it shows is exactly what a full read would give. Recorded USD
+is at the price frozen on each run, so a price change does not touch these sums.
+
+The signatures are read before the rows, so rows can only be newer than the signature
+they are filed under; the next request then sees a higher signature and reads again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app.db import rollup
+from app.db.memo import kept
+from app.db.run_terms import as_date, goodput_totals
+from app.planning.rollup import CAUSES, SUMS
+from app.planning.weekly import WeekSummary, WeekTotals, summarise
+
+WINDOW_WEEKS = 12  # the review's trend; the portfolio's and review's weeks are its last two
+COLUMNS = ("runs", *SUMS)
+KEPT_WINDOWS = 4  # windows kept per process (this week's, last week's, a few browsed)
+ID_LIST_LIMIT = 1_000  # more pipelines to read again than this: read the whole window
+
+
+@dataclass(frozen=True)
+class PipelineWeeks:
+    signature: int
+    sums: np.ndarray  # (WINDOW_WEEKS, len(COLUMNS)): each week, summed over variants
+    month_usd: dict[date, float]  # recorded USD per calendar month, in the window
+    # Week summaries made from ``sums`` when first asked for (the entry is replaced, not
+    # changed, when the pipeline's runs change).
+    summaries: dict[date, WeekSummary] = field(default_factory=dict, compare=False)
+
+
+EMPTY = PipelineWeeks(0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {})
+
+
+def totals_of(monday: date, row: np.ndarray) -> WeekTotals:
+    """A week's WeekTotals from its row of sums (the shape ``rollup.weekly_totals`` gives)."""
+    m = dict(zip(COLUMNS, (float(x) for x in row), strict=True))
+    return WeekTotals(
+        week_start=monday,
+        goodput=goodput_totals(m),
+        cost_usd=m["cost"],
+        gpu_hours_by_cause={c: m[f"g_{c}"] for c in CAUSES},
+        usd_by_cause={c: m[f"u_{c}"] for c in CAUSES},
+    )
+
+
+@dataclass(frozen=True)
+class OrgWindow:
+    """The WINDOW_WEEKS ISO weeks ending with ``last``'s, for a set of pipelines."""
+
+    last: date
+    pipelines: dict[int, PipelineWeeks]
+
+    @property
+    def first(self) -> date:
+        return self.last - timedelta(weeks=WINDOW_WEEKS - 1)
+
+    def _index(self, monday: date) -> int:
+        index = (monday - self.first).days // 7
+        if not 0 <= index < WINDOW_WEEKS:
+            raise ValueError(f"week of {monday} is outside the window ending {self.last}")
+        return index
+
+    def summary(self, pipeline_id: int, monday: date) -> WeekSummary:
+        """The pipeline's week as ``fill_weeks`` gives it (zeros and no goodput when the
+        week had no runs)."""
+        entry = self.pipelines.get(pipeline_id, EMPTY)
+        found = entry.summaries.get(monday)
+        if found is None:
+            found = summarise(totals_of(monday, entry.sums[self._index(monday)]))
+            if entry is not EMPTY:
+                entry.summaries[monday] = found
+        return found
+
+    def overall(self, pipeline_id: int, monday: date) -> float | None:
+        """Overall goodput of the pipeline's week (None: no runs that week)."""
+        return self.summary(pipeline_id, monday).goodput.overall
+
+    def together(self) -> list[WeekSummary]:
+        """Every week of the window, all the pipelines summed, oldest first (as
+        ``fill_weeks`` gives them: empty weeks have zeros and no goodput)."""
+        summed = np.sum([p.sums for p in self.pipelines.values()] or [EMPTY.sums], axis=0)
+        return [
+            summarise(totals_of(self.first + timedelta(weeks=i), row))
+            for i, row in enumerate(summed)
+        ]
+
+    def month_usd(self, pipeline_id: int, month: date) -> float:
+        """Recorded USD of the pipeline's runs in ``month`` (its 1st) up to the end of the
+        window (the whole month so far when the window ends with the current week)."""
+        return self.pipelines.get(pipeline_id, EMPTY).month_usd.get(month, 0.0)
+
+
+def org_window(session: Session, pipeline_ids: Sequence[int], last: date) -> OrgWindow:
+    """The window ending with ``last``'s week (a Monday) for these pipelines; a pipeline
+    that never had runs has empty weeks."""
+    first = last - timedelta(weeks=WINDOW_WEEKS - 1)
+    kept = _window(session, first)
+    current = rollup.signatures(session)
+    wanted = [pid for pid in pipeline_ids if pid in current]
+    stale = [pid for pid in wanted if kept.get(pid, EMPTY).signature != current[pid]]
+    if stale:
+        ids = None if len(stale) > ID_LIST_LIMIT else stale
+        rows = rollup.window_rows(session, first, last + timedelta(weeks=1), ids)
+        fresh = _build(rows, first)
+        for pid in stale if ids is not None else current:
+            kept[pid] = PipelineWeeks(current[pid], *fresh.get(pid, (EMPTY.sums, {})))
+    return OrgWindow(last, {pid: kept[pid] for pid in wanted})
+
+
+def _build(
+    rows: list[dict[str, Any]], first: date
+) -> dict[int, tuple[np.ndarray, dict[date, float]]]:
+    """Each pipeline's (weekly sums, recorded USD per month) from the window's rows, in
+    one pass of numpy (5,000 pipelines, 70,000 rows: ~0.3 s)."""
+    if not rows:
+        return {}
+    pids = np.array([r["pipeline_id"] for r in rows])
+    weeks = np.array([(as_date(r["week_start"]) - first).days // 7 for r in rows])
+    values = np.array([[float(r[c]) for c in COLUMNS] for r in rows])
+    order, slot = np.unique(pids, return_inverse=True)
+    sums = np.zeros((len(order), WINDOW_WEEKS, len(COLUMNS)))
+    np.add.at(sums, (slot, weeks), values)
+    months: dict[int, dict[date, float]] = {int(pid): {} for pid in order}
+    cost = COLUMNS.index("cost")
+    for r, v in zip(rows, values[:, cost], strict=True):
+        spent = months[r["pipeline_id"]]
+        month = as_date(r["month_start"])
+        spent[month] = spent.get(month, 0.0) + float(v)
+    return {int(pid): (sums[i], months[int(pid)]) for i, pid in enumerate(order)}
+
+
+def _window(session: Session, first: date) -> dict[int, PipelineWeeks]:
+    """This database's kept window starting ``first``, dropping the oldest window
+    beyond KEPT_WINDOWS."""
+    windows: dict[date, dict[int, PipelineWeeks]] = kept(session, "org_windows")
+    if first not in windows:
+        while len(windows) >= KEPT_WINDOWS:
+            windows.pop(next(iter(windows)), None)
+        windows[first] = {}
+    return windows[first]

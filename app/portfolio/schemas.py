@@ -1,0 +1,45 @@
+"""The portfolio API: every visible pipeline's month against its budget, totals first."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from app.schemas_common import OutModel
+
+
+class PortfolioTotalsOut(OutModel):
+    pipelines: int = Field(description="Visible pipelines (of the team, when filtered)")
+    monthly_spend_usd: float = Field(
+        description="Sum of the projected months at current cadences (pipelines that have one)"
+    )
+    budget_usd: float = Field(description="Sum of the monthly budgets that are set")
+    month_to_date_usd: float = Field(description="Recorded spend this calendar month (UTC)")
+    over_budget: int = Field(description="Pipelines whose projected month is above budget")
+    over_budget_usd: float = Field(description="Sum of the amounts over budget")
+
+
+class PortfolioRowOut(OutModel):
+    name: str
+    owner: str
+    monthly_cost_usd: float | None = Field(
+        description="Projected month at the current cadence (production variant); the "
+        "pipeline page's and /metrics' figure. Null: no runs of the production variant"
+    )
+    budget_usd: float | None
+    over_budget_usd: float | None = Field(description="Projected month minus budget")
+    month_to_date_usd: float
+    goodput_change_points: float | None = Field(
+        description="Overall goodput of the last complete ISO week minus the week before's"
+    )
+
+
+class PortfolioOut(OutModel):
+    month: str = Field(description="The calendar month of month_to_date_usd, e.g. 2026-12")
+    week: str = Field(description="The last complete ISO week (UTC), e.g. 2026-W48")
+    totals: PortfolioTotalsOut = Field(description="Over every row, on every page")
+    teams: list[str]
+    pipelines: list[PortfolioRowOut]
+    total: int = Field(description="Rows on all pages")
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= (same sort and team) for the next page; null on the last"
+    )
