@@ -116,7 +116,9 @@ def org_window(session: Session, pipeline_ids: Sequence[int], last: date) -> Org
     that never had runs has empty weeks."""
     first = last - timedelta(weeks=WINDOW_WEEKS - 1)
     kept = _window(session, first)
-    current = rollup.signatures(session)
+    current = rollup.signatures(
+        session, None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
+    )
     wanted = [pid for pid in pipeline_ids if pid in current]
     stale = [pid for pid in wanted if kept.get(pid, EMPTY).signature != current[pid]]
     if stale:

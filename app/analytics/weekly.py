@@ -104,8 +104,8 @@ def latest_weeks(session: Session) -> dict[int, WeekTotals]:
     return rollup.latest_weeks(session)
 
 
-def signatures(session: Session) -> dict[int, int]:
+def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
     """Per pipeline id with runs, a number that grows with every insert or delete of one
     of its runs, and only then (``app.db.rollup.signatures``): what a value computed
     from a pipeline's runs can be kept under between requests."""
-    return rollup.signatures(session)
+    return rollup.signatures(session, pipeline_ids)

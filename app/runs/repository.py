@@ -198,20 +198,11 @@ _PG_INSERT_ONE = (
 )
 
 
-def insert_one_pg(
-    session: WriteSession,
-    pipeline: str,
-    values: dict[str, Any],
-    interruptions: list[dict[str, Any]],
-) -> tuple[PipelineRef, int | None, datetime] | None:
-    """One run and its interruptions in one round trip (PostgreSQL).
-
-    None when the pipeline does not exist yet; (pipeline, None, _) when the run_id
-    exists already (a retry, or a conflict for the caller to name). Measured: the
-    single-run path spent most of its time on round trips and statement overhead.
-    """
-    now = utcnow()
-    params = {
+def pg_insert_params(
+    pipeline: str, values: dict[str, Any], interruptions: list[dict[str, Any]], now: datetime
+) -> dict[str, Any]:
+    """The parameters of ``_PG_INSERT_ONE`` (at most psycopg's 50 for its query cache)."""
+    return {
         **{c: values[c] for c in _RUN_VALUE_COLUMNS if c != "billed_price_per_gpu_hour"},
         "tags": json.dumps(values["tags"]),
         "pipeline": pipeline,
@@ -223,8 +214,20 @@ def insert_one_pg(
         "i_cause": [i["cause"] for i in interruptions],
         **rollup.pg_upsert_params(values),
     }
+
+
+def insert_one_pg(
+    session: WriteSession, pipeline: str, values: dict[str, Any], interruptions: list[Any]
+) -> tuple[PipelineRef, int | None, datetime] | None:
+    """One run and its interruptions in one round trip (PostgreSQL).
+
+    None when the pipeline does not exist yet; (pipeline, None, _) when the run_id
+    exists already (a retry, or a conflict for the caller to name). Measured: the
+    single-run path spent most of its time on round trips and statement overhead.
+    """
+    now = utcnow()
     with driver_cursor(session) as cursor:
-        cursor.execute(_PG_INSERT_ONE, params)
+        cursor.execute(_PG_INSERT_ONE, pg_insert_params(pipeline, values, interruptions, now))
         row = cursor.fetchone()
     if row is None:
         return None

@@ -293,7 +293,7 @@ def cards(
     prev = monday - timedelta(weeks=1)
     ids = [p.id for p in pipelines]
     totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), ids)
-    signatures = analytics_weekly.signatures(session)
+    signatures = analytics_weekly.signatures(session, ids)
     kept = memo.kept(session, "overview_cards")
     out = []
     for pipeline in pipelines:
