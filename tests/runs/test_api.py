@@ -296,7 +296,8 @@ def test_resending_the_shown_quality_metric_is_the_same_run(
 def test_the_single_run_statement_stays_in_psycopgs_query_cache() -> None:
     # psycopg parses a statement's %(name)s placeholders on every call once it is longer
     # than MAX_CACHED_STATEMENT_LENGTH or has more than MAX_CACHED_STATEMENT_PARAMS
-    # parameters: ~0.5 ms of server CPU per stored run. The rollup CTE pushed it over once.
+    # parameters: 66 us per stored run, ~5% of the single-run path's server CPU. The
+    # run_variant CTE pushed it over once.
     run = RunIn.model_validate(make_run())
     values = {**stored_values(run), "billed_price_per_gpu_hour": 2.0}
     interruptions = [{"position": 0, **i.model_dump()} for i in run.interruptions]
