@@ -29,8 +29,8 @@ from sqlalchemy.orm import Session
 
 from app.db import rollup
 from app.db.memo import kept
-from app.db.run_terms import as_date, goodput_totals
-from app.planning.rollup import CAUSES, SUMS
+from app.db.run_terms import as_date
+from app.planning.rollup import SUMS
 from app.planning.weekly import WeekSummary, WeekTotals, summarise
 
 WINDOW_WEEKS = 12  # the review's trend; the portfolio's and review's weeks are its last two
@@ -53,15 +53,8 @@ EMPTY = PipelineWeeks(0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {})
 
 
 def totals_of(monday: date, row: np.ndarray) -> WeekTotals:
-    """A week's WeekTotals from its row of sums (the shape ``rollup.weekly_totals`` gives)."""
-    m = dict(zip(COLUMNS, (float(x) for x in row), strict=True))
-    return WeekTotals(
-        week_start=monday,
-        goodput=goodput_totals(m),
-        cost_usd=m["cost"],
-        gpu_hours_by_cause={c: m[f"g_{c}"] for c in CAUSES},
-        usd_by_cause={c: m[f"u_{c}"] for c in CAUSES},
-    )
+    """A week's WeekTotals from its row of sums."""
+    return rollup.totals_from(monday, dict(zip(COLUMNS, row.tolist(), strict=True)))
 
 
 @dataclass(frozen=True)
@@ -91,6 +84,11 @@ class OrgWindow:
             if entry is not EMPTY:
                 entry.summaries[monday] = found
         return found
+
+    def signature(self, pipeline_id: int) -> int:
+        """The pipeline's signature its weeks were read under (0: it has no runs); also
+        the key of anything else computed from its runs."""
+        return self.pipelines.get(pipeline_id, EMPTY).signature
 
     def overall(self, pipeline_id: int, monday: date) -> float | None:
         """Overall goodput of the pipeline's week (None: no runs that week)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -83,29 +82,10 @@ def recorded_spend(
 
 
 # Org-wide reads come from the rollup table (app/db/rollup.py), a few rows per pipeline and
-# week, never from the runs: the overview, the weekly review and /metrics.
-
-
-# Sums per pipeline id and ISO week with Monday in [since, until); with ``only`` other than
-# ``()``, summed over all pipelines (None) or those named, under the key 0.
-org_week_totals = rollup.weekly_totals
-
-
-def month_spend(
-    session: Session, month: date, until: date, pipeline_ids: Sequence[int] | None
-) -> dict[int, float]:
-    """Recorded USD per pipeline id (of these; every one: None) in the calendar month
-    ``month``, in ISO weeks before ``until``."""
-    return rollup.month_spend(session, month, until, pipeline_ids)
+# week, never from the runs: the portfolio and the review through app.analytics.org_weeks,
+# /metrics through this.
 
 
 def latest_weeks(session: Session) -> dict[int, WeekTotals]:
     """Every pipeline's latest ISO week with runs, by pipeline id."""
     return rollup.latest_weeks(session)
-
-
-def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
-    """Per pipeline id with runs, a number that grows with every insert or delete of one
-    of its runs, and only then (``app.db.rollup.signatures``): what a value computed
-    from a pipeline's runs can be kept under between requests."""
-    return rollup.signatures(session, pipeline_ids)

@@ -239,7 +239,9 @@ def weekly_totals(
     only: Sequence[str] | None = (),
 ) -> dict[int, list[WeekTotals]]:
     """Like ``app.analytics.repository.weekly_totals`` for every pipeline (or these),
-    from the rollups: weeks with Monday in [since, until), USD as recorded.
+    from the rollups: weeks with Monday in [since, until), USD as recorded. Pages read
+    the kept window (``app.analytics.org_weeks``); this direct read is what the tests
+    hold the window equal to.
 
     With ``only`` other than ``()``, the sums are over all pipelines (None) or those
     named (a token's limit) together, under the key 0.
@@ -266,16 +268,20 @@ def weekly_totals(
     out: dict[int, list[WeekTotals]] = {}
     for row in session.execute(stmt):
         m = row._mapping
-        out.setdefault(row.pipeline_id, []).append(
-            WeekTotals(
-                week_start=as_date(m["week_start"]),
-                goodput=goodput_totals(m),
-                cost_usd=float(m["cost"]),
-                gpu_hours_by_cause={c: float(m[f"g_{c}"]) for c in CAUSES},
-                usd_by_cause={c: float(m[f"u_{c}"]) for c in CAUSES},
-            )
-        )
+        out.setdefault(row.pipeline_id, []).append(totals_from(as_date(m["week_start"]), m))
     return out
+
+
+def totals_from(monday: date, m: Mapping[Any, Any]) -> WeekTotals:
+    """A week's WeekTotals from ``runs`` and the :data:`SUMS` columns, by name (a rollup
+    row summed over variants, or the kept window's row of sums)."""
+    return WeekTotals(
+        week_start=monday,
+        goodput=goodput_totals(m),
+        cost_usd=float(m["cost"]),
+        gpu_hours_by_cause={c: float(m[f"g_{c}"]) for c in CAUSES},
+        usd_by_cause={c: float(m[f"u_{c}"]) for c in CAUSES},
+    )
 
 
 def window_rows(

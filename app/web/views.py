@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analytics import advice, reads
+from app.analytics import advice, org_weeks, reads
 from app.analytics import service as analytics
 from app.analytics import weekly as analytics_weekly
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
@@ -26,7 +26,7 @@ from app.exceptions import Invalid
 from app.pipelines import service as pipelines_service
 from app.planning.economics import badput
 from app.planning.scenario import RUN_WINDOW, Scenario
-from app.planning.weekly import WeekSummary, fill_weeks, last_complete_week
+from app.planning.weekly import WeekSummary, last_complete_week, monday_of
 from app.web import figures
 
 CHART_RUNS = 52
@@ -284,34 +284,30 @@ def cards(
     today: date,
     monthly_costs: Mapping[str, float | None],
 ) -> list[Card]:
-    """The overview's cards. Goodput of the last complete week comes from the rollups,
-    read for the whole page at once, and the monthly cost is the portfolio row's (by
-    name); only the gate and the sparkline are read per card."""
+    """The overview's cards. Goodput of the last complete week and the week before comes
+    from the portfolio's kept window (``analytics.org_weeks``) and the monthly cost from
+    its rows (by name), so cards and totals agree; only the gate and the sparkline are
+    read per card, and kept while the pipeline's runs and settings are unchanged."""
     # The last complete week against the one before, as the weekly review shows them: on
     # a Monday the week that has just started has no runs yet.
     monday = last_complete_week(today)
     prev = monday - timedelta(weeks=1)
-    ids = [p.id for p in pipelines]
-    totals = analytics_weekly.org_week_totals(session, prev, monday + timedelta(weeks=1), ids)
-    signatures = analytics_weekly.signatures(session, ids)
+    window = org_weeks.org_window(session, [p.id for p in pipelines], monday_of(today))
     kept = memo.kept(session, "overview_cards")
     out = []
     for pipeline in pipelines:
-        # The gate and the sparkline depend only on the pipeline's settings and runs:
-        # kept while both are unchanged (app.db.memo.kept).
-        key = (signatures.get(pipeline.id, 0), pipelines_service.settings_key(pipeline))
+        key = (window.signature(pipeline.id), pipelines_service.settings_key(pipeline))
         found = kept.get(pipeline.id)
         if found is None or found[0] != key:
             found = kept[pipeline.id] = (key, _card_parts(session, pipeline))
         verdict, note, spark, runs = found[1]
-        weeks = fill_weeks(totals.get(pipeline.id, []), prev, monday)
         out.append(
             Card(
                 pipeline=pipeline,
                 monthly_cost_usd=monthly_costs.get(pipeline.name),
                 budget_usd=pipeline.monthly_budget_usd,
-                this_week=weeks[-1].goodput.overall,
-                last_week=weeks[0].goodput.overall,
+                this_week=window.overall(pipeline.id, monday),
+                last_week=window.overall(pipeline.id, prev),
                 verdict=verdict,
                 verdict_note=note,
                 sparkline=spark,
