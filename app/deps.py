@@ -18,14 +18,22 @@ from app.settings import Settings
 # The trivial dependencies are ``async``: a plain ``def`` dependency costs a hop to a
 # worker thread, and on the single-run ingest path those hops were ~45% of the time
 # the workers held the interpreter (py-spy under load).
-async def get_database(request: Request) -> Database:
+def database_of(request: Request) -> Database:
     db: Database = request.app.state.database
     return db
 
 
-async def get_settings_dep(request: Request) -> Settings:
+def settings_of(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
+
+
+async def get_database(request: Request) -> Database:
+    return database_of(request)
+
+
+async def get_settings_dep(request: Request) -> Settings:
+    return settings_of(request)
 
 
 # Endpoints open their unit of work inside their own body (Database.transaction), so

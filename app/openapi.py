@@ -15,6 +15,9 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 SCHEME = "bearerAuth"
+# ``openapi_extra`` of a route that checks its token itself (no ``Ingestor``/``Admin``
+# parameter for FastAPI to see): documented as needing the bearer scheme.
+BEARER_REQUIRED: dict[str, Any] = {"security": [{SCHEME: []}]}
 ERROR_REF = {"$ref": "#/components/schemas/ErrorResponse"}
 ERROR_SCHEMAS: dict[str, Any] = {
     "FieldError": {
@@ -106,7 +109,7 @@ def error_response(status: str) -> dict[str, Any]:
 
 def _document(operation: dict[str, Any], path: str, method: str) -> None:
     params = operation.get("parameters", [])
-    secured = any(
+    secured = operation.get("security") == BEARER_REQUIRED["security"] or any(
         p.get("in") == "header" and p.get("name", "").lower() == "authorization" for p in params
     )
     # Swagger UI ignores an Authorization parameter; the security scheme replaces it.

@@ -40,8 +40,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
+        if value is None or value.tzinfo is UTC:  # PostgreSQL: sessions are in UTC
+            return value  # type: ignore[no-any-return]
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
         return value.astimezone(UTC)  # type: ignore[no-any-return]

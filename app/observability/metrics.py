@@ -93,6 +93,20 @@ class Telemetry:
         for outcome in ("created", "existing"):
             self.runs_ingested.labels(outcome)
         self.registry.register(BusinessCollector(app))
+        # The labelled series of each (method, route, status): prometheus_client's
+        # ``labels()`` validates and locks on every call. Bounded: route templates.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def request_done(self, method: str, route: str, status: int, seconds: float) -> None:
+        series = self._series.get((method, route, status))
+        if series is None:
+            series = (
+                self.requests.labels(method, route, str(status)),
+                self.duration.labels(method, route),
+            )
+            self._series[(method, route, status)] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def record_ingest(self, created: int, existing: int) -> None:
         if created:
@@ -169,8 +183,7 @@ class TelemetryMiddleware:
         method = scope["method"] if scope["method"] in METHODS else "other"
         route = route_template(scope)
         t = self.telemetry
-        t.requests.labels(method, route, str(status)).inc()
-        t.duration.labels(method, route).observe(elapsed)
+        t.request_done(method, route, status, elapsed)
         if ingest:
             self._record_ingest(scope["path"], status, bytes(body))
         level = logging.DEBUG if scope["path"] in QUIET_PATHS else logging.INFO

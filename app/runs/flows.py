@@ -24,10 +24,24 @@ FollowUp = Callable[[], None] | None
 def record_run(
     db: Database, run: RunIn, token: TokenInfo, settings: Settings
 ) -> tuple[RunOut, bool, FollowUp]:
-    """Store one run: (the stored run, whether it was new, the follow-up)."""
-    with db.write() as session:
-        [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
-        stored = service.created_out(result) if result.created else service.get(session, result.pk)
+    """Store one run: (the stored run, whether it was new, the follow-up).
+
+    On PostgreSQL a new run of a known pipeline is one statement that commits alone;
+    anything else (a new pipeline, a retry, a conflict, SQLite) takes the general
+    path in a transaction.
+    """
+    result = None
+    if not db.is_sqlite:
+        with db.one_statement() as cursor:
+            result = service.insert_new(cursor, run, token)
+    if result is not None:
+        stored = service.created_out(result)
+    else:
+        with db.write() as session:
+            [result] = service.ingest(session, [run], token=token, settings=settings, batch=False)
+            stored = (
+                service.created_out(result) if result.created else service.get(session, result.pk)
+            )
     follow_up = alert_follow_up(db, settings, [run.pipeline]) if result.created else None
     return stored, result.created, follow_up
 

@@ -20,7 +20,8 @@ from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
-from app.runs import repository, service
+from app.runs import repository
+from app.runs.output import out_dict, to_out
 from app.runs.schemas import RunOut
 from app.spreadsheet import cell_from_text
 
@@ -42,7 +43,7 @@ def table_page(
         offset=(number - 1) * size,
         limit=size,
     )
-    return [service.to_out(*r) for r in repository.load_runs(session, ids)], total
+    return [to_out(*r) for r in repository.load_runs(session, ids)], total
 
 
 def csv_value(value: Any) -> str:
@@ -68,7 +69,7 @@ def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]
     while True:
         with db.read() as session:
             rows = repository.list_runs(session, pipeline_id=pipeline_id, after=after, limit=chunk)
-            outs = [to_jsonable_python(service.out_dict(*r)) for r in rows]
+            outs = [to_jsonable_python(out_dict(*r)) for r in rows]
         for data in outs:  # the JSON values of GET /api/v1/runs, column by column
             writer.writerow([csv_value(data[c]) for c in CSV_COLUMNS])
         yield buffer.getvalue()
@@ -109,7 +110,7 @@ def list_page(
     page = rows[:limit]
     more = len(rows) > limit
     return {
-        "runs": [service.out_dict(*r) for r in page],
+        "runs": [out_dict(*r) for r in page],
         "next_cursor": encode_cursor(page[-1][0]) if more and page else None,
     }
 

@@ -217,18 +217,19 @@ def pg_insert_params(
 
 
 def insert_one_pg(
-    session: WriteSession, pipeline: str, values: dict[str, Any], interruptions: list[Any]
+    cursor: Any, pipeline: str, values: dict[str, Any], interruptions: list[Any]
 ) -> tuple[PipelineRef, int | None, datetime] | None:
-    """One run and its interruptions in one round trip (PostgreSQL).
+    """One run, its interruptions and its rollups in one statement (PostgreSQL), on a
+    connection that commits it alone (``Database.one_statement``).
 
     None when the pipeline does not exist yet; (pipeline, None, _) when the run_id
-    exists already (a retry, or a conflict for the caller to name). Measured: the
-    single-run path spent most of its time on round trips and statement overhead.
+    exists already (a retry, or a conflict for the caller to name): then the statement
+    wrote nothing. Measured: the single-run path spent most of its time on round trips
+    and statement overhead.
     """
     now = utcnow()
-    with driver_cursor(session) as cursor:
-        cursor.execute(_PG_INSERT_ONE, pg_insert_params(pipeline, values, interruptions, now))
-        row = cursor.fetchone()
+    cursor.execute(_PG_INSERT_ONE, pg_insert_params(pipeline, values, interruptions, now))
+    row = cursor.fetchone()
     if row is None:
         return None
     return PipelineRef(row[0], row[1], row[2], row[3]), row[4], now

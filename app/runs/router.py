@@ -11,11 +11,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo
 from app.db.engine import Database
-from app.deps import Admin, DatabaseDep, Ingestor, SettingsDep, Viewer
+from app.deps import Admin, DatabaseDep, Viewer, database_of, settings_of
 from app.exceptions import Invalid
+from app.openapi import BEARER_REQUIRED
 from app.runs import flows, listing, service
 from app.runs.schemas import BatchOut, RunBatchIn, RunIn, RunOut, RunPage
 from app.schemas_common import Timestamp
+from app.security.authenticator import token_with_scope
 from app.settings import Settings
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
@@ -55,19 +57,23 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
         200: {"description": "An identical retry: the stored run"},
         409: {"description": "The run_id exists with different values"},
     },
-    openapi_extra=json_body(RunIn),
+    openapi_extra={**json_body(RunIn), **BEARER_REQUIRED},
 )
-async def post_run(
-    request: Request, db: DatabaseDep, token: Ingestor, settings: SettingsDep
-) -> Response:
+async def post_run(request: Request) -> Response:
     """Record one run. Safe to retry: the same (pipeline, run_id) and body returns 200.
 
     Parsing, storing and answering happen in one worker-thread hop; the body is
     validated from its bytes and the answer serialised once (see ``post_batch``).
     Storing, then evaluating the pipeline's alert rules, is ``flows.record_run``.
+    The token, database and settings are resolved here, not as dependencies: FastAPI's
+    solving of them was a sixth of the interpreter's time on this, the busiest route
+    (bench/README.md, "Single runs"); ``BEARER_REQUIRED`` documents the token.
     """
+    token = await token_with_scope(request, "ingest")
     raw = await request.body()
-    return await run_in_threadpool(store_run, db, raw, token, settings)
+    return await run_in_threadpool(
+        store_run, database_of(request), raw, token, settings_of(request)
+    )
 
 
 def store_run(db: Database, raw: bytes, token: TokenInfo, settings: Settings) -> Response:
@@ -88,18 +94,18 @@ def answer(body: str, code: int, follow_up: flows.FollowUp) -> Response:
     "/batch",
     response_model=BatchOut,
     status_code=status.HTTP_201_CREATED,
-    openapi_extra=json_body(RunBatchIn),
+    openapi_extra={**json_body(RunBatchIn), **BEARER_REQUIRED},
 )
-async def post_batch(
-    request: Request, db: DatabaseDep, token: Ingestor, settings: SettingsDep
-) -> Response:
+async def post_batch(request: Request) -> Response:
     """Record up to `max_batch_runs` runs, all or nothing. Body: `{"runs": [...]}`.
 
     The body is validated straight from its bytes by pydantic-core (FastAPI would
     ``json.loads`` it and validate the Python objects: a third of a 1000-run batch's
     time), and the answer is serialised once.
     """
+    token = await token_with_scope(request, "ingest")  # as in post_run
     raw = await request.body()
+    db, settings = database_of(request), settings_of(request)
     batch = await run_in_threadpool(parse_body, RunBatchIn, raw)
     if len(batch.runs) > settings.max_batch_runs:
         raise Invalid(

@@ -16,12 +16,12 @@ from app.db import rollup
 from app.db.base import utcnow
 from app.db.engine import WriteSession
 from app.db.models import Run
-from app.db.sql import dialect
 from app.exceptions import Conflict, Invalid, NotFound
 from app.pipelines.service import check_creation
 from app.runs import repository
+from app.runs.output import ROW_FIELDS, to_out
 from app.runs.repository import PipelineRef
-from app.runs.schemas import InterruptionOut, RunIn, RunOut
+from app.runs.schemas import RunIn, RunOut
 from app.runs.validation import cross_field_errors, interruption_values, stored_values
 from app.settings import Settings
 
@@ -70,15 +70,7 @@ def ingest(
     interruptions. Only runs the insert skipped (retries) are read back and compared.
     """
     prefix = (lambda i: f"runs.{i}.") if batch else (lambda i: "")
-    _validate(runs, prefix)
-    if token is not None:
-        for name in sorted({r.pipeline for r in runs}):
-            check_pipeline_allowed(token, name)
-
-    if len(runs) == 1 and dialect(session) == "postgresql":
-        done = _insert_one(session, runs[0])
-        if done is not None:
-            return [done]
+    _check(runs, token, prefix)
 
     # The first occurrence of a (pipeline, run_id) in a batch wins; later identical
     # copies are retries, later different copies are errors.
@@ -156,14 +148,16 @@ def billed_price(run: RunIn, pipeline: PipelineRef) -> float:
     return pipeline.price_per_gpu_hour
 
 
-def _insert_one(session: WriteSession, run: RunIn) -> Ingested | None:
-    """The common case on PostgreSQL, a new run of a known pipeline, in one statement.
+def insert_new(cursor: Any, run: RunIn, token: TokenInfo | None) -> Ingested | None:
+    """The common case on PostgreSQL, a new run of a known pipeline, in one statement
+    that commits alone (``Database.one_statement``).
 
-    None sends the run down the general path: a new pipeline, or a run_id that exists
-    (an identical retry, or a conflict to name).
+    None sends the run down the general path (:func:`ingest`), and nothing was written:
+    a new pipeline, or a run_id that exists (an identical retry, or a conflict to name).
     """
+    _check([run], token, lambda i: "")
     found = repository.insert_one_pg(
-        session, run.pipeline, stored_values(run), interruption_values(run)
+        cursor, run.pipeline, stored_values(run), interruption_values(run)
     )
     if found is None:
         return None
@@ -174,22 +168,27 @@ def _insert_one(session: WriteSession, run: RunIn) -> Ingested | None:
 def created_out(item: Ingested) -> RunOut:
     """The response for a run this request stored, built without reading it back: the
     stored values shaped like a row of ``repository._runs_query`` for :func:`to_out`."""
-    values = stored_values(item.run)
-    row = SimpleNamespace(
-        **{
-            **values,
-            "id": item.pk,
-            "pipeline": item.pipeline.name,
-            "pipeline_price": item.pipeline.price_per_gpu_hour,
-            "billed_price_per_gpu_hour": billed_price(item.run, item.pipeline),
-            "pipeline_metric": item.pipeline.quality_metric,
-            "started_at": item.run.started_at.astimezone(UTC),
-            "finished_at": item.run.finished_at.astimezone(UTC),
-            "created_at": item.created_at or utcnow(),
-        }
-    )
+    values = {
+        **stored_values(item.run),
+        "id": item.pk,
+        "pipeline": item.pipeline.name,
+        "pipeline_price": item.pipeline.price_per_gpu_hour,
+        "billed_price_per_gpu_hour": billed_price(item.run, item.pipeline),
+        "pipeline_metric": item.pipeline.quality_metric,
+        "started_at": item.run.started_at.astimezone(UTC),
+        "finished_at": item.run.finished_at.astimezone(UTC),
+        "created_at": item.created_at or utcnow(),
+    }
     interruptions = [SimpleNamespace(**v) for v in interruption_values(item.run)]
-    return to_out(row, interruptions)
+    return to_out(tuple(values[name] for name in ROW_FIELDS), interruptions)
+
+
+def _check(runs: list[RunIn], token: TokenInfo | None, prefix: Any) -> None:
+    """What the schemas cannot check, and the token's pipeline limit."""
+    _validate(runs, prefix)
+    if token is not None:
+        for name in sorted({r.pipeline for r in runs}):
+            check_pipeline_allowed(token, name)
 
 
 def _validate(runs: list[RunIn], prefix: Any) -> None:
@@ -319,59 +318,6 @@ def _pipeline_defaults(run: RunIn, settings: Settings, token: TokenInfo | None) 
 
 
 # Reading ------------------------------------------------------------------------------
-
-
-def out_dict(row: Any, interruptions: list[Any]) -> dict[str, Any]:
-    """A stored run (a row of ``repository._runs_query``) as the API returns it: the
-    fields of :class:`RunOut`, as a plain dict.
-
-    Lists serialise these dicts directly with pydantic-core: the values come from our
-    own database, validated on the way in, and building 1000 models cost more than the
-    query did (pyinstrument: ~35 of ~70 ms for a 1000-run page).
-    """
-    price = row.billed_price_per_gpu_hour  # frozen at ingest: recorded spend never moves
-    return {
-        "id": row.id,
-        "pipeline": row.pipeline,
-        "run_id": row.run_id,
-        "variant": row.variant,
-        "started_at": row.started_at,
-        "finished_at": row.finished_at,
-        "workers": row.workers,
-        "gpu_type": row.gpu_type,
-        "gpu_utilization": row.gpu_utilization,
-        "utilization_source": row.utilization_source,
-        "gpu_hours": row.gpu_hours,
-        "price_per_gpu_hour": row.price_per_gpu_hour,
-        "quality_metric": row.quality_metric or row.pipeline_metric,
-        "quality_value": row.quality_value,
-        "data_stall_hours": row.data_stall_hours,
-        "checkpoint_hours": row.checkpoint_hours,
-        "scheduling_wait_hours": row.scheduling_wait_hours,
-        "mfu": row.mfu,
-        "interruptions": [
-            {
-                "lost_progress_hours": i.lost_progress_hours,
-                "resume_hours": i.resume_hours,
-                "reschedule_hours": i.reschedule_hours,
-                "cause": i.cause,
-            }
-            for i in interruptions
-        ],
-        "tags": row.tags,
-        "created_at": row.created_at,
-        "wall_clock_hours": (row.finished_at - row.started_at).total_seconds() / 3600.0,
-        "effective_price_per_gpu_hour": price,
-        "cost_usd": row.gpu_hours * price,
-        "idle_gpu_hours": (1.0 - row.gpu_utilization) * row.gpu_hours,
-    }
-
-
-def to_out(row: Any, interruptions: list[Any]) -> RunOut:
-    """The same as :func:`out_dict`, as a model (for templates and single runs)."""
-    data = out_dict(row, interruptions)
-    data["interruptions"] = [InterruptionOut.model_construct(**i) for i in data["interruptions"]]
-    return RunOut.model_construct(**data)
 
 
 def get(session: Session, pk: int, token: TokenInfo | None = None) -> RunOut:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +13,8 @@ from sqlalchemy import func, select
 
 from app.db.engine import Database
 from app.db.models import Interruption, Pipeline
+from app.runs import repository
+from app.runs.output import ROW_FIELDS
 from app.runs.repository import _PG_INSERT_ONE, pg_insert_params
 from app.runs.schemas import RunIn
 from app.runs.validation import stored_values
@@ -190,6 +193,25 @@ def test_body_over_limit_is_413(client: TestClient, ingest_headers: dict[str, st
     assert "larger than 1048576 bytes" in r.json()["error"]["message"]
 
 
+def test_a_chunked_body_is_counted_as_it_arrives(
+    client: TestClient, ingest_headers: dict[str, str]
+) -> None:
+    """Without Content-Length (Transfer-Encoding: chunked) the limit is applied while
+    the body streams in; with one, by the header alone."""
+    big = json.dumps(
+        {"runs": [make_run(run_id=f"r{i}", tags={"n": "x" * 400}) for i in range(2500)]}
+    )
+    chunks = (big[i : i + 65536].encode() for i in range(0, len(big), 65536))
+    r = client.post("/api/v1/runs/batch", content=chunks, headers=ingest_headers)
+    assert r.request.headers.get("transfer-encoding") == "chunked"
+    assert r.status_code == 413
+    assert "larger than 1048576 bytes" in r.json()["error"]["message"]
+    small = json.dumps({"runs": [make_run(run_id="r1")]})
+    r = client.post("/api/v1/runs/batch", content=iter([small.encode()]), headers=ingest_headers)
+    assert r.request.headers.get("transfer-encoding") == "chunked"
+    assert r.status_code == 201, r.text
+
+
 def test_missing_and_wrong_token_401(client: TestClient) -> None:
     assert client.post("/api/v1/runs", json=make_run()).status_code == 401
     r = client.post("/api/v1/runs", json=make_run(), headers={"Authorization": "Bearer nope"})
@@ -304,3 +326,9 @@ def test_the_single_run_statement_stays_in_psycopgs_query_cache() -> None:
     params = pg_insert_params("ranker", values, interruptions, datetime.now(UTC))
     assert len(_PG_INSERT_ONE.encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
     assert len(params) <= _queries.MAX_CACHED_STATEMENT_PARAMS
+
+
+def test_rows_are_read_in_the_order_the_query_selects() -> None:
+    """``output.out_dict`` unpacks a run's row by position: its order is the query's."""
+    selected = tuple(c.key for c in repository._runs_query().selected_columns)
+    assert selected == ROW_FIELDS
