@@ -15,9 +15,8 @@ from app.security.authenticator import bearer_if_sent, request_token, require_sc
 from app.settings import Settings
 
 
-# The trivial dependencies are ``async``: a plain ``def`` dependency costs a hop to a
-# worker thread, and on the single-run ingest path those hops were ~45% of the time
-# the workers held the interpreter (py-spy under load).
+# The app's database and settings, for endpoints that resolve them themselves (the
+# ingest routes) and for the dependencies below.
 def database_of(request: Request) -> Database:
     db: Database = request.app.state.database
     return db
@@ -28,6 +27,9 @@ def settings_of(request: Request) -> Settings:
     return settings
 
 
+# The trivial dependencies are ``async``: a plain ``def`` dependency costs a hop to a
+# worker thread, and on the single-run ingest path those hops were ~45% of the time
+# the workers held the interpreter (py-spy under load).
 async def get_database(request: Request) -> Database:
     return database_of(request)
 

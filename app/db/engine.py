@@ -150,7 +150,6 @@ class Database:
         # Tests: every session shares one connection, which no second thread may use.
         self.single_connection = bind is not None
         self._bind = bind
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         # Sessions carry the caches in their info (a read service has a session, not the
         # Database): ``app.db.memo.kept``.
         extra: dict[str, Any] = {"expire_on_commit": False, "info": {CACHES: self.caches}}
