@@ -34,6 +34,14 @@ def upsert_insert(session: Session, table: Any) -> Any:
     return (postgresql.insert if dialect(session) == "postgresql" else sqlite.insert)(table)
 
 
+def in_ids_param(backend: str, column: Any) -> ColumnElement[bool]:
+    """``column IN ids`` for a statement built once, the ids given at execution as the
+    parameter ``ids``: as :func:`in_ids` does it."""
+    if backend == "postgresql":
+        return cast(ColumnElement[bool], column == any_(bindparam("ids", type_=ARRAY(BigInteger))))
+    return cast(ColumnElement[bool], column.in_(bindparam("ids", expanding=True)))
+
+
 def in_ids(session: Session, column: Any, ids: list[int]) -> ColumnElement[bool]:
     """``column IN ids``; on PostgreSQL ``= ANY(array)``, one parameter however many ids
     (a plan the server can cache, not one per list length)."""

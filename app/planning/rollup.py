@@ -3,20 +3,22 @@
 The rollup keeps, per (pipeline, variant, ISO week, calendar month), the SUM() terms of
 :class:`app.planning.goodput.GoodputTotals` and of the badput split in
 :func:`app.analytics.repository.weekly_totals`, so org-wide readers add up a few rows per
-pipeline instead of scanning runs. Ingest adds a run's terms, delete subtracts them.
+pipeline instead of scanning runs. Ingest adds a run's terms, delete subtracts them:
+in SQL (``app.db.run_terms``, the same arithmetic) for batches and deletes, from
+:func:`terms` here for the single-run PostgreSQL statement, which has no rows to sum.
 
 Money is recorded spend, at the price frozen on each run when it was stored
 (``billed_price_per_gpu_hour``), so a later pipeline price change leaves the rollups as
 they are, like the runs. The USD columns (:data:`PRICED`) are linear in that price: the
 single-run statement passes them per unit of price and multiplies by the price it froze.
 
-The same terms are computed in SQL by ``app.db.rollup.recompute``; the property
-tests hold the two equal after random ingests, deletes and price changes.
+The property tests hold the rollups equal to ``app.db.rollup.recompute`` (the SQL sums
+over every run) after random ingests, single and batched, deletes and price changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -33,7 +35,6 @@ GOODPUT_SUMS = (
 PRICED = ("cost", *(f"u_{c}" for c in CAUSES))
 SUMS = (*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES), *PRICED)
 KEY = ("pipeline_id", "variant", "week_start", "month_start")
-Key = tuple[int, str, date, date]
 
 
 def buckets(started_at: datetime) -> tuple[date, date]:
@@ -94,17 +95,3 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         out[f"g_{c}"] = v
         out[f"u_{c}"] = v * price
     return out
-
-
-def deltas(runs: Iterable[tuple[int, Mapping[str, Any]]], sign: int = 1) -> list[dict[str, Any]]:
-    """Rows to add to the rollup for these (pipeline_id, run values), one per key, sorted
-    by key (so concurrent writers lock rollup rows in the same order). ``sign=-1``
-    subtracts (a delete)."""
-    acc: dict[Key, dict[str, Any]] = {}
-    for pipeline_id, run in runs:
-        key = (pipeline_id, run["variant"], *buckets(run["started_at"]))
-        row = acc.setdefault(key, {"runs": 0, **dict.fromkeys(SUMS, 0.0)})
-        row["runs"] += sign
-        for name, value in terms(run).items():
-            row[name] += sign * value
-    return [dict(zip(KEY, key, strict=True)) | acc[key] for key in sorted(acc)]

@@ -14,7 +14,7 @@ from app.alerts.service import evaluate_after_ingest, pipelines_with_rules
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.runs import service
-from app.runs.schemas import BatchItem, BatchOut, RunBatchIn, RunIn, RunOut
+from app.runs.schemas import RunBatchIn, RunIn, RunOut
 from app.settings import Settings
 
 # What to run after the response has been sent (None: nothing to do).
@@ -32,8 +32,9 @@ def record_run(
     """
     result = None
     if not db.is_sqlite:
+        service.check_one(run, token)  # (the general path checks again: a few us)
         with db.one_statement() as cursor:
-            result = service.insert_new(cursor, run, token)
+            result = service.insert_new(cursor, run)
     if result is not None:
         stored = service.created_out(result)
     else:
@@ -48,27 +49,13 @@ def record_run(
 
 def record_batch(
     db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings
-) -> tuple[BatchOut, FollowUp]:
-    """Store a batch, all or nothing: the answer and the follow-up."""
+) -> tuple[list[service.Ingested], FollowUp]:
+    """Store a batch, all or nothing: each run's outcome, in the batch's order, and the
+    follow-up."""
     with db.write() as session:
         results = service.ingest(session, batch.runs, token=token, settings=settings, batch=True)
-    created = sum(r.created for r in results)
-    body = BatchOut.model_construct(
-        created=created,
-        existing=len(results) - created,
-        runs=[
-            BatchItem.model_construct(
-                index=r.index,
-                id=r.pk,
-                run_id=r.run.run_id,
-                pipeline=r.run.pipeline,
-                status="created" if r.created else "existing",
-            )
-            for r in results
-        ],
-    )
-    names = sorted({r.pipeline for r in body.runs if r.status == "created"})
-    return body, alert_follow_up(db, settings, names)
+    names = sorted({r.run.pipeline for r in results if r.created})
+    return results, alert_follow_up(db, settings, names)
 
 
 def alert_follow_up(db: Database, settings: Settings, names: list[str]) -> FollowUp:

@@ -82,7 +82,7 @@ def store_run(db: Database, raw: bytes, token: TokenInfo, settings: Settings) ->
     return answer(stored.model_dump_json(), code, follow_up)
 
 
-def answer(body: str, code: int, follow_up: flows.FollowUp) -> Response:
+def answer(body: str | bytes, code: int, follow_up: flows.FollowUp) -> Response:
     """The JSON answer; the flow's follow-up (alert evaluation) runs after it is sent."""
     response = Response(body, status_code=code, media_type="application/json")
     if follow_up is not None:
@@ -101,20 +101,50 @@ async def post_batch(request: Request) -> Response:
 
     The body is validated straight from its bytes by pydantic-core (FastAPI would
     ``json.loads`` it and validate the Python objects: a third of a 1000-run batch's
-    time), and the answer is serialised once.
+    time), in the same worker-thread hop that stores it, and the answer is serialised
+    once. The counts go to the metrics middleware through the request's state
+    (``ingest_counts``), so it need not parse the answer back.
     """
     token = await token_with_scope(request, "ingest")  # as in post_run
     raw = await request.body()
-    db, settings = database_of(request), settings_of(request)
-    batch = await run_in_threadpool(parse_body, RunBatchIn, raw)
+    body, created, existing, follow_up = await run_in_threadpool(
+        store_batch, database_of(request), raw, token, settings_of(request)
+    )
+    request.state.ingest_counts = (created, existing)
+    return answer(body, status.HTTP_201_CREATED if created else status.HTTP_200_OK, follow_up)
+
+
+def store_batch(
+    db: Database, raw: bytes, token: TokenInfo, settings: Settings
+) -> tuple[bytes, int, int, flows.FollowUp]:
+    batch = parse_body(RunBatchIn, raw)
     if len(batch.runs) > settings.max_batch_runs:
         raise Invalid(
             f"a batch holds at most {settings.max_batch_runs} runs; got {len(batch.runs)}",
             fields=[{"field": "runs", "reason": f"more than {settings.max_batch_runs} items"}],
         )
-    body, follow_up = await run_in_threadpool(flows.record_batch, db, batch, token, settings)
-    code = status.HTTP_201_CREATED if body.created else status.HTTP_200_OK
-    return answer(body.model_dump_json(), code, follow_up)
+    results, follow_up = flows.record_batch(db, batch, token, settings)
+    created = sum(r.created for r in results)
+    # A BatchOut, built as plain dicts for pydantic-core: constructing 1,000 BatchItem
+    # models and dumping them cost 2.7 ms a batch, this 0.4 ms (the shape is held to
+    # BatchOut by tests/runs/test_batch_and_list.py).
+    body = to_json(
+        {
+            "created": created,
+            "existing": len(results) - created,
+            "runs": [
+                {
+                    "index": r.index,
+                    "id": r.pk,
+                    "run_id": r.run.run_id,
+                    "pipeline": r.run.pipeline,
+                    "status": "created" if r.created else "existing",
+                }
+                for r in results
+            ],
+        }
+    )
+    return body, created, len(results) - created, follow_up
 
 
 def parse_body(model: type[M], raw: bytes) -> M:

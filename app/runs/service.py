@@ -114,10 +114,7 @@ def ingest(
             session, [(pipelines[r.pipeline].id, r.run_id) for r in skipped]
         )
         _raise_conflicts(skipped, pipelines, existing, prefix, first)
-    rollup.add_runs(
-        session,
-        ((v["pipeline_id"], v) for v in values if (v["pipeline_id"], v["run_id"]) in inserted),
-    )
+    rollup.add_runs(session, [pk for pk, _ in inserted.values()])
     repository.insert_interruptions(
         session,
         [
@@ -148,14 +145,20 @@ def billed_price(run: RunIn, pipeline: PipelineRef) -> float:
     return pipeline.price_per_gpu_hour
 
 
-def insert_new(cursor: Any, run: RunIn, token: TokenInfo | None) -> Ingested | None:
+def check_one(run: RunIn, token: TokenInfo | None) -> None:
+    """What :func:`ingest` checks first, for one run: call it before :func:`insert_new`,
+    so that a refused run never holds a pooled connection."""
+    _check([run], token, lambda i: "")
+
+
+def insert_new(cursor: Any, run: RunIn) -> Ingested | None:
     """The common case on PostgreSQL, a new run of a known pipeline, in one statement
-    that commits alone (``Database.one_statement``).
+    that commits alone (``Database.one_statement``); the run has passed
+    :func:`check_one`.
 
     None sends the run down the general path (:func:`ingest`), and nothing was written:
     a new pipeline, or a run_id that exists (an identical retry, or a conflict to name).
     """
-    _check([run], token, lambda i: "")
     found = repository.insert_one_pg(
         cursor, run.pipeline, stored_values(run), interruption_values(run)
     )

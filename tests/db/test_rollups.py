@@ -20,7 +20,7 @@ from app.db import rollup as rollups
 from app.db.engine import Database
 from app.db.models import Pipeline
 from app.observability import business
-from app.planning.rollup import KEY, SUMS, buckets, deltas
+from app.planning.rollup import KEY, SUMS, buckets, terms
 from app.planning.weekly import fill_weeks, monday_of
 from tests.fixtures.builders import make_run, make_token
 
@@ -160,7 +160,7 @@ def test_rollups_equal_a_recomputation(client: TestClient, db: Database, ops: li
     assert_rollups_match(db)
 
 
-def test_a_week_across_two_months_splits_into_two_rows() -> None:
+def test_a_week_across_two_months_splits_into_two_rows(client: TestClient, db: Database) -> None:
     # Monday 2026-11-30 is in November; Tuesday 2026-12-01 in December: same week.
     assert buckets(datetime(2026, 11, 30, 23, tzinfo=UTC))[1].month == 11
     assert buckets(datetime(2026, 12, 1, 1, tzinfo=UTC)) == (
@@ -172,19 +172,41 @@ def test_a_week_across_two_months_splits_into_two_rows() -> None:
         "scheduling_wait_hours": 0.0, "mfu": None, "lost_progress_hours": 0.0,
         "resume_hours": 0.0, "reschedule_hours": 0.0,
     }  # fmt: skip
-    runs = [
-        (1, {**base, "started_at": t, "finished_at": t + timedelta(hours=2)})
-        for t in (datetime(2026, 11, 30, 8, tzinfo=UTC), datetime(2026, 12, 1, 8, tzinfo=UTC))
-    ]
-    rows = deltas(runs)
-    assert [r["month_start"].month for r in rows] == [11, 12]
+    start = datetime(2026, 11, 30, 8, tzinfo=UTC)
     # The worked example in app.planning.rollup.terms: 2 workers x 2 h, u = 0.75, 0.5 h
     # stall: weff = 2, idle = 1 GPU-h, all of it data stall; at $2.5: $10 spent, $2.5 of
     # it on the stall.
-    assert rows[0]["g_data_stall"] == 1.0 and rows[0]["g_other_idle"] == 0.0
-    assert rows[0]["program"] == 3.0 and rows[0]["cost"] == 10.0
-    assert rows[0]["u_data_stall"] == 2.5
-    assert deltas(runs, sign=-1)[0]["runs"] == -1
+    one = terms({**base, "started_at": start, "finished_at": start + timedelta(hours=2)})
+    assert one["g_data_stall"] == 1.0 and one["g_other_idle"] == 0.0
+    assert one["program"] == 3.0 and one["cost"] == 10.0
+    assert one["u_data_stall"] == 2.5
+    # Stored as a batch (whose rollup rows are summed in SQL), the same two runs land in
+    # one week and two months, each row holding the worked example's sums.
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest admin', 'split')}"}
+    batch = [
+        make_run(
+            pipeline="roll-split", run_id=f"split-{day}", workers=2, gpu_hours=4.0,
+            gpu_utilization=0.75, data_stall_hours=0.5, checkpoint_hours=0.0,
+            scheduling_wait_hours=0.0, interruptions=[], mfu=None, price_per_gpu_hour=2.5,
+            started_at=(start + timedelta(days=day)).isoformat(),
+            finished_at=(start + timedelta(days=day, hours=2)).isoformat(),
+        )
+        for day in (0, 1)
+    ]  # fmt: skip
+    r = client.post("/api/v1/runs/batch", json={"runs": batch}, headers=headers)
+    assert r.status_code == 201, r.text
+    with db.read() as s:
+        rows = [row for row in rollups.stored(s) if row["variant"] == batch[0]["variant"]]
+        pid = s.scalar(select(Pipeline.id).where(Pipeline.name == "roll-split"))
+    rows = [row for row in rows if row["pipeline_id"] == pid]
+    assert [(row["week_start"].day, row["month_start"].month) for row in rows] == [
+        (30, 11), (30, 12),
+    ]  # fmt: skip
+    for row in rows:
+        assert row["runs"] == 1
+        for name in SUMS:
+            assert abs(row[name] - one[name]) < 1e-9, name
+    assert_rollups_match(db)
 
 
 def test_rebuilt_variant_counters_never_repeat_a_seen_value(

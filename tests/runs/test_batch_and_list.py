@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 
 from app.db.engine import Database
+from app.runs.schemas import BatchOut
 from tests.fixtures.builders import count_runs, make_run
 
 
@@ -88,6 +89,15 @@ def test_batch_duplicate_run_ids(
     r = client.post("/api/v1/runs/batch", json=same, headers=ingest_headers)
     assert r.status_code == 201
     assert [i["status"] for i in r.json()["runs"]] == ["created", "existing", "created"]
+    # The answer is built as plain dicts (app.runs.flows.record_batch): it is a BatchOut,
+    # field for field, the same id for both copies of the run.
+    answer = BatchOut.model_validate_json(r.content)
+    assert answer.model_dump(mode="json") == r.json()
+    assert (answer.created, answer.existing) == (2, 1)
+    assert answer.runs[0].id == answer.runs[1].id != answer.runs[2].id
+    assert [(i.index, i.run_id, i.pipeline) for i in answer.runs] == [
+        (n, run["run_id"], run["pipeline"]) for n, run in enumerate(same["runs"])
+    ]
     assert count_runs(db) == 2
     different = {"runs": [dict(items[0], run_id="z"), dict(items[1], run_id="z")]}
     r = client.post("/api/v1/runs/batch", json=different, headers=ingest_headers)
