@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.db import rollup
+from app.db import rollup_reads
 from app.db.memo import kept
 from app.db.run_terms import as_date
 from app.planning.rollup import SUMS
@@ -54,7 +54,7 @@ EMPTY = PipelineWeeks(0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {})
 
 def totals_of(monday: date, row: np.ndarray) -> WeekTotals:
     """A week's WeekTotals from its row of sums."""
-    return rollup.totals_from(monday, dict(zip(COLUMNS, row.tolist(), strict=True)))
+    return rollup_reads.totals_from(monday, dict(zip(COLUMNS, row.tolist(), strict=True)))
 
 
 @dataclass(frozen=True)
@@ -114,14 +114,14 @@ def org_window(session: Session, pipeline_ids: Sequence[int], last: date) -> Org
     that never had runs has empty weeks."""
     first = last - timedelta(weeks=WINDOW_WEEKS - 1)
     kept = _window(session, first)
-    current = rollup.signatures(
+    current = rollup_reads.signatures(
         session, None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
     )
     wanted = [pid for pid in pipeline_ids if pid in current]
     stale = [pid for pid in wanted if kept.get(pid, EMPTY).signature != current[pid]]
     if stale:
         ids = None if len(stale) > ID_LIST_LIMIT else stale
-        rows = rollup.window_rows(session, first, last + timedelta(weeks=1), ids)
+        rows = rollup_reads.window_rows(session, first, last + timedelta(weeks=1), ids)
         fresh = _build(rows, first)
         for pid in stale if ids is not None else current:
             kept[pid] = PipelineWeeks(current[pid], *fresh.get(pid, (EMPTY.sums, {})))

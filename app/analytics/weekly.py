@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
 from app.analytics.schemas import GoodputOut
-from app.db import rollup
+from app.db import rollup_reads
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
@@ -81,11 +81,11 @@ def recorded_spend(
     return repo.recorded_spend(session, [p.id for p in pipelines], since, until)
 
 
-# Org-wide reads come from the rollup table (app/db/rollup.py), a few rows per pipeline and
+# Org-wide reads come from the rollup table (app/db/rollup_reads.py), a few rows per pipeline and
 # week, never from the runs: the portfolio and the review through app.analytics.org_weeks,
 # /metrics through this.
 
 
 def latest_weeks(session: Session) -> dict[int, WeekTotals]:
     """Every pipeline's latest ISO week with runs, by pipeline id."""
-    return rollup.latest_weeks(session)
+    return rollup_reads.latest_weeks(session)

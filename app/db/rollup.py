@@ -6,21 +6,21 @@ of runs (``app.runs``) keeps it in step and several features read it. Writers ca
 (one upsert per touched key, summed in SQL from the stored rows); the single-run
 PostgreSQL path does it inside its one statement, with the terms computed in Python
 (``app.runs.repository.insert_one_pg`` and :data:`PG_UPSERT_CTE`). :func:`recompute` is
-the same sums over every run, for :func:`rebuild` and the equivalence tests.
+the same sums over every run, for :func:`rebuild` and the equivalence tests. Readers
+are in :mod:`app.db.rollup_reads`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
     Date,
     Float,
     Table,
-    and_,
     bindparam,
     case,
     delete,
@@ -34,11 +34,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline, Run, RunRollup, RunVariant
-from app.db.run_terms import as_date, goodput_totals, month_start, run_terms, week_start
-from app.db.sql import dialect, in_ids, in_ids_param, upsert_insert
-from app.planning.rollup import CAUSES, GOODPUT_SUMS, KEY, PRICED, SUMS, buckets, terms
-from app.planning.weekly import WeekTotals
+from app.db.models import Run, RunRollup, RunVariant
+from app.db.run_terms import as_date, month_start, run_terms, week_start
+from app.db.sql import dialect, in_ids_param, upsert_insert
+from app.planning.rollup import CAUSES, KEY, PRICED, SUMS, buckets, terms
 
 ROLLUP = cast(Table, RunRollup.__table__)
 VARIANTS = cast(Table, RunVariant.__table__)
@@ -256,144 +255,3 @@ def rebuild_variants(session: Session | Connection) -> None:
     ).group_by(Run.pipeline_id, Run.variant)
     columns = ["pipeline_id", "variant", "runs", "changes", "last_started_at"]
     session.execute(insert(VARIANTS).from_select(columns, counted))
-
-
-def weekly_totals(
-    session: Session,
-    since: date,
-    until: date,
-    pipeline_ids: Sequence[int] | None = None,
-    *,
-    only: Sequence[str] | None = (),
-) -> dict[int, list[WeekTotals]]:
-    """Like ``app.analytics.repository.weekly_totals`` for every pipeline (or these),
-    from the rollups: weeks with Monday in [since, until), USD as recorded. Pages read
-    the kept window (``app.analytics.org_weeks``); this direct read is what the tests
-    hold the window equal to.
-
-    With ``only`` other than ``()``, the sums are over all pipelines (None) or those
-    named (a token's limit) together, under the key 0.
-    """
-    r = ROLLUP.c
-    together = only != ()
-    pid = literal(0).label("pipeline_id") if together else r.pipeline_id
-    stmt = (
-        select(
-            pid,
-            r.week_start,
-            func.sum(r.runs).label("runs"),
-            *[func.sum(r[n]).label(n) for n in SUMS],
-        )
-        .join(Pipeline, Pipeline.id == r.pipeline_id)
-        .where(r.week_start >= since, r.week_start < until)
-        .group_by(*([] if together else [r.pipeline_id]), r.week_start)
-        .order_by(*([] if together else [r.pipeline_id]), r.week_start)
-    )
-    if together and only is not None:
-        stmt = stmt.where(Pipeline.name.in_(list(only)))
-    if pipeline_ids is not None:
-        stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
-    out: dict[int, list[WeekTotals]] = {}
-    for row in session.execute(stmt):
-        m = row._mapping
-        out.setdefault(row.pipeline_id, []).append(totals_from(as_date(m["week_start"]), m))
-    return out
-
-
-def totals_from(monday: date, m: Mapping[Any, Any]) -> WeekTotals:
-    """A week's WeekTotals from ``runs`` and the :data:`SUMS` columns, by name (a rollup
-    row summed over variants, or the kept window's row of sums)."""
-    return WeekTotals(
-        week_start=monday,
-        goodput=goodput_totals(m),
-        cost_usd=float(m["cost"]),
-        gpu_hours_by_cause={c: float(m[f"g_{c}"]) for c in CAUSES},
-        usd_by_cause={c: float(m[f"u_{c}"]) for c in CAUSES},
-    )
-
-
-def window_rows(
-    session: Session, since: date, until: date, pipeline_ids: Sequence[int] | None
-) -> list[dict[str, Any]]:
-    """Rows summed over variants, per pipeline, ISO week (Monday in [since, until)) and
-    calendar month, of these pipelines (every one: None): ``runs`` and every SUMS column,
-    USD as recorded."""
-    r = ROLLUP.c
-    stmt = (
-        select(
-            r.pipeline_id,
-            r.week_start,
-            r.month_start,
-            func.sum(r.runs).label("runs"),
-            *[func.sum(r[n]).label(n) for n in SUMS],
-        )
-        .where(r.week_start >= since, r.week_start < until)
-        .group_by(r.pipeline_id, r.week_start, r.month_start)
-    )
-    if pipeline_ids is not None:
-        stmt = stmt.where(in_ids(session, r.pipeline_id, list(pipeline_ids)))
-    return [dict(row._mapping) for row in session.execute(stmt)]
-
-
-def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
-    """Per pipeline id with runs ever stored (of these; every one: None), the sum of its
-    variants' change counters: it grows with every insert or delete of one of its runs,
-    and only then."""
-    v = VARIANTS.c
-    stmt = select(v.pipeline_id, func.sum(v.changes)).group_by(v.pipeline_id)
-    if pipeline_ids is not None:
-        stmt = stmt.where(in_ids(session, v.pipeline_id, list(pipeline_ids)))
-    return {pid: int(n) for pid, n in session.execute(stmt)}
-
-
-def latest_weeks(session: Session) -> dict[int, WeekTotals]:
-    """Each pipeline's latest ISO week with runs: goodput and badput GPU-hours (/metrics).
-
-    The latest week is one backward probe of ``ix_run_rollup_pipeline_week`` per pipeline
-    (5,000 pipelines: 4 ms on 10M runs, against 0.4 s for a GROUP BY over every row).
-    """
-    r = ROLLUP.c
-    newest = (
-        select(func.max(r.week_start))
-        .where(r.pipeline_id == Pipeline.id)
-        .correlate(Pipeline)
-        .scalar_subquery()
-    )
-    latest = select(Pipeline.id.label("pipeline_id"), newest.label("week")).subquery()
-    names = [*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES)]
-    stmt = (
-        select(
-            r.pipeline_id,
-            r.week_start,
-            func.sum(r.runs).label("runs"),
-            *[func.sum(r[n]).label(n) for n in names],
-        )
-        .join(latest, and_(latest.c.pipeline_id == r.pipeline_id, latest.c.week == r.week_start))
-        .group_by(r.pipeline_id, r.week_start)
-    )
-    return {
-        row.pipeline_id: WeekTotals(
-            as_date(row.week_start),
-            goodput_totals(row._mapping),
-            0.0,
-            gpu_hours_by_cause={c: float(row._mapping[f"g_{c}"]) for c in CAUSES},
-        )
-        for row in session.execute(stmt)
-    }
-
-
-def month_spend(
-    session: Session, month: date, until: date, pipeline_ids: Sequence[int] | None
-) -> dict[int, float]:
-    """Recorded USD per pipeline for runs started in this calendar month (UTC) in ISO
-    weeks before ``until`` (a Monday): month-to-date at the end of a week. Exact, since a
-    week that spans two months has a row in each."""
-    r = ROLLUP.c
-    stmt = (
-        select(r.pipeline_id, func.sum(r.cost))
-        .where(r.month_start == month, r.week_start < until)
-        .group_by(r.pipeline_id)
-    )
-    if pipeline_ids is not None:
-        stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
-    return {pid: float(v) for pid, v in session.execute(stmt)}

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.analytics import costs, org_weeks
 from app.analytics import repository as analytics_repo
 from app.analytics.service import current_monthly_cost, current_monthly_costs
-from app.db import rollup
+from app.db import rollup_reads
 from app.db.engine import Database
 from app.db.models import Pipeline
 from app.pipelines.service import briefs
@@ -47,7 +47,7 @@ def headers(db: Database) -> dict[str, str]:
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
     """The pipelines each uncached read was asked for (None: every pipeline)."""
     seen: dict[str, list[Any]] = {"medians": [], "window": []}
-    medians, window = analytics_repo.median_costs, rollup.window_rows
+    medians, window = analytics_repo.median_costs, rollup_reads.window_rows
 
     def count_medians(session: Any, variants: dict[int, str], limit: int) -> dict[int, float]:
         seen["medians"].append(sorted(variants))
@@ -58,7 +58,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
         return window(session, since, until, ids)
 
     monkeypatch.setattr(analytics_repo, "median_costs", count_medians)
-    monkeypatch.setattr(rollup, "window_rows", count_window)
+    monkeypatch.setattr(rollup_reads, "window_rows", count_window)
     yield seen
 
 
@@ -135,10 +135,10 @@ def check_window(db: Database) -> org_weeks.OrgWindow:
     with db.read() as s:
         pipelines = list(s.scalars(select(Pipeline)))
         window = org_weeks.org_window(s, [p.id for p in pipelines], LAST)
-        direct = rollup.weekly_totals(s, first, until)
-        together = rollup.weekly_totals(s, first, until, only=None).get(0, [])
+        direct = rollup_reads.weekly_totals(s, first, until)
+        together = rollup_reads.weekly_totals(s, first, until, only=None).get(0, [])
         for month in (date(2026, 10, 1), date(2026, 11, 1)):
-            spent = rollup.month_spend(s, month, until, None)
+            spent = rollup_reads.month_spend(s, month, until, None)
             for p in pipelines:
                 assert window.month_usd(p.id, month) == pytest.approx(spent.get(p.id, 0.0))
     for p in pipelines:
