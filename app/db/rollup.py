@@ -30,13 +30,12 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from app.db.models import Run, RunRollup, RunVariant
 from app.db.run_terms import as_date, month_start, run_terms, week_start
-from app.db.sql import dialect, in_ids_param, upsert_insert
+from app.db.sql import dialect, dialect_insert, in_ids_param, upsert_insert
 from app.planning.rollup import CAUSES, KEY, PRICED, SUMS, buckets, terms
 
 ROLLUP = cast(Table, RunRollup.__table__)
@@ -99,8 +98,7 @@ def _adding(backend: str) -> tuple[Any, Any]:
     # The range as well as the list: with ``= ANY(ids)`` alone PostgreSQL scanned the
     # whole table (11.7 ms on 63,000 runs; 5.6 ms by the primary key with the range).
     chosen = in_ids_param(backend, Run.id) & Run.id.between(bindparam("first"), bindparam("last"))
-    dml = postgresql if backend == "postgresql" else sqlite
-    ins, vins = dml.insert(ROLLUP), dml.insert(VARIANTS)
+    ins, vins = dialect_insert(backend, ROLLUP), dialect_insert(backend, VARIANTS)
     added = _recompute_select(backend).where(chosen).order_by(*KEY)
     rolled = ins.from_select([*KEY, "runs", *SUMS], added).on_conflict_do_update(
         index_elements=list(KEY),

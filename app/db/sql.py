@@ -31,22 +31,25 @@ def recorded_price() -> ColumnElement[float]:
 
 def upsert_insert(session: Session, table: Any) -> Any:
     """The dialect's INSERT, which has ``on_conflict_do_nothing/update`` on both."""
-    return (postgresql.insert if dialect(session) == "postgresql" else sqlite.insert)(table)
+    return dialect_insert(dialect(session), table)
 
 
-def in_ids_param(backend: str, column: Any) -> ColumnElement[bool]:
-    """``column IN ids`` for a statement built once, the ids given at execution as the
-    parameter ``ids``: as :func:`in_ids` does it."""
-    if backend == "postgresql":
-        return cast(ColumnElement[bool], column == any_(bindparam("ids", type_=ARRAY(BigInteger))))
-    return cast(ColumnElement[bool], column.in_(bindparam("ids", expanding=True)))
+def dialect_insert(backend: str, table: Any) -> Any:
+    """:func:`upsert_insert` for a statement built once per dialect."""
+    return (postgresql.insert if backend == "postgresql" else sqlite.insert)(table)
 
 
 def in_ids(session: Session, column: Any, ids: list[int]) -> ColumnElement[bool]:
     """``column IN ids``; on PostgreSQL ``= ANY(array)``, one parameter however many ids
     (a plan the server can cache, not one per list length)."""
-    if dialect(session) == "postgresql":
+    return in_ids_param(dialect(session), column, ids)
+
+
+def in_ids_param(backend: str, column: Any, ids: list[int] | None = None) -> ColumnElement[bool]:
+    """:func:`in_ids`, the parameter named ``ids``; for a statement built once, leave
+    ``ids`` out and give them at execution."""
+    if backend == "postgresql":
         return cast(
             ColumnElement[bool], column == any_(bindparam("ids", ids, type_=ARRAY(BigInteger)))
         )
-    return cast(ColumnElement[bool], column.in_(ids))
+    return cast(ColumnElement[bool], column.in_(bindparam("ids", ids, expanding=True)))

@@ -125,13 +125,14 @@ def store_batch(
         )
     results, follow_up = flows.record_batch(db, batch, token, settings)
     created = sum(r.created for r in results)
+    existing = len(results) - created
     # A BatchOut, built as plain dicts for pydantic-core: constructing 1,000 BatchItem
     # models and dumping them cost 2.7 ms a batch, this 0.4 ms (the shape is held to
     # BatchOut by tests/runs/test_batch_and_list.py).
     body = to_json(
         {
             "created": created,
-            "existing": len(results) - created,
+            "existing": existing,
             "runs": [
                 {
                     "index": r.index,
@@ -144,7 +145,7 @@ def store_batch(
             ],
         }
     )
-    return body, created, len(results) - created, follow_up
+    return body, created, existing, follow_up
 
 
 def parse_body(model: type[M], raw: bytes) -> M:
