@@ -92,6 +92,14 @@ class Settings(BaseSettings):
         "instead of per-pipeline ones, so a scrape stays small (0: always per team).",
     )
 
+    run_future_tolerance_hours: float = Field(
+        24.0,
+        ge=0,
+        le=24 * 366,
+        description="A run may start at most this many hours after the server's clock "
+        "(clock skew); later starts are refused with a 422 naming started_at.",
+    )
+
     alert_webhook_timeout_seconds: float = Field(
         5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."
     )

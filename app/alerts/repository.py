@@ -253,7 +253,7 @@ def latest_run_utilization(session: Session, pipeline_id: int) -> tuple[str, flo
     """(run_id, GPU utilization) of the pipeline's latest run."""
     row: Any = session.execute(
         select(Run.run_id, Run.gpu_utilization)
-        .where(Run.pipeline_id == pipeline_id)
+        .where(Run.pipeline_id == pipeline_id, Run.gpu_utilization.is_not(None))
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(1)
     ).first()
