@@ -24,6 +24,9 @@ from app.db.engine import WriteSession
 from app.db.models import AlertDelivery, AlertRule, Pipeline, Run, RunVariant
 
 OPEN = ("pending", "retrying")
+# An admin's "send a test" (app.alerts.admin): delivered like the others, outside the
+# state machine, so it never cancels or delays a firing/resolved notification.
+TEST_EVENT = "test"
 
 
 def _unclaimed(now: datetime) -> Any:
@@ -49,7 +52,11 @@ def enqueue(
     """
     waiting = session.scalar(
         select(AlertDelivery)
-        .where(AlertDelivery.rule_id == rule_id, AlertDelivery.status.in_(OPEN))
+        .where(
+            AlertDelivery.rule_id == rule_id,
+            AlertDelivery.status.in_(OPEN),
+            AlertDelivery.event != TEST_EVENT,  # a test send is no state to cancel
+        )
         .order_by(AlertDelivery.id.desc())
         .limit(1)
     )
@@ -65,7 +72,9 @@ def enqueue(
             return waiting
     last = session.scalar(
         select(func.max(AlertDelivery.scheduled_at)).where(
-            AlertDelivery.rule_id == rule_id, AlertDelivery.status != "superseded"
+            AlertDelivery.rule_id == rule_id,
+            AlertDelivery.status != "superseded",
+            AlertDelivery.event != TEST_EVENT,
         )
     )
     due = schedule.first_due(now, last, min_interval)
@@ -289,6 +298,33 @@ def unjudged_pipelines(session: Session, *, evaluated_before: datetime) -> list[
         .order_by(Pipeline.name)
     )
     return list(session.scalars(stmt))
+
+
+def rule_of(session: WriteSession, pipeline_id: int, rule_id: int) -> AlertRule | None:
+    """One rule of the pipeline, locked for the caller's change."""
+    return session.scalar(
+        select(AlertRule)
+        .where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline_id)
+        .with_for_update()
+    )
+
+
+def enqueue_test(
+    session: WriteSession, rule_id: int, payload: dict[str, Any], *, now: datetime
+) -> AlertDelivery:
+    """Queue a test notification of the rule, due now."""
+    row = AlertDelivery(
+        rule_id=rule_id,
+        event=TEST_EVENT,
+        payload=payload,
+        status="pending",
+        attempts=0,
+        scheduled_at=now,
+        next_attempt_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return row
 
 
 def pipelines_with_enabled_rules(session: Session) -> frozenset[str]:
