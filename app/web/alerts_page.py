@@ -38,6 +38,7 @@ KIND_LABELS = {
     AlertKind.COST_OVER_BUDGET: "Projected month over the budget (threshold: % of budget)",
     AlertKind.GOODPUT_DROP: "Weekly goodput drops (threshold: percentage points)",
     AlertKind.UTILIZATION_FLOOR: "A run's GPU utilization below (threshold: a fraction, 0.4)",
+    AlertKind.WEEKLY_DIGEST: "Every Monday: the week that ended, with what to fix first (threshold: 0)",
 }
 DONE = {
     "created": "Alert rule added.",
