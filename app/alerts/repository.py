@@ -80,18 +80,7 @@ def enqueue(
         )
     )
     due = schedule.first_due(now, last, min_interval)
-    row = AlertDelivery(
-        rule_id=rule_id,
-        event=event,
-        payload=payload,
-        status="pending",
-        attempts=0,
-        scheduled_at=due,
-        next_attempt_at=due,
-    )
-    session.add(row)
-    session.flush()
-    return row
+    return _queued(session, rule_id, event, payload, due)
 
 
 @dataclass(frozen=True)
@@ -315,14 +304,20 @@ def enqueue_now(
     session: WriteSession, rule_id: int, event: str, payload: dict[str, Any], *, now: datetime
 ) -> AlertDelivery:
     """Queue a notification that is not a state change (a test, a weekly digest), due now."""
+    return _queued(session, rule_id, event, payload, now)
+
+
+def _queued(
+    session: Session, rule_id: int, event: str, payload: dict[str, Any], due: datetime
+) -> AlertDelivery:
     row = AlertDelivery(
         rule_id=rule_id,
         event=event,
         payload=payload,
         status="pending",
         attempts=0,
-        scheduled_at=now,
-        next_attempt_at=now,
+        scheduled_at=due,
+        next_attempt_at=due,
     )
     session.add(row)
     session.flush()
