@@ -47,7 +47,7 @@ $(DOCS_VENV)/.ok: docs/requirements.txt
 	@touch $@
 
 docs: $(DOCS_VENV)/.ok ## Build the documentation site into site/ (mkdocs build --strict: a broken link fails)
-	$(DOCS_VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 # Logs for a person at a terminal; production keeps JSON lines (CADENCE_LOG_FORMAT=json).
 run: export CADENCE_LOG_FORMAT ?= text
