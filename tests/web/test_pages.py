@@ -22,7 +22,8 @@ def test_overview_cards(demo: TestClient) -> None:
     assert "Recommendations ranker" in html and "Fraud detector" in html
     assert 'data-pipeline="recsys-ranker"' in html
     assert "verdict-pass" in html  # the demo candidate passes the gate
-    assert html.count('class="spark"') == 2
+    assert html.count('class="spark"') == 2 and html.count('<svg class="sparkline"') == 2
+    assert "plotly" not in html.lower()  # the portfolio needs no chart library
 
 
 def test_overview_empty(client: TestClient) -> None:
