@@ -111,7 +111,8 @@ def test_pipeline_page_puts_the_managers_sections_first(demo: TestClient) -> Non
 
 def test_whatif_fragment_re_renders_the_checkpoint_section_too(demo: TestClient) -> None:
     body = demo.get("/pipelines/recsys-ranker/whatif", params={"failure_rate": 0.01}).json()
-    assert 'id="decision"' in body["html"] and 'id="checkpoints"' not in body["html"]
+    assert 'id="decision"' in body["decision_html"] and 'id="decision"' not in body["html"]
+    assert 'id="projection"' in body["html"] and 'id="checkpoints"' not in body["html"]
     assert 'id="checkpoints"' in body["engineer_html"]
     assert 'data-figure="fig-checkpoint"' in body["engineer_html"]
 
