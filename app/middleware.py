@@ -92,11 +92,12 @@ class BodySizeLimit:
 
 
 # Answers smaller than this go as they are: gzip's 20-byte frame and the CPU are not
-# worth it (a single run's answer is ~900 bytes). Level 6, zlib's default, not
-# Starlette's 9: a 1,000-run page (~1 MB of JSON) compresses in about half the time
-# for a 2% larger result.
+# worth it (a single run's answer is ~900 bytes). Level 4, not Starlette's 9 or zlib's
+# 6: measured on a 1,000-run page (730 KB of JSON) and a pipeline page (121 KB), level 4
+# took a half of level 6's time (and an eighth of 9's) for a result 5-20% larger
+# (bench/README.md, "Page weight").
 GZIP_MINIMUM_BYTES = 1024
-GZIP_LEVEL = 6
+GZIP_LEVEL = 4
 
 
 class Compression:
