@@ -136,7 +136,7 @@ def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
 
 def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
     rows = reads.recent_runs(session, pipeline, limit=CHART_RUNS)
-    hint = "No runs yet: post one to /api/v1/runs (see the README) or run `cadence demo`."
+    hint = "No runs yet: post one to /api/v1/runs (see docs/reporting.md) or run `cadence demo`."
     gpu = [
         figures.RunBadputRow(r.run_id, r.variant, r.started_at, badput(r.facts)) for r in rows[-26:]
     ]
