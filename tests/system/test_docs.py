@@ -128,24 +128,44 @@ def demo_state(base: str) -> dict[str, Any]:
     return {row["name"]: row for row in rows if row["name"] in DEMO_PIPELINES}
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_shell_examples_run(page: Path, docs_server: tuple[str, str], tmp_path: Path) -> None:
+def run_as_reader(
+    blocks_: list[Block], docs_server: tuple[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
     base, database_url = docs_server
     script = PRELUDE + "\n".join(
-        f"# {b.page}:{b.line}\n{b.text.replace(DOCUMENTED_URL, base)}" for b in runnable(page)
+        f"# {b.page}:{b.line}\n{b.text.replace(DOCUMENTED_URL, base)}" for b in blocks_
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CADENCE_", "MLFLOW_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["CADENCE_DATABASE_URL"] = database_url
     # `source .venv/bin/activate`, as the README says, finds this venv.
-    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
-    before = demo_state(base)
-    assert set(before) == set(DEMO_PIPELINES)
+    (cwd / ".venv").symlink_to(Path(sys.prefix))
     bash = shutil.which("bash")
     assert bash, "bash is needed to run the docs' examples"
-    done = subprocess.run(
-        [bash, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    return subprocess.run(
+        [bash, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
     )
+
+
+def test_an_example_that_gets_an_http_error_fails(
+    docs_server: tuple[str, str], tmp_path: Path
+) -> None:
+    # The harness itself: a 404 stops the page (curl --fail-with-body under set -e), and
+    # the commands after it do not run.
+    bad = Block(
+        "self-test", 1, "bash", f"curl {DOCUMENTED_URL}/api/v1/runs/987654\necho after", None
+    )
+    done = run_as_reader([bad], docs_server, tmp_path)
+    assert done.returncode == 22 and "after" not in done.stdout, done
+    assert "not_found" in done.stdout  # --fail-with-body still shows the error body
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_shell_examples_run(page: Path, docs_server: tuple[str, str], tmp_path: Path) -> None:
+    base = docs_server[0]
+    before = demo_state(base)
+    assert set(before) == set(DEMO_PIPELINES)
+    done = run_as_reader(runnable(page), docs_server, tmp_path)
     assert done.returncode == 0, (
         f"{page.name}: exit {done.returncode}\n--- stdout\n{done.stdout[-4000:]}"
         f"\n--- stderr\n{done.stderr[-4000:]}"
