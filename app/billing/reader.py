@@ -118,12 +118,12 @@ class Row:
     """One row with its place in the file, for messages."""
 
     def __init__(self, source: str, number: int, cells: Mapping[str, Any]) -> None:
-        self.source, self.number, self.cells = source, number, cells
+        self.source, self.index, self.cells = source, number, cells
 
     def fail(self, column: str, reason: str) -> BillError:
         return BillError(
-            f"{self.source} row {self.number}, column {column}: {reason}",
-            fields=[{"field": f"{self.source}:{self.number}:{column}", "reason": reason}],
+            f"{self.source} row {self.index}, column {column}: {reason}",
+            fields=[{"field": f"{self.source}:{self.index}:{column}", "reason": reason}],
         )
 
     def text(self, column: str) -> str:

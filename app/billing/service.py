@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -28,6 +29,7 @@ CSV_COLUMNS = (
     "explained_share", "lines",
 )  # fmt: skip
 UNATTRIBUTED = "(unattributed)"
+Out = TypeVar("Out", bound=FiguresOut)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def month_reconciliation(session: Session, month: str) -> Reconciliation:
     return reconcile(lines, holdings, start, end)
 
 
-def figures_out[T: FiguresOut](kind: type[T], f: Figures, **extra: object) -> T:
+def figures_out(kind: type[Out], f: Figures, **extra: object) -> Out:
     """A Figures as its schema (``extra``: the schema's other fields)."""
     return kind.model_validate(
         {
