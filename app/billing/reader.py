@@ -198,7 +198,10 @@ def _pipeline_tag(tags: Mapping[str, str]) -> str | None:
 def _hours(row: Row, start: datetime, end: datetime) -> float:
     """Hours the line paid for: the consumed or priced quantity when it is in hours,
     else the charge period (one resource for the period)."""
-    for quantity, unit in (("ConsumedQuantity", "ConsumedUnit"), ("PricingQuantity", "PricingUnit")):
+    for quantity, unit in (
+        ("ConsumedQuantity", "ConsumedUnit"),
+        ("PricingQuantity", "PricingUnit"),
+    ):
         if row.text(unit).lower() in HOUR_UNITS:
             value = row.number(quantity, required=False)
             if value is not None:

@@ -15,7 +15,12 @@ from sqlalchemy.orm import Session
 
 from app.billing import repository
 from app.billing.reader import Bill
-from app.billing.schemas import FiguresOut, OrgReconciliationOut, PipelineFiguresOut, ReconciliationOut
+from app.billing.schemas import (
+    FiguresOut,
+    OrgReconciliationOut,
+    PipelineFiguresOut,
+    ReconciliationOut,
+)
 from app.db.engine import WriteSession
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines
@@ -159,5 +164,7 @@ def org_csv(answer: OrgReconciliationOut) -> str:
     extra = [(UNATTRIBUTED, answer.unattributed), ("(total)", answer.total)]
     for name, figures in [*named, *extra]:
         values = figures.model_dump()
-        writer.writerow([_cell(answer.month), _cell(name)] + [_cell(values[c]) for c in CSV_COLUMNS[2:]])
+        writer.writerow(
+            [_cell(answer.month), _cell(name)] + [_cell(values[c]) for c in CSV_COLUMNS[2:]]
+        )
     return out.getvalue()

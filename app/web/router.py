@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
+from app.billing import service as billing
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
@@ -72,6 +73,7 @@ def overview(
         by_name = {p.name: p for p in pipelines.page(session, only=[r.name for r in shown])}
         costs = {r.name: r.monthly_cost_usd for r in shown}
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
+        bill = billing.org_reconciliation(session, None, visible_pipelines(viewer))
     return templates.TemplateResponse(
         request,
         "overview.html",
@@ -87,6 +89,7 @@ def overview(
             "sort": sort,
             "query": dict(request.query_params),
             "month": today.strftime("%B %Y"),
+            "bill": bill,
         },
     )
 
@@ -130,6 +133,7 @@ def pipeline_page(
                 "observed_utilization": views.observed_utilization(session, pipeline),
                 "alerts": alerts_section(session, pipeline),
                 "value": value_section(session, pipeline, p),
+                "bill": billing.pipeline_reconciliation(session, name, None),
             }
         )
     return templates.TemplateResponse(request, "pipeline.html", context)

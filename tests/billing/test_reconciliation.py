@@ -6,8 +6,8 @@ names gpu-1 (Google Cloud). The lines:
 
 | line | what | EffectiveCost | held | explained |
 |---|---|---|---|---|
-| AWS i-0a1, Nov 2, 24 h p4d (8 GPU) | list $960, 25% discount | $720 | run-1 10 h | 720 x 10/24 = $300 |
-| AWS i-0b2, Nov 2, 24 h p4d | reserved (commitment used), list $960 | $480 | run-2 12 h | 480 x 12/24 = $240 |
+| AWS i-0a1, Nov 2, 24 h p4d (8 GPU) | list $960, 25% off | $720 | run-1 10 h | 720 x 10/24 = $300 |
+| AWS i-0b2, Nov 2, 24 h p4d | reserved, list $960 | $480 | run-2 12 h | 480 x 12/24 = $240 |
 | AWS i-0c3, Nov 9-16, 168 h p4d | reservation unused, tagged ranker | $3,360 | none | $0 |
 | AWS i-0d4, Nov 3, 24 h p4d | untagged, no run names it | $960 | none | unattributed |
 | AWS S3 | storage | $12 | - | not a GPU line: skipped |
@@ -73,8 +73,15 @@ def bills(tmp_path: Path) -> list[Path]:
     )
     gcp = write_bill(
         tmp_path / "gcp-focus.csv",
-        [gcp_row("gpu-1", "2026-11-06 00:00:00 UTC", "2026-11-06 10:00:00 UTC", gpu_hours=40,
-                 cost=120.0)],  # fmt: skip
+        [
+            gcp_row(
+                "gpu-1",
+                "2026-11-06 00:00:00 UTC",
+                "2026-11-06 10:00:00 UTC",
+                gpu_hours=40,
+                cost=120.0,
+            )
+        ],
         GCP_COLUMNS,
     )
     return [aws, azure, gcp]
@@ -101,7 +108,9 @@ def runs() -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def billed(client: TestClient, db: Database, ingest_headers: dict[str, str], tmp_path: Path) -> TestClient:
+def billed(
+    client: TestClient, db: Database, ingest_headers: dict[str, str], tmp_path: Path
+) -> TestClient:
     answer = client.post("/api/v1/runs/batch", json={"runs": runs()}, headers=ingest_headers)
     assert answer.status_code == 201, answer.text
     assert import_files(db, bills(tmp_path)) == 0
@@ -172,3 +181,16 @@ def test_a_parquet_bill_reads_as_its_csv(db: Database, tmp_path: Path) -> None:
         line = session.scalars(select(BillLine).where(BillLine.source == str(path))).one()
     # 24 h of an ND96asr_v4 (8 A100) = 192 GPU-hours for $600.
     assert (line.gpu_hours, line.effective_cost, line.provider) == (192.0, 600.0, "Microsoft")
+
+
+def test_the_pipeline_page_and_the_overview_show_it(billed: TestClient) -> None:
+    # The default month is November (the newest billed); the figures are the API's.
+    page = billed.get("/pipelines/ranker").text
+    assert 'data-bill="billed">$5,160' in page
+    assert 'data-bill="explained">$690' in page and "(13%" in page  # 690 / 5,160 = 13.4%
+    assert 'data-bill="unexplained">$4,470' in page
+    assert 'data-bill="price">$2.69 on the bill' in page and "$2.50 in the settings" in page
+    overview = billed.get("/").text
+    # 6,240 billed, 750 explained (12%), 5,490 not, 960 on untagged instances.
+    assert "$6,240 of GPUs billed, $750 explained by runs (12%), $5,490 not" in overview
+    assert "of which $960 on instances no run names" in overview

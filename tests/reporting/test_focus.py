@@ -107,13 +107,14 @@ def test_the_1_0_export_keeps_the_1_0_columns() -> None:
     row = focus_row(worked_example_out(), version="1.0")
     assert not set(ADDED_IN_1_2) & set(row)
     assert row["ProviderName"] == "Unknown" and "ServiceSubcategory" not in row
-    with pytest.raises(ValueError, match="1.3"):
+    with pytest.raises(ValueError, match=r"1\.3"):
         columns("1.3")
 
 
 def test_goodput_and_badput_columns() -> None:
     row = focus_row(worked_example_out())
-    # One resource (none named): the whole run. u = 0.38 of 112 GPU-hours: productive 42.56, badput (idle) 69.44; Weff = 8:
+    # One resource (none named): the whole run. u = 0.38 of 112 GPU-hours: productive
+    # 42.56, badput (idle) 69.44; Weff = 8:
     # data stall 5 h x 8 = 40, checkpoint 1 h x 8 = 8, failure (0.5 + 0.25 + 0.25) x 8 = 8,
     # other idle 69.44 - 56 = 13.44.
     assert float(row["x_ProductiveGpuHours"]) == pytest.approx(42.56)

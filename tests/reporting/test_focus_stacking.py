@@ -10,7 +10,14 @@ import duckdb
 import pytest
 
 from app.reporting.focus import COLUMNS, focus_rows
-from tests.fixtures.bills import AWS_ACCOUNT, AWS_PAYER, aws_instance, aws_other, aws_row, write_bill
+from tests.fixtures.bills import (
+    AWS_ACCOUNT,
+    AWS_PAYER,
+    aws_instance,
+    aws_other,
+    aws_row,
+    write_bill,
+)
 from tests.reporting.test_focus import worked_example_out
 
 DAY = ("2026-11-02T00:00:00.000Z", "2026-11-03T00:00:00.000Z")
