@@ -32,6 +32,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from app.billing import service
 from app.billing.command import import_files
 from app.db.engine import Database
 from app.db.models import BillLine
@@ -194,3 +195,15 @@ def test_the_pipeline_page_and_the_overview_show_it(billed: TestClient) -> None:
     # 6,240 billed, 750 explained (12%), 5,490 not, 960 on untagged instances.
     assert "$6,240 of GPUs billed, $750 explained by runs (12%), $5,490 not" in overview
     assert "of which $960 on instances no run names" in overview
+
+
+def test_a_token_limited_to_one_pipeline_sees_only_its_figures(
+    billed: TestClient, db: Database
+) -> None:
+    # What /api/v1/reconciliation answers a token limited to search (read_access=token;
+    # the route passes visible_pipelines(viewer), as the portfolio does).
+    with db.read() as session:
+        org = service.org_reconciliation(session, "2026-11", ("search",))
+    assert [p.pipeline for p in org.pipelines] == ["search"]
+    # No org-wide figure: the total and the untagged lines would tell of other pipelines.
+    assert org.total.billed_usd == 0.0 and org.unattributed.billed_usd == 0.0
