@@ -7,7 +7,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.billing.reader import LineItem
@@ -33,13 +33,24 @@ def store_lines(session: Session, source: str, lines: Sequence[LineItem]) -> int
     return created
 
 
-def lines_between(session: Session, start: datetime, end: datetime) -> Sequence[BillLine]:
-    """The bill lines whose charge period overlaps [start, end)."""
-    return session.scalars(
-        select(BillLine)
-        .where(BillLine.charge_period_start < end, BillLine.charge_period_end > start)
-        .order_by(BillLine.id)
-    ).all()
+def lines_between(
+    session: Session,
+    start: datetime,
+    end: datetime,
+    *,
+    resources: Sequence[str] | None = None,
+    pipeline: str | None = None,
+) -> Sequence[BillLine]:
+    """The bill lines whose charge period overlaps [start, end); with ``resources``, only
+    those of these resources or tagged for ``pipeline`` (one pipeline's page)."""
+    statement = select(BillLine).where(
+        BillLine.charge_period_start < end, BillLine.charge_period_end > start
+    )
+    if resources is not None:
+        statement = statement.where(
+            or_(BillLine.resource_id.in_(sorted(set(resources))), BillLine.pipeline_tag == pipeline)
+        )
+    return session.scalars(statement.order_by(BillLine.id)).all()
 
 
 def holdings_between(session: Session, start: datetime, end: datetime) -> list[Any]:

@@ -81,8 +81,17 @@ def _resources(tag: object) -> list[str]:
     return list(dict.fromkeys(p for p in parts if p))
 
 
-def month_reconciliation(session: Session, month: str) -> Reconciliation:
+def month_reconciliation(session: Session, month: str, only: str | None = None) -> Reconciliation:
+    """Every pipeline's figures for the month; with ``only``, read just the lines that
+    pipeline's figures depend on (those of the resources its runs named, or tagged for
+    it): its figures are the same, the others are partial."""
     start, end = month_bounds(month)
+    holdings = [
+        Holding(row.name, resource, row.started_at, row.finished_at)
+        for row in repository.holdings_between(session, start, end)
+        for resource in _resources(row.resources)
+    ]
+    resources = None if only is None else [h.resource_id for h in holdings if h.pipeline == only]
     lines = [
         BillLine(
             start=line.charge_period_start,
@@ -92,12 +101,9 @@ def month_reconciliation(session: Session, month: str) -> Reconciliation:
             resource_id=line.resource_id,
             pipeline_tag=line.pipeline_tag,
         )
-        for line in repository.lines_between(session, start, end)
-    ]
-    holdings = [
-        Holding(row.name, resource, row.started_at, row.finished_at)
-        for row in repository.holdings_between(session, start, end)
-        for resource in _resources(row.resources)
+        for line in repository.lines_between(
+            session, start, end, resources=resources, pipeline=only
+        )
     ]
     return reconcile(lines, holdings, start, end)
 
@@ -123,7 +129,7 @@ def pipeline_reconciliation(session: Session, name: str, month: str | None) -> R
     """One pipeline's billed, explained and unexplained GPU spend in a month."""
     pipeline = pipelines.get_by_name(session, name)
     month = month or default_month(session)
-    figures = month_reconciliation(session, month).of(name)
+    figures = month_reconciliation(session, month, only=name).of(name)
     return figures_out(
         ReconciliationOut,
         figures,

@@ -363,5 +363,6 @@ class BillLine(CreatedAt, Base):
 
     __table_args__ = (
         Index("ix_bill_line_period", "charge_period_start", "charge_period_end"),
+        Index("ix_bill_line_resource_id", "resource_id"),
         CheckConstraint("charge_period_end >= charge_period_start", name="period_ordered"),
     )

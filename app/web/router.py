@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -108,7 +109,10 @@ def pipeline_page(
 ) -> HTMLResponse:
     with db.read() as session:
         pipeline = get_by_name(session, name)
+        bill = billing.pipeline_reconciliation(session, name, None)
+        p, price_note = bill_priced(p, bill, request.query_params.get("price_from"))
         context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
+        context["price_note"] = price_note
         summaries, trend_warnings = views.weekly(session, pipeline)
         scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = listing.table_page(
@@ -133,10 +137,23 @@ def pipeline_page(
                 "observed_utilization": views.observed_utilization(session, pipeline),
                 "alerts": alerts_section(session, pipeline),
                 "value": value_section(session, pipeline, p),
-                "bill": billing.pipeline_reconciliation(session, name, None),
+                "bill": bill,
             }
         )
     return templates.TemplateResponse(request, "pipeline.html", context)
+
+
+def bill_priced(p: Scenario, bill: Any, source: str | None) -> tuple[Scenario, str | None]:
+    """``price_from=bill``: the scenario at the bill's effective price per GPU-hour for the
+    newest billed month, and the words that say so (docs/finops.md)."""
+    if source != "bill":
+        return p, None
+    price = bill.effective_price_per_gpu_hour
+    if price is None:
+        return p, f"price: no bill line for this pipeline in {bill.month}, so as recorded"
+    return replace(
+        p, price=round(price, 4)
+    ), f"price: from the bill, ${price:,.2f}, as of {bill.month}"
 
 
 def _whatif_context(
@@ -188,7 +205,10 @@ def whatif_fragment(
     server-escaped HTML."""
     with db.read() as session:
         pipeline = get_by_name(session, name)
+        bill = billing.pipeline_reconciliation(session, name, None)
+        p, price_note = bill_priced(p, bill, request.query_params.get("price_from"))
         context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
+        context["price_note"] = price_note
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
     engineer = env.get_template("_whatif_engineer.html").render(request=request, **context)

@@ -46,8 +46,10 @@ def upgrade() -> None:
         sa.UniqueConstraint('row_key', name=op.f('uq_bill_line_row_key')),
     )  # fmt: skip
     op.create_index('ix_bill_line_period', 'bill_line', ['charge_period_start', 'charge_period_end'], unique=False)  # fmt: skip
+    op.create_index('ix_bill_line_resource_id', 'bill_line', ['resource_id'], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index('ix_bill_line_resource_id', table_name='bill_line')
     op.drop_index('ix_bill_line_period', table_name='bill_line')
     op.drop_table('bill_line')

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pyarrow
@@ -207,3 +208,23 @@ def test_a_token_limited_to_one_pipeline_sees_only_its_figures(
     assert [p.pipeline for p in org.pipelines] == ["search"]
     # No org-wide figure: the total and the untagged lines would tell of other pipelines.
     assert org.total.billed_usd == 0.0 and org.unattributed.billed_usd == 0.0
+
+
+def test_a_scenario_priced_from_the_bill(billed: TestClient) -> None:
+    # ranker's bill price is $2.6875 (above); its runs recorded $2.50.
+    plain = billed.get("/pipelines/ranker").text
+    priced = billed.get("/pipelines/ranker?price_from=bill").text
+    assert "price: from the bill, $2.69, as of 2026-11" in priced
+    assert 'data-price-source="bill"' not in plain
+    assert '<option value="bill" selected>the cloud bill ($2.69, 2026-11)' in priced
+
+    def first_cost(html: str) -> float:
+        found = re.search(r'data-testid="monthly-cost">\$([\d,]+)<', html)
+        assert found
+        return float(found.group(1).replace(",", ""))
+
+    # Every dollar scales with the price: 2.6875 / 2.5 = 1.075 times the recorded cost
+    # (all of ranker's runs recorded $2.50), within the card's rounding to a dollar.
+    assert first_cost(priced) == pytest.approx(first_cost(plain) * 1.075, abs=1.5)
+    fragment = billed.get("/pipelines/ranker/whatif?price_from=bill").json()
+    assert "price: from the bill, $2.69, as of 2026-11" in fragment["html"]
