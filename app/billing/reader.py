@@ -13,6 +13,7 @@ import csv
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -180,11 +181,50 @@ class Row:
         return {str(k): _text(v) for k, v in pairs}
 
 
+DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
+
+
+def _canonical(value: Any) -> str:
+    """One spelling of a cell however the file wrote it (CSV text, Parquet types), so
+    the same row in a CSV and in a Parquet download has the same key."""
+    if isinstance(value, datetime):
+        when = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        return when.isoformat()
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        return repr(float(value))
+    if isinstance(value, list) and all(isinstance(p, tuple | list) and len(p) == 2 for p in value):
+        value = dict(value)  # a Parquet map
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, default=str)
+    text = _text(value)
+    try:
+        return repr(float(text))
+    except ValueError:
+        pass
+    if DATE_LIKE.match(text):
+        try:
+            return _canonical(
+                datetime.fromisoformat(text.removesuffix(" UTC").replace("Z", "+00:00"))
+            )
+        except ValueError:
+            return text
+    if text[:1] == "{":
+        try:
+            return _canonical(json.loads(text))
+        except json.JSONDecodeError:
+            return text
+    return text
+
+
 def row_key(cells: Mapping[str, Any]) -> str:
-    """The bill's own identity of a row: a hash of every FOCUS (non-``x_``) cell, so the
-    same row read again, from the same file or a re-download, is the same key."""
-    parts = sorted((k, _text(v)) for k, v in cells.items() if not k.startswith("x_"))
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    """The bill's own identity of a row: a hash of its FOCUS (non-``x_``) cells that are
+    not empty, each in one spelling (:func:`_canonical`), so the same row read again,
+    from the same file, a re-download or its Parquet twin, is the same key."""
+    parts = sorted((k, _canonical(v)) for k, v in cells.items() if not k.startswith("x_"))
+    kept = [(k, v) for k, v in parts if v not in ("", "{}", "[]", "nan")]
+    return hashlib.sha256(json.dumps(kept).encode()).hexdigest()
 
 
 def _pipeline_tag(tags: Mapping[str, str]) -> str | None:

@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 import pyarrow
+import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
@@ -228,3 +229,20 @@ def test_a_scenario_priced_from_the_bill(billed: TestClient) -> None:
     assert first_cost(priced) == pytest.approx(first_cost(plain) * 1.075, abs=1.5)
     fragment = billed.get("/pipelines/ranker/whatif?price_from=bill").json()
     assert "price: from the bill, $2.69, as of 2026-11" in fragment["html"]
+
+
+def test_a_bill_in_csv_then_in_parquet_is_stored_once(db: Database, tmp_path: Path) -> None:
+    rows = [azure_row("vm-7", "2026-11-05T00:00:00Z", "2026-11-06T00:00:00Z", hours=24, cost=600)]
+    as_csv = write_bill(tmp_path / "azure.csv", rows, AZURE_COLUMNS)
+    as_parquet = tmp_path / "azure.parquet"
+    table = pyarrow.Table.from_pylist(rows)
+    # The Parquet download types its columns: timestamps and numbers, not text.
+    for name in ("ChargePeriodStart", "ChargePeriodEnd", "BillingPeriodStart", "BillingPeriodEnd"):
+        column = pyarrow.compute.strptime(
+            table[name], "%Y-%m-%dT%H:%M:%SZ", "s", error_is_null=False
+        )
+        table = table.set_column(table.column_names.index(name), name, column)
+    pq.write_table(table, as_parquet)
+    assert import_files(db, [as_csv, as_parquet]) == 0
+    with db.read() as session:
+        assert session.scalar(select(func.count()).select_from(BillLine)) == 1
