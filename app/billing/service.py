@@ -46,8 +46,9 @@ class Imported:
     created: int
 
     def sentence(self) -> str:
-        return (f"{self.source}: FOCUS {self.version}, {self.rows} rows, {self.gpu_lines} GPU "
-                f"line items, {self.created} new, {self.gpu_lines - self.created} already "
+        rows = f"{self.rows} row" + ("" if self.rows == 1 else "s")
+        return (f"{self.source}: FOCUS {self.version}, {rows}, {self.gpu_lines} GPU line "
+                f"items, {self.created} new, {self.gpu_lines - self.created} already "
                 "stored")  # fmt: skip
 
 

@@ -28,7 +28,7 @@ def test_import_twice_then_a_bad_file(
     assert cli.main(["migrate"]) == 0
     bill = write_bill(tmp_path / "aws.csv", [aws_row("i-1", *DAY, hours=24, list_cost=960)])
     assert cli.main(["import", "focus", str(bill)]) == 0
-    assert f"{bill}: FOCUS 1.2, 1 rows, 1 GPU line items, 1 new" in capsys.readouterr().out
+    assert f"{bill}: FOCUS 1.2, 1 row, 1 GPU line items, 1 new" in capsys.readouterr().out
     assert cli.main(["import", "focus", str(bill)]) == 0
     assert "0 new, 1 already stored" in capsys.readouterr().out
     bad = tmp_path / "runs.csv"

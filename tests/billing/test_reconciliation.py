@@ -217,7 +217,7 @@ def test_a_scenario_priced_from_the_bill(billed: TestClient) -> None:
     priced = billed.get("/pipelines/ranker?price_from=bill").text
     assert "price: from the bill, $2.69, as of 2026-11" in priced
     assert 'data-price-source="bill"' not in plain
-    assert '<option value="bill" selected>the cloud bill ($2.69, 2026-11)' in priced
+    assert '<option value="bill" selected>the bill, $2.69 (2026-11)' in priced
 
     def first_cost(html: str) -> float:
         found = re.search(r'data-testid="monthly-cost">\$([\d,]+)<', html)
@@ -227,6 +227,7 @@ def test_a_scenario_priced_from_the_bill(billed: TestClient) -> None:
     # Every dollar scales with the price: 2.6875 / 2.5 = 1.075 times the recorded cost
     # (all of ranker's runs recorded $2.50), within the card's rounding to a dollar.
     assert first_cost(priced) == pytest.approx(first_cost(plain) * 1.075, abs=1.5)
+    assert 'name="price" min="0" step="0.01" placeholder="2.5" value=""' in priced  # unset
     fragment = billed.get("/pipelines/ranker/whatif?price_from=bill").json()
     assert "price: from the bill, $2.69, as of 2026-11" in fragment["html"]
 
