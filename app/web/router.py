@@ -109,10 +109,7 @@ def pipeline_page(
 ) -> HTMLResponse:
     with db.read() as session:
         pipeline = get_by_name(session, name)
-        bill = billing.pipeline_reconciliation(session, name, None)
-        p, price_note = bill_priced(p, bill, request.query_params.get("price_from"))
-        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
-        context["price_note"] = price_note
+        p, context = _priced_context(session, pipeline, p, g, dict(request.query_params))
         summaries, trend_warnings = views.weekly(session, pipeline)
         scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = listing.table_page(
@@ -137,7 +134,6 @@ def pipeline_page(
                 "observed_utilization": views.observed_utilization(session, pipeline),
                 "alerts": alerts_section(session, pipeline),
                 "value": value_section(session, pipeline, p),
-                "bill": bill,
             }
         )
     return templates.TemplateResponse(request, "pipeline.html", context)
@@ -154,6 +150,18 @@ def bill_priced(p: Scenario, bill: Any, source: str | None) -> tuple[Scenario, s
     return replace(
         p, price=round(price, 4)
     ), f"price: from the bill, ${price:,.2f}, as of {bill.month}"
+
+
+def _priced_context(
+    session: Any, pipeline: Pipeline, p: Scenario, g: views.GateParams, query: dict[str, str]
+) -> tuple[Scenario, dict[str, Any]]:
+    """The scenario, at the bill's price when asked, and its sections' context with the
+    pipeline's reconciliation (``bill``) and the words for the price (``price_note``)."""
+    bill = billing.pipeline_reconciliation(session, pipeline.name, None)
+    p, price_note = bill_priced(p, bill, query.get("price_from"))
+    context = _whatif_context(session, pipeline, p, g, query)
+    context.update({"bill": bill, "price_note": price_note})
+    return p, context
 
 
 def _whatif_context(
@@ -205,10 +213,7 @@ def whatif_fragment(
     server-escaped HTML."""
     with db.read() as session:
         pipeline = get_by_name(session, name)
-        bill = billing.pipeline_reconciliation(session, name, None)
-        p, price_note = bill_priced(p, bill, request.query_params.get("price_from"))
-        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
-        context["price_note"] = price_note
+        _, context = _priced_context(session, pipeline, p, g, dict(request.query_params))
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
     engineer = env.get_template("_whatif_engineer.html").render(request=request, **context)
