@@ -40,10 +40,21 @@ ADDED_IN_1_1 = ("CapacityReservationId", "SkuMeter", "SkuPriceDetails", "Service
 ADDED_IN_1_2 = ("InvoiceId", "PricingCurrency", "BillingAccountType", "SubAccountType")
 # Where the clouds name the instance type or the GPU SKU of a line.
 SKU_TEXT = (
-    "ChargeDescription", "SkuMeter", "SkuPriceDetails", "SkuId", "ResourceType",
-    "x_UsageType", "x_SkuMeterName", "x_SkuDescription", "x_SkuMeterSubcategory",
+    "ChargeDescription",
+    "SkuMeter",
+    "SkuPriceDetails",
+    "SkuId",
+    "ResourceType",
+    "x_UsageType",
+    "x_SkuMeterName",
+    "x_SkuDescription",
+    "x_SkuMeterSubcategory",
+    "x_SkuMeterCategory",
+    "x_SkuDetails",
     "x_ServiceCode",
-)  # fmt: skip
+)
+# Azure's exports in a local currency carry the USD amounts beside it.
+USD_COLUMNS = {"BilledCost": "x_BilledCostInUsd", "EffectiveCost": "x_EffectiveCostInUsd"}
 HOUR_UNITS = frozenset({"hour", "hours", "hrs", "hr", "1 hour", "gpu-hours", "gpu hours"})
 PIPELINE_TAG = "cadence_pipeline"
 
@@ -249,8 +260,9 @@ def _hours(row: Row, start: datetime, end: datetime) -> float:
     return (end - start).total_seconds() / 3600.0
 
 
-def line_item(row: Row, version: str) -> LineItem | None:
-    """The row as a GPU line item, None when it names no GPU."""
+def line_item(row: Row, version: str, in_usd: bool = False) -> LineItem | None:
+    """The row as a GPU line item, None when it names no GPU. ``in_usd``: the costs
+    from Azure's ``x_...InUsd`` columns (the bill is in another currency)."""
     gpus = gpus_per_unit(row.text(c) for c in SKU_TEXT)
     if gpus is None:
         return None
@@ -274,10 +286,11 @@ def line_item(row: Row, version: str) -> LineItem | None:
         commitment_status=row.text("CommitmentDiscountStatus")[:16],
         charge_period_start=start,
         charge_period_end=end,
-        currency=row.text("BillingCurrency"),
-        billed_cost=row.number("BilledCost") or 0.0,
-        effective_cost=row.number("EffectiveCost") or 0.0,
-        list_cost=row.number("ListCost", required=False),
+        currency="USD" if in_usd else row.text("BillingCurrency"),
+        billed_cost=row.number(USD_COLUMNS["BilledCost"] if in_usd else "BilledCost") or 0.0,
+        effective_cost=row.number(USD_COLUMNS["EffectiveCost"] if in_usd else "EffectiveCost")
+        or 0.0,
+        list_cost=None if in_usd else row.number("ListCost", required=False),
         gpus_per_unit=gpus,
         gpu_hours=_hours(row, start, end) * gpus if usage else 0.0,
         pipeline_tag=(_pipeline_tag(row.tags()) or "")[:63] or None,
@@ -317,6 +330,7 @@ def read_bill(path: Path) -> Bill:
         version = focus_version(source, header)
         lines: list[LineItem] = []
         currency, count = "", 0
+        has_usd = all(column in header for column in USD_COLUMNS.values())
         for count, cells in enumerate(rows, start=1):
             row = Row(source, count, cells)
             code = row.text("BillingCurrency")
@@ -326,7 +340,11 @@ def read_bill(path: Path) -> Bill:
             if code != currency:
                 raise row.fail("BillingCurrency", f"{code} after {currency} in earlier rows: "
                                "a file mixes currencies; export one currency per file")  # fmt: skip
-            item = line_item(row, version)
+            if code != "USD" and not has_usd:
+                raise row.fail("BillingCurrency", f"{code}: Cadence's figures are USD; export "
+                               "the bill in USD (or with Azure's x_EffectiveCostInUsd and "
+                               "x_BilledCostInUsd columns)")  # fmt: skip
+            item = line_item(row, version, in_usd=code != "USD")
             if item is not None:
                 lines.append(item)
     except OSError as exc:
@@ -335,7 +353,4 @@ def read_bill(path: Path) -> Bill:
         raise BillError(f"{source} is not UTF-8 text: {exc.reason}") from None
     except csv.Error as exc:
         raise BillError(f"{source}: not a readable CSV file ({exc})") from None
-    if currency and currency != "USD":
-        raise BillError(f"{source}: BillingCurrency {currency}: Cadence's prices and figures "
-                        "are USD; export the bill in USD")  # fmt: skip
     return Bill(source=source, version=version, rows=count, lines=lines)

@@ -14,7 +14,7 @@ from app.billing.reader import BillError, read_bill
 from app.db.engine import Database
 from app.db.models import BillLine
 from app.planning.gpu_skus import gpus_per_unit
-from tests.fixtures.bills import AWS_COLUMNS, aws_row, write_bill
+from tests.fixtures.bills import AWS_COLUMNS, AZURE_COLUMNS, aws_row, azure_row, write_bill
 
 DAY = ("2026-11-02T00:00:00.000Z", "2026-11-03T00:00:00.000Z")
 
@@ -67,10 +67,23 @@ def test_a_currency_mix_names_the_row(tmp_path: Path, db: Database) -> None:
     assert stored(db) == 1
 
 
+def test_a_bill_in_euros_with_azures_usd_columns(tmp_path: Path) -> None:
+    # Azure bills in the account's currency and adds x_BilledCostInUsd and
+    # x_EffectiveCostInUsd: EUR 552 billed is USD 600 here, and the USD is stored.
+    row = {**azure_row("vm-1", "2026-11-05T00:00:00Z", "2026-11-06T00:00:00Z", hours=24,
+                       cost=552.0), "BillingCurrency": "EUR"}  # fmt: skip
+    row.update(x_BilledCostInUsd=600.0, x_EffectiveCostInUsd=600.0)
+    columns = (*AZURE_COLUMNS, "x_BilledCostInUsd", "x_EffectiveCostInUsd")
+    (line,) = read_bill(write_bill(tmp_path / "azure-eur.csv", [row], columns)).lines
+    assert (line.currency, line.effective_cost, line.billed_cost) == ("USD", 600.0, 600.0)
+
+
 def test_a_bill_in_another_currency(tmp_path: Path) -> None:
     path = write_bill(tmp_path / "eur.csv", [aws_row("i-1", *DAY, hours=24, list_cost=960,
                                                      currency="EUR")])  # fmt: skip
-    assert "BillingCurrency EUR" in refused(path) and "USD" in refused(path)
+    assert refused(path).startswith(
+        f"{path} row 1, column BillingCurrency: EUR: Cadence's figures are USD"
+    )
 
 
 @pytest.mark.parametrize(
