@@ -22,6 +22,7 @@ from typing import Any
 
 from app.exceptions import Invalid
 from app.planning.gpu_skus import gpus_per_unit
+from app.planning.reconcile import resource_tail
 
 NEEDED = (
     "BilledCost",
@@ -72,6 +73,7 @@ class LineItem:
     sub_account_id: str
     region_id: str
     resource_id: str
+    resource_tail: str
     sku: str
     charge_category: str
     commitment_status: str
@@ -281,6 +283,7 @@ def line_item(row: Row, version: str, in_usd: bool = False) -> LineItem | None:
         sub_account_id=row.text("SubAccountId")[:200],
         region_id=row.text("RegionId")[:64],
         resource_id=row.text("ResourceId")[:500],
+        resource_tail=resource_tail(row.text("ResourceId"))[:500],
         sku=" ".join(row.text(c) for c in ("SkuId", "ChargeDescription") if row.text(c))[:300],
         charge_category=category[:32],
         commitment_status=row.text("CommitmentDiscountStatus")[:16],

@@ -47,8 +47,13 @@ def lines_between(
         BillLine.charge_period_start < end, BillLine.charge_period_end > start
     )
     if resources is not None:
+        named = sorted(set(resources))
         statement = statement.where(
-            or_(BillLine.resource_id.in_(sorted(set(resources))), BillLine.pipeline_tag == pipeline)
+            or_(
+                BillLine.resource_id.in_(named),
+                BillLine.resource_tail.in_(named),
+                BillLine.pipeline_tag == pipeline,
+            )
         )
     return session.scalars(statement.order_by(BillLine.id)).all()
 

@@ -346,6 +346,8 @@ class BillLine(CreatedAt, Base):
     sub_account_id: Mapped[str] = mapped_column(String(200))
     region_id: Mapped[str] = mapped_column(String(64))
     resource_id: Mapped[str] = mapped_column(String(500))
+    # Its last segment (i-0abc of an instance ARN), which a run's tag may name instead.
+    resource_tail: Mapped[str] = mapped_column(String(500))
     sku: Mapped[str] = mapped_column(String(300))
     charge_category: Mapped[str] = mapped_column(String(32))
     commitment_status: Mapped[str] = mapped_column(String(16))
@@ -364,5 +366,6 @@ class BillLine(CreatedAt, Base):
     __table_args__ = (
         Index("ix_bill_line_period", "charge_period_start", "charge_period_end"),
         Index("ix_bill_line_resource_id", "resource_id"),
+        Index("ix_bill_line_resource_tail", "resource_tail"),
         CheckConstraint("charge_period_end >= charge_period_start", name="period_ordered"),
     )

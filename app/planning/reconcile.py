@@ -93,6 +93,13 @@ class Reconciliation:
         return out
 
 
+def resource_tail(resource_id: str) -> str:
+    """The last segment of a resource id: ``i-0abc`` of an AWS instance ARN, the VM name
+    of an Azure ARM path, the instance of a GCP URI. A run may name a resource by it (tag
+    values are short; ARNs are long), so a line matches its full id or its tail."""
+    return resource_id.rstrip("/").rsplit("/", 1)[-1]
+
+
 def hours(start: datetime, end: datetime) -> float:
     return max(0.0, (end - start).total_seconds() / HOUR)
 
@@ -130,6 +137,17 @@ def _add(figures: Figures, cost: float, gpu_hours: float, billed: float, explain
     figures.lines += 1
 
 
+def _users(
+    spans: Mapping[str, dict[str, list[tuple[datetime, datetime]]]], resource_id: str
+) -> dict[str, list[tuple[datetime, datetime]]]:
+    """Per pipeline, the intervals its runs held ``resource_id``, named in full or by tail."""
+    users: dict[str, list[tuple[datetime, datetime]]] = {}
+    for key in dict.fromkeys((resource_id, resource_tail(resource_id))):
+        for pipeline, intervals in spans.get(key, {}).items():
+            users.setdefault(pipeline, []).extend(intervals)
+    return users
+
+
 def reconcile(
     lines: Iterable[BillLine],
     holdings: Sequence[Holding],
@@ -148,7 +166,7 @@ def reconcile(
             continue
         fraction = hours(start, end) / period  # the part of the charge in this month
         cost, gpu_hours = line.cost * fraction, line.gpu_hours * fraction
-        users = spans.get(line.resource_id, {})
+        users = _users(spans, line.resource_id)
         held = {p: held_hours(start, end, s) for p, s in users.items()}
         shares = split_line(hours(start, end), {p: h for p, h in held.items() if h > 0})
         if not shares:

@@ -28,6 +28,7 @@ def upgrade() -> None:
         sa.Column('sub_account_id', sa.String(length=200), nullable=False),
         sa.Column('region_id', sa.String(length=64), nullable=False),
         sa.Column('resource_id', sa.String(length=500), nullable=False),
+        sa.Column('resource_tail', sa.String(length=500), nullable=False),
         sa.Column('sku', sa.String(length=300), nullable=False),
         sa.Column('charge_category', sa.String(length=32), nullable=False),
         sa.Column('commitment_status', sa.String(length=16), nullable=False),
@@ -47,9 +48,11 @@ def upgrade() -> None:
     )  # fmt: skip
     op.create_index('ix_bill_line_period', 'bill_line', ['charge_period_start', 'charge_period_end'], unique=False)  # fmt: skip
     op.create_index('ix_bill_line_resource_id', 'bill_line', ['resource_id'], unique=False)
+    op.create_index('ix_bill_line_resource_tail', 'bill_line', ['resource_tail'], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index('ix_bill_line_resource_tail', table_name='bill_line')
     op.drop_index('ix_bill_line_resource_id', table_name='bill_line')
     op.drop_index('ix_bill_line_period', table_name='bill_line')
     op.drop_table('bill_line')

@@ -51,7 +51,6 @@ from tests.fixtures.bills import (
 from tests.fixtures.builders import make_run
 
 NOV2 = ("2026-11-02T00:00:00.000Z", "2026-11-03T00:00:00.000Z")
-AZURE_VM = "/subscriptions/sub-1/resourceGroups/ml/providers/Microsoft.Compute/virtualMachines/vm-1"
 GCP_VM = "//compute.googleapis.com/projects/ml/zones/us-central1-a/instances/gpu-1"
 
 
@@ -103,7 +102,8 @@ def runs() -> list[dict[str, object]]:
              "2026-11-02T18:00:00+00:00"),
         held("ranker", "run-2", f"{aws_instance('i-0b2')}, {aws_instance('i-0zz')}",
              "2026-11-02T00:00:00+00:00", "2026-11-02T12:00:00+00:00"),
-        held("ranker", "run-3", AZURE_VM, "2026-11-05T06:00:00+00:00", "2026-11-05T12:00:00+00:00"),
+        # Named by the VM's name, the last segment of the bill's ARM path.
+        held("ranker", "run-3", "vm-1", "2026-11-05T06:00:00+00:00", "2026-11-05T12:00:00+00:00"),
         held("search", "run-s1", GCP_VM, "2026-11-06T00:00:00+00:00", "2026-11-06T05:00:00+00:00"),
         # A run with no cloud tag explains nothing and breaks nothing.
         make_run(pipeline="ranker", run_id="run-4", tags={}),

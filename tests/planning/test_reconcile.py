@@ -6,7 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.planning.reconcile import BillLine, Holding, held_hours, reconcile, split_line
+from app.planning.reconcile import (
+    BillLine,
+    Holding,
+    held_hours,
+    reconcile,
+    resource_tail,
+    split_line,
+)
 
 NOV = datetime(2026, 11, 1, tzinfo=UTC)
 DEC = datetime(2026, 12, 1, tzinfo=UTC)
@@ -84,3 +91,17 @@ def test_nothing_billed_has_no_price() -> None:
     f = reconcile([], [], NOV, DEC).of("ranker")
     assert f.billed_usd == 0.0 and f.effective_price_per_gpu_hour is None
     assert f.explained_share is None
+
+
+def test_a_run_may_name_a_resource_by_its_last_segment() -> None:
+    # The bill spells the ARN; the run's tag the instance id: the same 10/24 as in full.
+    arn = "arn:aws:ec2:us-east-1:111122223333:instance/i-1"
+    line = BillLine(at(2), at(3), cost=1152.0, gpu_hours=192.0, resource_id=arn)
+    short = Holding("ranker", "i-1", at(2, 8), at(2, 18))
+    assert reconcile([line], [short], NOV, DEC).of("ranker").explained_usd == pytest.approx(480.0)
+    # Named both ways by two runs at once: the hours count once (10 h, not 20).
+    both = [short, Holding("ranker", arn, at(2, 8), at(2, 18))]
+    assert reconcile([line], both, NOV, DEC).of("ranker").explained_usd == pytest.approx(480.0)
+    assert resource_tail("/subscriptions/s/resourceGroups/g/providers/x/virtualMachines/vm-1") == (
+        "vm-1"
+    )
