@@ -162,9 +162,14 @@ def reconcile(
     for line in lines:
         start, end = max(line.start, month_start), min(line.end, month_end)
         period = hours(line.start, line.end)
-        if period <= 0 or end <= start:
+        if period <= 0:  # a one-off charge at an instant (a purchase): its month's
+            if not month_start <= line.start < month_end:
+                continue
+            fraction = 1.0
+        elif end <= start:
             continue
-        fraction = hours(start, end) / period  # the part of the charge in this month
+        else:
+            fraction = hours(start, end) / period  # the part of the charge in this month
         cost, gpu_hours = line.cost * fraction, line.gpu_hours * fraction
         users = _users(spans, line.resource_id)
         held = {p: held_hours(start, end, s) for p, s in users.items()}

@@ -105,3 +105,11 @@ def test_a_run_may_name_a_resource_by_its_last_segment() -> None:
     assert resource_tail("/subscriptions/s/resourceGroups/g/providers/x/virtualMachines/vm-1") == (
         "vm-1"
     )
+
+
+def test_a_charge_at_an_instant_counts_in_its_month() -> None:
+    # A $50 purchase at Nov 20 12:00 (start = end), tagged ranker: billed $50, unexplained.
+    purchase = BillLine(at(20, 12), at(20, 12), 50.0, 0.0, "ri-1", pipeline_tag="ranker")
+    f = reconcile([purchase], [], NOV, DEC).of("ranker")
+    assert (f.billed_usd, f.explained_usd) == (50.0, 0.0)
+    assert reconcile([purchase], [], DEC, datetime(2027, 1, 1, tzinfo=UTC)).of("ranker").lines == 0
