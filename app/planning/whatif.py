@@ -133,9 +133,12 @@ def apply_what_if(
         else:
             factor = u / what_if.utilization_target
             if factor > 1:
+                target = what_if.utilization_target
+                # Enough digits that the two numbers differ (70% vs 70.4%, not 70% vs 70%).
+                digits = next((d for d in (0, 1, 2) if f"{target:.{d}%}" != f"{u:.{d}%}"), 3)
                 warnings.append(
-                    f"Utilization target {what_if.utilization_target:.0%} is below the "
-                    f"observed {u:.0%} for some runs: their GPU-hours go up."
+                    f"Utilization target {target:.{digits}%} is below the observed "
+                    f"{u:.{digits}%} for some runs: their GPU-hours go up."
                 )
             g, t = g * factor, t * factor
     if what_if.price is not None:

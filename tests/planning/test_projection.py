@@ -110,6 +110,12 @@ def test_utilization_target_edge_cases() -> None:
     # target below the observed 38%: G goes up (112 x 38/19 = 224) with a warning
     adj, warnings = apply_what_if(BASELINE, WhatIf(utilization_target=0.19), None)
     assert adj.gpu_hours == pytest.approx(224.0) and "below" in warnings[0]
+    assert "target 19% is below the observed 38%" in warnings[0]
+    # Close numbers get the digits that tell them apart: never "70% ... the observed 70%".
+    _, warnings = apply_what_if(
+        make_run(gpu_utilization=0.704), WhatIf(utilization_target=0.70), None
+    )
+    assert "target 70.0% is below the observed 70.4%" in warnings[0]
     adj, warnings = apply_what_if(
         make_run(gpu_utilization=0.0), WhatIf(utilization_target=0.5), None
     )

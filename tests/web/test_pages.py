@@ -256,3 +256,8 @@ def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
     ]
     assert len(order) == 2 and spends == sorted(spends, reverse=True)
     assert demo.get("/", params={"sort": "colour"}).status_code == 422
+
+
+def test_the_api_reference_links_back_to_the_dashboard(client: TestClient) -> None:
+    page = client.get("/docs").text
+    assert '<a href="/">← The Cadence dashboard</a>' in page
