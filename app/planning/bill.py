@@ -180,7 +180,7 @@ def bill_draws(
     cost = base[chosen]
     if mu is not None and per is not None:
         cost = cost + rng.poisson(mu[chosen]) * per[chosen]
-    return np.asarray(np.where(taken, cost, 0.0).sum(axis=1))
+    return np.asarray(np.einsum("ij,ij->i", cost, taken.astype(float)))
 
 
 @lru_cache(maxsize=256)
