@@ -205,12 +205,16 @@ def spread_factor(n: int) -> float:
 def widened(costs: np.ndarray) -> np.ndarray:
     """The window with its deviations from the mean scaled by :func:`spread_factor`.
 
-    The mean is kept, so the expected bill is unchanged; a cost the scaling would take
-    below 0 is held at 0 (it can only raise a draw).
+    The mean is kept, so the expected bill is unchanged. The stretch stops where the
+    cheapest retraining would reach $0 (it matters only for tiny windows: with n = 2
+    the factor is 4.2), so no cost goes below 0 and the mean still holds.
     """
-    mean = costs.mean()
-    stretched = mean + (costs - mean) * spread_factor(costs.size)
-    return np.asarray(np.maximum(stretched, 0.0))
+    mean = float(costs.mean())
+    factor = spread_factor(costs.size)
+    lowest = float(costs.min())
+    if lowest < mean:
+        factor = min(factor, mean / (mean - lowest))
+    return np.asarray(mean + (costs - mean) * factor)
 
 
 def _columns(
