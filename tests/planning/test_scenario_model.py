@@ -90,14 +90,42 @@ def test_bug3_a_lower_failure_rate_never_costs_more(
     assert cost[0] <= cost[1] * (1 + 1e-9) + 1e-12
 
 
-def test_bug4_workers_scale_from_effective_workers() -> None:
+def test_bug4_workers_scale_nominal_workers() -> None:
     # 16 workers x 13 h but G = 180 (workers changed mid-run): G/T = 13.846.
-    # Asking for 16 workers under perfect scaling: T' = 13 x C(13.846) / C(16) = 180 / 16
-    # = 11.25 h, G' = 16 x 11.25 = 180 (unchanged), not 16 x 13 = 208.
+    # N = 16 is the run's own W: nothing changes (13 h, 180 GPU-h), not 16 x 13 = 208
+    # nor 180/16 = 11.25 h (issue 23: $4,111 instead of $3,600).
     run = make_run(workers=16, wall_clock_hours=13.0, gpu_hours=180.0)
     adj, _ = apply_what_if(run, WhatIf(workers=16), PERFECT)
-    assert adj.wall_clock_hours == pytest.approx(11.25)
+    assert adj.wall_clock_hours == pytest.approx(13.0)
     assert adj.gpu_hours == pytest.approx(180.0)
+    # N = 32 under perfect scaling: T' = 13 x C(16)/C(32) = 6.5 h, effective workers
+    # 13.846 x 32/16 = 27.69, G' = 27.69 x 6.5 = 180 GPU-h (perfect scaling costs the same).
+    adj, _ = apply_what_if(run, WhatIf(workers=32), PERFECT)
+    assert adj.wall_clock_hours == pytest.approx(6.5)
+    assert adj.workers == pytest.approx(180.0 / 13.0 * 2)
+    assert adj.gpu_hours == pytest.approx(180.0)
+
+
+def test_bug4_recorded_failure_rate_changes_nothing() -> None:
+    # A run that lost 1 h of 14 to one failure (0.5 + 0.25 + 0.25 h), G = 112. At the
+    # recorded rate the run stays as recorded (112 GPU-h); at rate 0 the loss goes:
+    # 8 x 13 = 104 GPU-h; at another rate the model's loss replaces it:
+    # 13 + 13 x 8 x 1e-3 x (2/2 + 0.25) = 13.13 h, x 8 = 105.04 GPU-h.
+    run = make_run(gpu_hours=112.0, interruptions=(Interruption(0.5, 0.25, 0.25),))
+
+    def at(rate: float) -> float:
+        w = WhatIf(
+            failure_rate_per_instance_hour=rate,
+            checkpoint_interval_hours=2.0,
+            resume_hours=0.25,
+            recorded_failure_rate=2e-3,
+        )
+        return apply_what_if(run, w, None)[0].gpu_hours
+
+    assert at(2e-3) == pytest.approx(112.0)
+    assert at(0.0) == pytest.approx(104.0)
+    assert at(1e-3) == pytest.approx(105.04)
+    assert WhatIf(failure_rate_per_instance_hour=2e-3, recorded_failure_rate=2e-3).is_empty is False
 
 
 @PROPERTY
