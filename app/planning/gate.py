@@ -190,7 +190,7 @@ def _sequential_quality(
 ) -> CriterionResult:
     """Quality non-inferiority as an always-valid, group-sequential test."""
     n0 = max(th.min_runs, 2)
-    design = SequentialDesign(alpha=th.alpha, min_runs=n0, max_runs=max(th.max_runs, n0))
+    design = SequentialDesign(th.alpha, n0, max(th.max_runs, n0), th.power)
     d = sequential_decision(baseline, candidate, -th.quality_margin, design, what)
     return CriterionResult(
         "quality_non_inferiority",
@@ -284,10 +284,8 @@ def _quality_missing(
 
 def _median_cost(runs: Sequence[RunFacts], what_if: WhatIf | None) -> float:
     costs = sorted(apply_what_if(r, what_if, None)[0].cost_usd for r in runs)
-    if not costs:
-        return 0.0
-    mid = len(costs) // 2
-    return costs[mid] if len(costs) % 2 else (costs[mid - 1] + costs[mid]) / 2
+    mid = len(costs) // 2  # costs[~mid] is costs[mid] for odd counts, costs[mid - 1] for even
+    return (costs[mid] + costs[~mid]) / 2 if costs else 0.0
 
 
 def evaluate_gate(

@@ -93,15 +93,20 @@ def test_fail_when_uplift_decisively_below_threshold() -> None:
 
 def test_undecided_quality_reports_runs_needed() -> None:
     # margin 0.01: lower bound 0.005 - 0.048464 < -0.01 -> undecided. With the same means
-    # and variances, look m has se = sqrt(0.0005 / m) and df 2 (m - 1); the first look whose
-    # bound t_(1-level_m) x se fits in the gap 0.015 is m = 12 (level 0.020564, t 2.1694,
-    # 2.1694 x 0.006455 = 0.0140; m = 11 needs 0.0155): 7 more than the current 5 (a fixed
-    # test, invalid when re-checked, would say 3).
+    # and variances, look m has se = sqrt(0.0005 / m) and df 2 (m - 1). At 80% power the
+    # look must clear the gap 0.015 by (t_(1-level_m) + t_0.8) x se: look 15 (the design's
+    # last, level 0.034236) needs (1.8949 + 0.8546) x 0.005774 = 0.0159, too much; past
+    # it the last level is kept: m = 16 needs (1.8899 + 0.8538) x 0.005590 = 0.0153,
+    # m = 17 needs (1.8855 + 0.8530) x 0.005423 = 0.01485 <= 0.015: 12 more than the
+    # current 5. (At 50% power, where the bound would just clear, it was m = 12: 7 more,
+    # a figure that decides only about half the time.)
     r = gate(thresholds=GateThresholds(quality_margin=0.01))
     q = r.criteria[1]
-    assert q.status == "undecided" and q.runs_needed_per_arm == 7
-    assert "7 more runs per arm" in q.reason
-    assert r.verdict == "INSUFFICIENT_DATA" and r.runs_needed_per_arm == 7
+    assert q.status == "undecided" and q.runs_needed_per_arm == 12
+    assert "12 more runs per arm would decide it (80% power)" in q.reason
+    assert r.verdict == "INSUFFICIENT_DATA" and r.runs_needed_per_arm == 12
+    half = gate(thresholds=GateThresholds(quality_margin=0.01, power=0.5)).criteria[1]
+    assert half.runs_needed_per_arm == 7
 
 
 def test_quality_lower_is_better_and_decisive_failure() -> None:

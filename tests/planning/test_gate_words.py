@@ -331,8 +331,9 @@ def test_real_gate_results_in_words() -> None:
         "PASS: the candidate fits the $1,200 budget at 2×/week ($1,054/month), quality is "
         "not worse and utilization is up 32 points."
     )
-    # Margin 0.01: quality needs 7 more runs per arm (test_gate.py works it out); at 1 run
-    # a week that is 7 weeks, and 7 x ($224 baseline + $121.60 candidate) = $2,419.20.
+    # Margin 0.01: quality needs 12 more runs per arm at 80% power (test_gate.py works it
+    # out); at 1 run a week that is 12 weeks, and 12 x ($224 baseline + $121.60
+    # candidate) = $4,147.20.
     r = evaluate_gate(
         BASELINE,
         CANDIDATE,
@@ -342,10 +343,10 @@ def test_real_gate_results_in_words() -> None:
         current_runs_per_week=1.0,
     )
     words = gate_words(r, GateContext(2.0, 1.0, "accuracy"))
-    assert r.runs_needed_usd == pytest.approx(2419.2)
+    assert r.runs_needed_usd == pytest.approx(4147.2)
     assert words.headline == (
-        "NOT YET: quality needs about 7 more runs per variant, 7 weeks at today's 1×/week, "
-        "about $2,419."
+        "NOT YET: quality needs about 12 more runs per variant, 12 weeks at today's 1×/week, "
+        "about $4,147."
     )
 
 
