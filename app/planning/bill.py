@@ -272,7 +272,8 @@ def forecast_bill(
         f"Window: {n} retrainings, mean ${mean:,.2f}, typical (median) ${median:,.2f}.",
         f"Expected bill = {runs.mean:.4g} x ${mean:,.2f} = ${expected:,.2f}.",
         f"{draws} draws (seed {seed}): resample the window (deviations x "
-        f"{spread_factor(n):.3f}), draw N retraining costs from it, add them: p10 ${lo:,.0f}, p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
+        f"{spread_factor(n):.3f}), draw N retraining costs from it, add them: "
+        f"p10 ${lo:,.0f}, p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
     ]
     if p_over is not None:
         working.append(f"P(bill > ${budget_usd:,.0f} budget) = {p_over:.1%}.")

@@ -122,9 +122,7 @@ def month_to_date(
         f"Expected end of month ${expected:,.2f} (p10 ${lo:,.0f}, p90 ${hi:,.0f}).",
     ]
     if budget_usd is not None and status is not None and p_over is not None:
-        working.append(
-            f"Budget ${budget_usd:,.0f}: P(over) = {p_over:.1%}, status {status.value}."
-        )
+        working.append(f"Budget ${budget_usd:,.0f}: P(over) = {p_over:.1%}, status {status.value}.")
     return MonthToDate(
         spend_to_date_usd=spend,
         production_usd=production,

@@ -203,8 +203,7 @@ def sequential_decision(
         reason = f"{numbers}; the estimate sits on the threshold, so more runs cannot decide."
         return LookDecision(c.diff, (lo, hi), status, reason, None, p)
     reason = (
-        f"{numbers}; about {needed} more runs per arm would decide it "
-        f"({design.power:.0%} power)."
+        f"{numbers}; about {needed} more runs per arm would decide it ({design.power:.0%} power)."
     )
     return LookDecision(c.diff, (lo, hi), status, reason, needed, p)
 

@@ -156,3 +156,33 @@ def apply_what_if(
     if what_if.price is not None:
         price = what_if.price
     return AdjustedRun(n, t, g, price, g * price), warnings
+
+
+def like_plan_run(
+    plan: RunFacts,
+    *,
+    gpu_utilization: float,
+    workers: int | None = None,
+    wall_clock_hours: float | None = None,
+    scaling_model: ScalingModel | None = None,
+) -> tuple[float, float]:
+    """(wall clock h, GPU-hours) of a gate arm's run described against a plan's run.
+
+    With a wall clock, the run is what it says: T as given, G = workers x T. Without
+    one it is the plan's job done at the arm's utilization and workers, as the plan's
+    what-ifs would price it (methodology.md §5): the same useful work at another busy
+    fraction takes T = T_plan x u_plan / u_arm (kept at T_plan when either is 0), at N
+    workers T x C(W_plan) / C(N) through the scaling model (no model: T unchanged), and
+    G = (G_plan / T_plan) x N / W_plan x T. A candidate at 70% against an 8 x 14 h plan
+    at 38% takes 14 x 38/70 = 7.6 h, 60.8 GPU-h: what the plan's 70% utilization
+    target projects, not the plan's 112 GPU-h (issue 23).
+    """
+    n = plan.workers if workers is None else workers
+    if wall_clock_hours is not None:
+        return wall_clock_hours, n * wall_clock_hours
+    t = plan.wall_clock_hours
+    if plan.gpu_utilization > 0 and gpu_utilization > 0:
+        t = t * plan.gpu_utilization / gpu_utilization
+    if n != plan.workers and scaling_model is not None:
+        t = t * scaling_model.capacity(plan.workers) / scaling_model.capacity(n)
+    return t, plan.effective_workers * n / plan.workers * t

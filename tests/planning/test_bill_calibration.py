@@ -78,8 +78,6 @@ def _simulate() -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-
-
 def _reliability_gaps(predicted: np.ndarray, observed: np.ndarray) -> list[float]:
     """Observed share over budget minus mean predicted P, per fifth of [0, 1]."""
     bins = np.minimum((predicted * 5).astype(int), 4)
