@@ -45,9 +45,10 @@ def test_nine_runs() -> None:
 def test_eight_runs() -> None:
     # N = 8: E[B] = 8 x 160 = 1280. P(B > 1200) = P(K >= 3) = 1 - (0.0576 + 0.1977 +
     # 0.2965) = 0.4482. P(K <= 3) = 0.8059 < 0.9 <= P(K <= 4) = 0.9420: p90 K = 4,
-    # B = 800 + 800 = 1600.
+    # B = 800 + 800 = 1600. P(K <= 1) = 0.2553 < 0.5 <= P(K <= 2) = 0.5518: p50 $1,200.
     bill = exact_bill(COSTS, PROBS, exactly(8))
     assert bill.mean == pytest.approx(1280.0)
+    assert bill.quantile(0.5) == 1200.0
     assert bill.p_over(BUDGET) == pytest.approx(0.4482, abs=5e-5)
     assert bill.quantile(0.9) == 1600.0
 
@@ -61,6 +62,9 @@ def test_typical_month_at_two_a_week() -> None:
     bill = exact_bill(COSTS, PROBS, runs)
     assert bill.mean == pytest.approx(1386.6667, abs=1e-3)
     assert bill.p_over(BUDGET) == pytest.approx(0.6854, abs=5e-5)
+    # p50: P(B <= 1300) = 0.4925 < 0.5 <= P(B <= 1400) = 0.5772; p90: P(B <= 1600) =
+    # 0.8005 < 0.9 <= P(B <= 1700) = 0.9148.
+    assert (bill.quantile(0.5), bill.quantile(0.9)) == (1400.0, 1700.0)
     # The old estimator: median $100 x 8.667 = $866.67, "within by $333".
     assert 100.0 * runs.mean == pytest.approx(866.67, abs=0.01)
 
