@@ -36,7 +36,7 @@ from app.planning.failures import expected_loss_per_failure
 from app.planning.model import PlanningError, RunFacts
 from app.planning.schedule import RunsInMonth
 
-DEFAULT_DRAWS = 4000
+DEFAULT_DRAWS = 2000
 
 
 @dataclass(frozen=True)

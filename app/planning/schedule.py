@@ -18,9 +18,32 @@ import math
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from app.planning.model import PlanningError
-from app.planning.projection import CALENDAR, runs_per_month
+
+# The month convention, named once: "calendar" months have 52/12 = 4.333 weeks (the
+# default), "four_week" months have 4 (the month many planning spreadsheets use).
+MonthConvention = Literal["calendar", "four_week"]
+CALENDAR: MonthConvention = "calendar"
+WEEKS_PER_MONTH: dict[str, float] = {"calendar": 52 / 12, "four_week": 4.0}
+
+
+def weeks_per_month(convention: str = CALENDAR) -> float:
+    """52/12 for "calendar", 4 for "four_week"; PlanningError otherwise."""
+    try:
+        return WEEKS_PER_MONTH[convention]
+    except KeyError:
+        raise PlanningError(
+            f"unknown month convention {convention!r}; use one of {sorted(WEEKS_PER_MONTH)}"
+        ) from None
+
+
+def runs_per_month(runs_per_week: float, convention: str = CALENDAR) -> float:
+    """Runs per month = k * weeks_per_month (methodology.md §5): 1/week -> 4.333 or 4."""
+    if not (math.isfinite(runs_per_week) and runs_per_week >= 0):
+        raise PlanningError("runs per week must be >= 0")
+    return runs_per_week * weeks_per_month(convention)
 
 
 @dataclass(frozen=True)
