@@ -111,14 +111,15 @@ def apply_what_if(
     price = run.price_per_gpu_hour
     if what_if is None:
         return AdjustedRun(n, t, g, price, g * price), warnings
-    if what_if.changes_failure_rate:
+    rate = what_if.failure_rate_per_instance_hour
+    if rate is not None and what_if.changes_failure_rate:
         interval = what_if.checkpoint_interval_hours
         if interval is None:
             warnings.append("Failure-rate what-if not applied: give a checkpoint interval.")
         else:
             recorded = sum(i.total_hours for i in run.interruptions)
             base = max(t - recorded, 1e-9)
-            failures = base * weff * what_if.failure_rate_per_instance_hour  # T0 / M
+            failures = base * weff * rate  # T0 / M
             per_failure = expected_loss_per_failure(
                 interval, what_if.resume_hours, what_if.reschedule_hours
             )
