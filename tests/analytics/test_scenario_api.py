@@ -255,21 +255,22 @@ def test_page_and_api_say_the_same_gate_sentence(
 
 
 def test_gate_sentence_in_dollars_and_points(ranker: TestClient) -> None:
-    # Candidate at 2 runs/week (twice today's weekly): $152/run x 2 x 52/12 = $1,317.33 a
-    # month (identical runs: p90 = median) within $1,400; uplift 70 - 38 = 32 points.
+    # Candidate at 2 runs/week (twice today's weekly), identical runs at $152: a month
+    # holds 9 runs (p 2/3) or 8, so the p90 bill (the basis) is 9 x 152 = $1,368 within
+    # $1,400 (expected bill 8.667 x 152 = $1,317.33); uplift 70 - 38 = 32 points.
     gate = ranker.get("/api/v1/pipelines/ranker/gate").json()
     assert gate["headline"] == (
-        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,317/month), quality is not "
+        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,368/month), quality is not "
         "worse and utilization is up 32 points."
     )
     cost = gate["result"]["criteria"][2]
     assert cost["label"] == "Monthly cost at the target cadence"
     assert cost["plain"] == (
-        "$1,317/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
+        "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
     )
-    # $1,000 budget: $1,317 - $1,000 = $317 over.
+    # $1,000 budget: $1,368 - $1,000 = $368 over.
     gate = ranker.get("/api/v1/pipelines/ranker/gate", params={"budget": 1000}).json()
     assert gate["verdict_label"] == "FAIL"
     assert gate["headline"] == (
-        "FAIL: the candidate costs $1,317/month at 2×/week, $317 over the $1,000 budget."
+        "FAIL: the candidate costs $1,368/month at 2×/week, $368 over the $1,000 budget."
     )

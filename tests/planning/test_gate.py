@@ -70,10 +70,12 @@ def test_pass_with_hand_worked_numbers() -> None:
     assert quality.interval == pytest.approx((0.005 - 0.048464, 0.005 + 0.048464), abs=1e-5)
     assert quality.p_value == pytest.approx(0.000287, abs=1e-6)
     assert "look 5 of 15" in quality.reason
-    # cost: 2/week x 52/12 = 8.667 runs x (60.8 x $2 = $121.60) = $1,053.87 <= $1,200
+    # cost: identical candidate runs of 60.8 x $2 = $121.60. At 2/week a month holds 9
+    # runs (probability 2/3) or 8: expected bill 8.667 x 121.60 = $1,053.87, and the p90
+    # bill (the default basis) is 9 x 121.60 = $1,094.40 <= $1,200: pass.
     assert cost.name == "projected_cost" and cost.status == "pass"
-    assert cost.value == pytest.approx(2 * 52 / 12 * 121.6)
-    assert "$1,054/month" in cost.reason
+    assert cost.value == pytest.approx(9 * 121.6)
+    assert "expected bill of $1,054/month" in cost.reason and "p90 bill $1,094" in cost.reason
     assert r.runs_needed_per_arm is None and r.projection is not None
 
 

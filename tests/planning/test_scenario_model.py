@@ -219,7 +219,7 @@ def test_gate_cost_is_the_projection_for_the_same_scenario(
         what_if=what_if,
     )
     cost = gate.criteria[2]
-    expected = proj.monthly_cost_p90_usd if basis == "p90" else proj.monthly_cost_usd
+    expected = proj.bill_p90_usd if basis == "p90" else proj.expected_bill_usd
     assert cost.value == pytest.approx(expected)
     assert cost.unit == "usd_per_month" and cost.basis == basis
     assert gate.projection is not None
