@@ -251,15 +251,15 @@ def _bill_window(
     what_if: WhatIf | None,
     scaling_model: ScalingModel | None,
 ) -> list[float] | FailureWindow:
-    """What the bill resamples: each run's cost under the what-ifs or, with a failure
-    rate that differs from the recorded one, the failure model (methodology.md §5.3):
+    """What the bill resamples: each retraining's cost under the what-ifs (the run plus its
+    retraining's failed attempts) or, with a failure rate that differs from the recorded
+    one, the failure model instead of the failed attempts (methodology.md §5.3):
     per run the cost at rate 0, the expected failures lambda x Weff x T0 and one
     failure's cost. Every later what-if scales T linearly, so (cost at lambda - cost
     at 0) / expected failures is one failure's cost with all what-ifs applied."""
-    if what_if is None or not what_if.changes_failure_rate:
-        return costs
-    if what_if.checkpoint_interval_hours is None:
-        return costs
+    modelled = what_if is not None and what_if.changes_failure_rate
+    if what_if is None or not modelled or what_if.checkpoint_interval_hours is None:
+        return [c + _failed_attempts_usd(r, c, what_if) for r, c in zip(runs, costs, strict=True)]
     rate = what_if.failure_rate_per_instance_hour or 0.0
     at_zero = replace(what_if, failure_rate_per_instance_hour=0.0)
     base, expected, per = [], [], []
@@ -272,6 +272,21 @@ def _bill_window(
         expected.append(mu)
         per.append((cost - free) / mu if mu > 0 else 0.0)
     return FailureWindow(tuple(base), tuple(expected), tuple(max(p, 0.0) for p in per))
+
+
+def _failed_attempts_usd(run: RunFacts, adjusted_cost: float, what_if: WhatIf | None) -> float:
+    """The retraining's failed attempts under the what-ifs: their GPU-hours scale as the
+    succeeded attempt's did (the same job at the same workers and utilization), at the
+    what-if price when one is given, else at their own."""
+    if run.failed_attempts_gpu_hours == 0.0:
+        return 0.0
+    if what_if is None or what_if.is_empty or run.cost_usd == 0.0:
+        return run.failed_attempts_cost_usd
+    price = what_if.price
+    if price is None:  # cost scales with GPU-hours at unchanged prices
+        return run.failed_attempts_cost_usd * adjusted_cost / run.cost_usd
+    scale = adjusted_cost / (price * run.gpu_hours) if price > 0 else 0.0
+    return run.failed_attempts_gpu_hours * scale * price
 
 
 def _what_if_note(w: WhatIf) -> str:
