@@ -350,3 +350,21 @@ def test_plan_validation(client: TestClient) -> None:
     )
     assert r.status_code == 200
     assert r.json()["gate"]["verdict"] == "INSUFFICIENT_DATA"
+
+
+def test_the_recorded_failure_rate_changes_nothing(
+    client: TestClient, ingest_headers: dict[str, str]
+) -> None:
+    # mixed_runs: 3 failures over 352 instance-hours, the rate the page offers. Asking for
+    # exactly that rate keeps each run's recorded loss, so every projected figure is the
+    # one without a what-if (it moved by -1.1% when the model's loss replaced it); rate 0
+    # removes the recorded loss, so it costs less.
+    post(client, ingest_headers, mixed_runs())
+
+    def bill(**params: float) -> tuple[float, float]:
+        body = client.get("/api/v1/pipelines/ranker/projection", params=params).json()
+        at = [c for p in body["projections"].values() for c in p["cadences"]][0]
+        return at["expected_bill_usd"], at["monthly_cost_usd"]
+
+    assert bill(failure_rate=3 / 352) == bill()
+    assert bill(failure_rate=0)[0] < bill()[0]
