@@ -363,7 +363,7 @@ def test_the_recorded_failure_rate_changes_nothing(
 
     def bill(**params: float) -> tuple[float, float]:
         body = client.get("/api/v1/pipelines/ranker/projection", params=params).json()
-        at = [c for p in body["projections"].values() for c in p["cadences"]][0]
+        at = next(c for p in body["projections"].values() for c in p["cadences"])
         return at["expected_bill_usd"], at["monthly_cost_usd"]
 
     assert bill(failure_rate=3 / 352) == bill()
