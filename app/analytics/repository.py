@@ -24,7 +24,7 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run, RunVariant
@@ -62,8 +62,10 @@ def recent_runs(
     limit: int = 12,
     chronological: bool = True,
 ) -> list[RunRow]:
-    """The newest ``limit`` runs (of a variant), as planning inputs."""
+    """The newest ``limit`` runs (of a variant), as planning inputs, each with the
+    GPU-hours and cost of its retraining's attempts that did not succeed."""
     hours = wall_clock(dialect(session)).label("hours")
+    failed_gpu, failed_usd = _failed_attempts()
     stmt = (
         select(
             Run.id,
@@ -85,6 +87,8 @@ def recent_runs(
             Run.resume_hours,
             Run.reschedule_hours,
             Run.utilization_source,
+            failed_gpu.label("failed_gpu_hours"),
+            failed_usd.label("failed_usd"),
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pipeline_id, *PLANNING_ATTEMPTS)
@@ -95,6 +99,22 @@ def recent_runs(
         stmt = stmt.where(Run.variant == variant)
     rows = [_to_run_row(r) for r in session.execute(stmt)]
     return rows[::-1] if chronological else rows
+
+
+def _failed_attempts() -> tuple[Any, Any]:
+    """Correlated sums over the other attempts of the outer run's retraining that did not
+    succeed (``ix_run_pipeline_retraining``): their GPU-hours, and their cost at the
+    projection price (the attempt's own, else the pipeline's current one)."""
+    other = aliased(Run)
+    same = (
+        other.pipeline_id == Run.pipeline_id,
+        other.retraining_id == Run.retraining_id,
+        other.outcome != "succeeded",
+    )
+    price = func.coalesce(other.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
+    gpu = select(func.coalesce(func.sum(other.gpu_hours), 0.0)).where(*same)
+    usd = select(func.coalesce(func.sum(other.gpu_hours * price), 0.0)).where(*same)
+    return gpu.scalar_subquery(), usd.scalar_subquery()
 
 
 def median_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
@@ -196,6 +216,8 @@ def _to_run_row(r: Any) -> RunRow:
             mfu=r.mfu,
             interruptions=interruptions,
             quality_value=r.quality_value,
+            failed_attempts_gpu_hours=float(r.failed_gpu_hours),
+            failed_attempts_cost_usd=float(r.failed_usd),
         ),
         utilization_source=r.utilization_source,
     )

@@ -125,11 +125,15 @@ def scenario_inputs(
     if scenario.workers is not None:
         _, points = scaling_model(session, pipeline)
         model = fit_usl(points) if points else None
-    interval, restart = None, 0.0
+    interval, restart, recorded = None, 0.0, None
     if scenario.failure_rate is not None:
         d = failure_defaults(session, pipeline)
         interval, restart = d.interval_hours, d.restart_hours
-    what_if = scenario.what_if(default_interval_hours=interval, resume_hours=restart)
+        # The recorded rate, the page's default, keeps the recorded loss: a no-op.
+        recorded = d.rate if d.rate_source == "recorded" else None
+    what_if = scenario.what_if(
+        default_interval_hours=interval, resume_hours=restart, recorded_failure_rate=recorded
+    )
     return (None if what_if.is_empty else what_if), model
 
 

@@ -2,50 +2,39 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
 
+from app.planning.bill import BillForecast, FailureWindow, forecast_bill
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
+from app.planning.schedule import CALENDAR as CALENDAR
+from app.planning.schedule import WEEKS_PER_MONTH as WEEKS_PER_MONTH
+from app.planning.schedule import MonthConvention as MonthConvention
+from app.planning.schedule import runs_per_month as runs_per_month
+from app.planning.schedule import typical_month_runs
+from app.planning.schedule import weeks_per_month as weeks_per_month
 from app.planning.whatif import WhatIf, apply_what_if
-
-# The month convention, named once: "calendar" months have 52/12 = 4.333 weeks (the
-# default), "four_week" months have 4 (the month many planning spreadsheets use).
-MonthConvention = Literal["calendar", "four_week"]
-CALENDAR: MonthConvention = "calendar"
-WEEKS_PER_MONTH: dict[str, float] = {"calendar": 52 / 12, "four_week": 4.0}
 
 BOOTSTRAP_RESAMPLES = 2000
 
 
-def weeks_per_month(convention: str = CALENDAR) -> float:
-    """52/12 for "calendar", 4 for "four_week"; PlanningError otherwise."""
-    try:
-        return WEEKS_PER_MONTH[convention]
-    except KeyError:
-        raise PlanningError(
-            f"unknown month convention {convention!r}; use one of {sorted(WEEKS_PER_MONTH)}"
-        ) from None
-
-
-def runs_per_month(runs_per_week: float, convention: str = CALENDAR) -> float:
-    """Runs per month = k * weeks_per_month (methodology.md §5): 1/week -> 4.333 or 4."""
-    if not (math.isfinite(runs_per_week) and runs_per_week >= 0):
-        raise PlanningError("runs per week must be >= 0")
-    return runs_per_week * weeks_per_month(convention)
-
-
 @dataclass(frozen=True)
 class CadenceProjection:
-    """Projected spend at one cadence. Per-run figures are medians over the runs used;
-    monthly = runs per month x median per run; the band is the bootstrap p10..p90 of the
-    monthly median, and ``p_over_budget`` the share of the same bootstrap medians whose
-    month exceeds the budget (None without a budget). ``vs_current_ratio`` = monthly
-    cost / today's monthly cost.
+    """Projected spend at one cadence.
+
+    The bill (methodology.md §5.3, :func:`app.planning.bill.forecast_bill` over the
+    typical month): ``expected_bill_usd`` = ``runs_in_month`` x mean cost per run, exact;
+    ``bill_p10/p50/p90_usd`` and ``p_over_budget`` (None without a budget) from the
+    bootstrap of the month's bill.
+
+    Being replaced (methodology.md §5.7): per-run figures are medians over the runs used;
+    ``monthly_cost_usd`` = runs per month x median per run, the band
+    (``monthly_cost_p10/p90_usd``) the bootstrap p10..p90 of that monthly median;
+    ``headroom_usd`` and ``within_budget`` compare the median month with the budget;
+    ``vs_current_ratio`` = monthly cost / today's monthly cost.
     """
 
     runs_per_week: float
@@ -62,6 +51,12 @@ class CadenceProjection:
     within_budget: bool | None
     vs_current_ratio: float | None
     working: tuple[str, ...]
+    runs_in_month: float = 0.0
+    mean_cost_per_run_usd: float = 0.0
+    expected_bill_usd: float = 0.0
+    bill_p10_usd: float = 0.0
+    bill_p50_usd: float = 0.0
+    bill_p90_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -95,13 +90,6 @@ def bootstrap_medians(
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, arr.size, size=(resamples, arr.size))
     return np.asarray(np.median(arr[idx], axis=1))
-
-
-def p_over(medians: np.ndarray, runs_per_month: float, budget_usd: float | None) -> float | None:
-    """Share of bootstrap months (runs per month x a bootstrap median) above the budget."""
-    if budget_usd is None:
-        return None
-    return float(np.mean(runs_per_month * medians > budget_usd))
 
 
 def bootstrap_median_band(
@@ -163,6 +151,7 @@ def project_costs(
         adjusted.append(adj)
         warnings.extend(w for w in run_warnings if w not in warnings)
     costs = [a.cost_usd for a in adjusted]
+    window = _bill_window(runs, costs, what_if, scaling_model)
     cost_med = float(np.median(costs))
     g_med = float(np.median([a.gpu_hours for a in adjusted]))
     t_med = float(np.median([a.wall_clock_hours for a in adjusted]))
@@ -187,14 +176,14 @@ def project_costs(
             f"Monthly: {m:.4g} x ${cost_med:,.2f} = ${monthly:,.2f} "
             f"(p10-p90 ${m * lo:,.0f}-${m * hi:,.0f}); {m * g_med:,.1f} GPU-h.",
         ]
+        bill = forecast_bill(window, typical_month_runs(k, convention), budget_usd=budget_usd)
+        working.extend(bill.working)
         headroom = within = None
-        p_over_budget = p_over(medians, m, budget_usd)
         if budget_usd is not None:
             headroom, within = budget_usd - monthly, monthly <= budget_usd
             verdict = "within" if within else "over"
             working.append(
-                f"Budget ${budget_usd:,.0f}: median {verdict} by ${abs(headroom):,.0f}; "
-                f"p90 ${m * hi:,.0f}; P(over budget) = {p_over_budget:.0%}."
+                f"Budget ${budget_usd:,.0f}: median month {verdict} by ${abs(headroom):,.0f}."
             )
         ratio = None
         if current_cost is not None and current_cost > 0:
@@ -214,11 +203,12 @@ def project_costs(
                 monthly_cost_usd=monthly,
                 monthly_cost_p10_usd=m * lo,
                 monthly_cost_p90_usd=m * hi,
-                p_over_budget=p_over_budget,
+                p_over_budget=bill.p_over_budget,
                 headroom_usd=headroom,
                 within_budget=within,
                 vs_current_ratio=ratio,
                 working=tuple(working),
+                **_bill_fields(bill),
             )
         )
     notes = [
@@ -242,6 +232,61 @@ def project_costs(
         warnings=tuple(warnings),
         notes=tuple(notes),
     )
+
+
+def _bill_fields(bill: BillForecast) -> dict[str, float]:
+    return {
+        "runs_in_month": bill.runs_in_month,
+        "mean_cost_per_run_usd": bill.mean_retraining_usd,
+        "expected_bill_usd": bill.expected_bill_usd,
+        "bill_p10_usd": bill.bill_p10_usd,
+        "bill_p50_usd": bill.bill_p50_usd,
+        "bill_p90_usd": bill.bill_p90_usd,
+    }
+
+
+def _bill_window(
+    runs: Sequence[RunFacts],
+    costs: list[float],
+    what_if: WhatIf | None,
+    scaling_model: ScalingModel | None,
+) -> list[float] | FailureWindow:
+    """What the bill resamples: each retraining's cost under the what-ifs (the run plus its
+    retraining's failed attempts) or, with a failure rate that differs from the recorded
+    one, the failure model instead of the failed attempts (methodology.md §5.3):
+    per run the cost at rate 0, the expected failures lambda x Weff x T0 and one
+    failure's cost. Every later what-if scales T linearly, so (cost at lambda - cost
+    at 0) / expected failures is one failure's cost with all what-ifs applied."""
+    modelled = what_if is not None and what_if.changes_failure_rate
+    if what_if is None or not modelled or what_if.checkpoint_interval_hours is None:
+        return [c + _failed_attempts_usd(r, c, what_if) for r, c in zip(runs, costs, strict=True)]
+    rate = what_if.failure_rate_per_instance_hour or 0.0
+    at_zero = replace(what_if, failure_rate_per_instance_hour=0.0)
+    base, expected, per = [], [], []
+    for run, cost in zip(runs, costs, strict=True):
+        free = apply_what_if(run, at_zero, scaling_model)[0].cost_usd
+        recorded = sum(i.total_hours for i in run.interruptions)
+        t0 = max(run.wall_clock_hours - recorded, 1e-9)
+        mu = rate * run.effective_workers * t0
+        base.append(free)
+        expected.append(mu)
+        per.append((cost - free) / mu if mu > 0 else 0.0)
+    return FailureWindow(tuple(base), tuple(expected), tuple(max(p, 0.0) for p in per))
+
+
+def _failed_attempts_usd(run: RunFacts, adjusted_cost: float, what_if: WhatIf | None) -> float:
+    """The retraining's failed attempts under the what-ifs: their GPU-hours scale as the
+    succeeded attempt's did (the same job at the same workers and utilization), at the
+    what-if price when one is given, else at their own."""
+    if run.failed_attempts_gpu_hours == 0.0:
+        return 0.0
+    if what_if is None or what_if.is_empty or run.cost_usd == 0.0:
+        return run.failed_attempts_cost_usd
+    price = what_if.price
+    if price is None:  # cost scales with GPU-hours at unchanged prices
+        return run.failed_attempts_cost_usd * adjusted_cost / run.cost_usd
+    scale = adjusted_cost / (price * run.gpu_hours) if price > 0 else 0.0
+    return run.failed_attempts_gpu_hours * scale * price
 
 
 def _what_if_note(w: WhatIf) -> str:
