@@ -117,15 +117,15 @@ def _failed_attempts() -> tuple[Any, Any]:
     return gpu.scalar_subquery(), usd.scalar_subquery()
 
 
-def median_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
-    """Median cost per run of each (pipeline id: variant)'s ``limit`` newest runs, the
-    per-run cost being :func:`_to_run_row`'s (GPU-hours capped at workers x hours x 1.01,
-    hours at least the explained time) times the effective price.
+def mean_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
+    """Mean retraining cost of each (pipeline id: variant)'s ``limit`` newest runs: each
+    run's cost as :func:`_to_run_row` has it (GPU-hours capped at workers x hours x 1.01,
+    hours at least the explained time) times the effective price, plus its retraining's
+    failed attempts (:func:`_failed_attempts`): what the expected bill multiplies.
 
     PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
-    per pair (5,000 pairs x 12 runs, not the whole table) and ``percentile_cont(0.5)``,
-    which like ``numpy.median`` averages the middle two of an even count. SQLite: one
-    query per pair and the median in Python.
+    per pair (5,000 pairs x 12 runs, not the whole table) and ``avg``. SQLite: one query
+    per pair and the mean in Python.
     """
     if not variants:
         return {}
@@ -134,7 +134,7 @@ def median_costs(session: Session, variants: dict[int, str], limit: int = 12) ->
         for pid, v in variants.items():
             rows = recent_runs(session, pid, variant=v, limit=limit)
             if rows:
-                out[pid] = statistics.median(r.facts.cost_usd for r in rows)
+                out[pid] = statistics.fmean(r.facts.retraining_cost_usd for r in rows)
         return out
     ids, names = list(variants), [variants[i] for i in variants]
     pairs = (
@@ -154,16 +154,17 @@ def median_costs(session: Session, variants: dict[int, str], limit: int = 12) ->
     )
     hours = func.greatest(wall_clock("postgresql"), explained, 1e-9)
     cost = func.least(Run.gpu_hours, Run.workers * hours * 1.01) * effective_price()
+    _, failed_usd = _failed_attempts()
     recent = (
-        select(cost.label("cost"))
+        select((cost + failed_usd).label("cost"))
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant, *PLANNING_ATTEMPTS)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
         .lateral()
     )
-    median = func.percentile_cont(0.5).within_group(recent.c.cost)
-    stmt = select(pairs.c.pid, median).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
+    mean = func.avg(recent.c.cost)
+    stmt = select(pairs.c.pid, mean).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
     return {pid: float(m) for pid, m in session.execute(stmt)}
 
 

@@ -314,12 +314,12 @@ def thresholds_for(
 
 def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -> dict[int, float]:
     """:func:`current_monthly_cost` for many pipelines at once, by pipeline id (a
-    pipeline whose production variant has no runs is absent): the median cost per run of
-    the production variant's newest RUN_WINDOW runs times the current cadence's runs per
-    calendar month (:func:`app.planning.projection.monthly_cost_now`). The medians are
-    cached between requests while the runs they come from are unchanged
+    pipeline whose production variant has no runs is absent): the expected bill, the mean
+    retraining cost of the production variant's newest RUN_WINDOW runs times the current
+    cadence's runs per calendar month (:func:`app.planning.projection.monthly_cost_now`).
+    The means are cached between requests while the runs they come from are unchanged
     (``app.analytics.costs``)."""
-    medians = costs.median_costs(session, pipelines, RUN_WINDOW)
+    means = costs.mean_costs(session, pipelines, RUN_WINDOW)
     return {
-        p.id: monthly_cost_now(medians[p.id], p.runs_per_week) for p in pipelines if p.id in medians
+        p.id: monthly_cost_now(means[p.id], p.runs_per_week) for p in pipelines if p.id in means
     }

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.planning.bill import BillForecast, FailureWindow, forecast_bill
+from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
@@ -30,11 +31,12 @@ class CadenceProjection:
     ``bill_p10/p50/p90_usd`` and ``p_over_budget`` (None without a budget) from the
     bootstrap of the month's bill.
 
-    Being replaced (methodology.md §5.7): per-run figures are medians over the runs used;
-    ``monthly_cost_usd`` = runs per month x median per run, the band
-    (``monthly_cost_p10/p90_usd``) the bootstrap p10..p90 of that monthly median;
-    ``headroom_usd`` and ``within_budget`` compare the median month with the budget;
-    ``vs_current_ratio`` = monthly cost / today's monthly cost.
+    The monthly figure everywhere is that bill: ``monthly_cost_usd`` is
+    ``expected_bill_usd``, its band (``monthly_cost_p10/p90_usd``) the bill's p10..p90,
+    and ``headroom_usd``/``within_budget`` compare the expected bill with the budget.
+    Per-run figures are the typical (median) run of the window, shown as "a typical
+    retraining costs $X", never as the month. ``vs_current_ratio`` = monthly cost /
+    today's expected bill.
     """
 
     runs_per_week: float
@@ -124,18 +126,17 @@ def project_costs(
     Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
     Then, at k runs per week, m = k * weeks_per_month(convention) and
 
-    - GPU-hours per run, cost per run = medians over the adjusted runs;
-    - monthly GPU-hours = m * median G; monthly cost = m * median cost;
-    - band = m * (p10, p90) of the bootstrap distribution of the median cost per run
-      (2000 resamples with replacement, fixed ``seed``), widened if needed to contain the
-      point estimate. It shows how much the median could move with other recent runs; it
-      is not a forecast of one month's bill;
-    - p_over_budget = share of the same 2000 bootstrap months m * median above the budget;
-    - headroom = budget - monthly cost, within_budget = monthly cost <= budget;
-    - vs_current_ratio = monthly cost / today's monthly cost, where today's cost is
-      m_now * median cost of ``current_runs`` (default: ``runs``) as observed, no what-ifs,
-      at ``current_runs_per_week``. Pass the baseline's runs as ``current_runs`` when
-      projecting a candidate variant.
+    - GPU-hours per run, cost per run = medians over the adjusted runs (the typical
+      retraining, shown as such);
+    - monthly cost = the expected bill: runs in the month x the mean retraining cost
+      (the run plus its retraining's failed attempts), exact; monthly GPU-hours = m x
+      the mean retraining's GPU-hours;
+    - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
+      bootstrap months of :func:`app.planning.bill.forecast_bill`;
+    - headroom = budget - expected bill, within_budget = expected bill <= budget;
+    - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
+      ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
+      baseline's runs as ``current_runs`` when projecting a candidate variant.
 
     Raises :class:`PlanningError` without runs (see :func:`project_from_inputs`).
     """
@@ -155,35 +156,35 @@ def project_costs(
     cost_med = float(np.median(costs))
     g_med = float(np.median([a.gpu_hours for a in adjusted]))
     t_med = float(np.median([a.wall_clock_hours for a in adjusted]))
-    medians = bootstrap_medians(costs, seed=seed)
-    lo, hi = (float(v) for v in np.percentile(medians, [10.0, 90.0]))
-    lo, hi = min(lo, cost_med), max(hi, cost_med)
 
     current_cost = current_gpu = None
     if current_runs_per_week is not None:
         m_now = runs_per_month(current_runs_per_week, convention)
         today = current_runs if current_runs else runs
-        current_cost = m_now * float(np.median([r.cost_usd for r in today]))
-        current_gpu = m_now * float(np.median([r.gpu_hours for r in today]))
+        # Today's expected bill: the same mean retraining (failed attempts included).
+        current_cost = m_now * math.fsum(r.retraining_cost_usd for r in today) / len(today)
+        current_gpu = m_now * _mean_gpu_hours(today)
+    g_mean = math.fsum(
+        a.gpu_hours + r.failed_attempts_gpu_hours for a, r in zip(adjusted, runs, strict=True)
+    ) / len(runs)
 
     results = []
     for k in cadences:
         m = runs_per_month(k, convention)
-        monthly = m * cost_med
+        bill = forecast_bill(window, typical_month_runs(k, convention), budget_usd=budget_usd)
+        monthly = bill.expected_bill_usd
         working = [
             f"{k:g} runs/week x {wpm:.4g} weeks/month = {m:.4g} runs/month.",
-            f"Median per run over {len(runs)} runs: {g_med:.1f} GPU-h, ${cost_med:,.2f}.",
-            f"Monthly: {m:.4g} x ${cost_med:,.2f} = ${monthly:,.2f} "
-            f"(p10-p90 ${m * lo:,.0f}-${m * hi:,.0f}); {m * g_med:,.1f} GPU-h.",
+            f"A typical retraining (median of {len(runs)}): {g_med:.1f} GPU-h, ${cost_med:,.2f}.",
+            *bill.working,
         ]
-        bill = forecast_bill(window, typical_month_runs(k, convention), budget_usd=budget_usd)
-        working.extend(bill.working)
         headroom = within = None
         if budget_usd is not None:
             headroom, within = budget_usd - monthly, monthly <= budget_usd
             verdict = "within" if within else "over"
             working.append(
-                f"Budget ${budget_usd:,.0f}: median month {verdict} by ${abs(headroom):,.0f}."
+                f"Budget ${budget_usd:,.0f}: the expected bill is {verdict} it by "
+                f"${abs(headroom):,.0f}."
             )
         ratio = None
         if current_cost is not None and current_cost > 0:
@@ -199,10 +200,10 @@ def project_costs(
                 gpu_hours_per_run=g_med,
                 wall_clock_hours_per_run=t_med,
                 cost_per_run_usd=cost_med,
-                monthly_gpu_hours=m * g_med,
+                monthly_gpu_hours=m * g_mean,
                 monthly_cost_usd=monthly,
-                monthly_cost_p10_usd=m * lo,
-                monthly_cost_p90_usd=m * hi,
+                monthly_cost_p10_usd=bill.bill_p10_usd,
+                monthly_cost_p90_usd=bill.bill_p90_usd,
                 p_over_budget=bill.p_over_budget,
                 headroom_usd=headroom,
                 within_budget=within,
@@ -212,8 +213,8 @@ def project_costs(
             )
         )
     notes = [
-        f"Band: p10-p90 of the median cost per run over {BOOTSTRAP_RESAMPLES} bootstrap "
-        f"resamples of the {len(runs)} runs (seed {seed}), times runs per month."
+        f"Band: p10-p90 of the month's bill, from {DEFAULT_DRAWS} bootstrap months of the "
+        f"{len(runs)} retraining costs (seed 0)."
     ]
     if what_if is not None and not what_if.is_empty:
         notes.insert(0, _what_if_note(what_if))
@@ -232,6 +233,11 @@ def project_costs(
         warnings=tuple(warnings),
         notes=tuple(notes),
     )
+
+
+def _mean_gpu_hours(runs: Sequence[RunFacts]) -> float:
+    """Mean GPU-hours per retraining, its failed attempts included."""
+    return math.fsum(r.gpu_hours + r.failed_attempts_gpu_hours for r in runs) / len(runs)
 
 
 def _bill_fields(bill: BillForecast) -> dict[str, float]:
@@ -352,13 +358,13 @@ def project_from_inputs(
     return replace(result, notes=tuple(notes))
 
 
-def monthly_cost_now(median_cost_per_run: float, runs_per_week: float) -> float:
-    """Monthly cost at the current cadence as observed, no what-ifs, from the median cost
-    per run of the default variant's recent runs: what :func:`project_costs` gives at
-    ``runs_per_week`` (calendar months), without the bootstrap band, for readers that
-    need every pipeline's figure at once.
+def monthly_cost_now(mean_cost_per_retraining: float, runs_per_week: float) -> float:
+    """The expected bill at the current cadence as observed, no what-ifs, from the mean
+    retraining cost of the default variant's recent runs: what :func:`project_costs`
+    gives at ``runs_per_week`` (calendar months), without the bill's percentiles, for
+    readers that need every pipeline's figure at once.
 
-    Example: costs 10, 30, 20 USD per run (median 20) at 3 runs a week:
+    Example: retrainings of 10, 30, 20 USD (mean 20) at 3 runs a week:
     3 * 52/12 * 20 = 260 USD.
     """
-    return runs_per_month(runs_per_week, "calendar") * median_cost_per_run
+    return runs_per_month(runs_per_week, "calendar") * mean_cost_per_retraining

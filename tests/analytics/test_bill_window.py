@@ -35,8 +35,9 @@ def test_failed_attempts_are_in_the_bill(
     assert at1["mean_cost_per_run_usd"] == 366.0
     assert abs(at1["expected_bill_usd"] - 1464.0) < 1e-6
     assert at1["bill_p10_usd"] < 1464.0 < at1["bill_p90_usd"]
-    # The median month (being replaced) still reads the succeeded attempts: 4 x $336.
-    assert abs(at1["monthly_cost_usd"] - 1344.0) < 1e-6
+    # The monthly cost is the expected bill; a typical retraining is the median run.
+    assert abs(at1["monthly_cost_usd"] - 1464.0) < 1e-6
+    assert at1["cost_per_run_usd"] == 336.0
     # A price what-if reaches the failed attempt too: $4 x (20 + 112) = $528 and 4 x 112
     # = $448: expected bill 4 x (528 + 448) / 2 = $1,952.
     body = client.get("/api/v1/pipelines/attempts/projection", params={**q, "price": 4}).json()

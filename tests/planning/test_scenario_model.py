@@ -226,17 +226,20 @@ def test_gate_cost_is_the_projection_for_the_same_scenario(
     assert gate.projection.cadences[0].monthly_cost_usd == pytest.approx(proj.monthly_cost_usd)
 
 
-def test_projection_carries_the_bill_beside_the_median_month() -> None:
-    # Costs $100, $200, $300 per run at 1 run/week x 4 weeks. The median month (being
-    # replaced): 4 x $200 = $800, its band's p90 4 x $300 = $1,200 (the bootstrap median
-    # of 3 draws is $300 with probability 7/27). The bill: N = 4 exactly, expected
-    # 4 x mean $200 = $800; P(bill > $1,000) and the bill's percentiles are those of
-    # forecast_bill over the same costs and month (seed 0).
+def test_the_projections_monthly_figure_is_the_bill() -> None:
+    # Costs $100, $200, $300 per run at 1 run/week x 4 weeks. The bill: N = 4 exactly,
+    # expected 4 x mean $200 = $800; its band, P(bill > $1,000) and its percentiles are
+    # those of forecast_bill over the same costs and month (seed 0). (The old median
+    # month had a p90 of 4 x $300 = $1,200: a bootstrap median of 3 draws is $300 with
+    # probability 7/27, a statement about the median, not the bill.)
     rs = [make_run(gpu_hours=g, workers=8, wall_clock_hours=14.0) for g in (50.0, 100.0, 150.0)]
     cp = project_costs(rs, [1.0], convention="four_week", budget_usd=1000.0).cadences[0]
-    assert cp.monthly_cost_usd == pytest.approx(800.0)
-    assert cp.monthly_cost_p90_usd == pytest.approx(1200.0)
     bill = forecast_bill([100.0, 200.0, 300.0], exactly(4), budget_usd=1000.0)
+    assert cp.monthly_cost_usd == pytest.approx(800.0) == cp.expected_bill_usd
+    assert (cp.monthly_cost_p10_usd, cp.monthly_cost_p90_usd) == (
+        bill.bill_p10_usd,
+        bill.bill_p90_usd,
+    )
     assert cp.runs_in_month == 4.0 and cp.mean_cost_per_run_usd == pytest.approx(200.0)
     assert cp.expected_bill_usd == pytest.approx(800.0)
     assert cp.p_over_budget == bill.p_over_budget
