@@ -24,6 +24,7 @@ it is filed under; the next reader then sees a higher counter and computes again
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -37,7 +38,7 @@ from app.db.memo import kept
 ID_LIST_LIMIT = 1_000
 
 Key = tuple[int, str, int]  # pipeline id, variant, window
-Entry = tuple[int, float, float]  # change counter, pipeline price, mean USD per retraining
+Entry = tuple[int, float, tuple[float, ...]]  # change counter, pipeline price, window (USD)
 
 
 class Costed(Protocol):
@@ -57,12 +58,20 @@ class Costed(Protocol):
 def mean_costs(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, float]:
     """Mean retraining cost (USD) of each pipeline's production variant's newest ``window``
     runs, by pipeline id; a pipeline whose production variant has no runs is absent."""
+    return {pid: math.fsum(w) / len(w) for pid, w in windows(session, pipelines, window).items()}
+
+
+def windows(
+    session: Session, pipelines: Sequence[Costed], window: int
+) -> dict[int, tuple[float, ...]]:
+    """The retraining costs (USD, oldest first) of each pipeline's production variant's
+    newest ``window`` runs, by pipeline id: what the bill draws from."""
     if not pipelines:
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     counters = repo.production_changes(session, ids)
-    cache: dict[Key, Entry] = kept(session, "mean_costs")
-    out: dict[int, float] = {}
+    cache: dict[Key, Entry] = kept(session, "recent_costs")
+    out: dict[int, tuple[float, ...]] = {}
     stale: dict[int, tuple[Key, Entry]] = {}
     for p in pipelines:
         found = counters.get(p.id)
@@ -73,11 +82,11 @@ def mean_costs(session: Session, pipelines: Sequence[Costed], window: int) -> di
         if entry is not None and entry[:2] == (found[1], p.price_per_gpu_hour):
             out[p.id] = entry[2]
         else:
-            stale[p.id] = (key, (found[1], p.price_per_gpu_hour, 0.0))
+            stale[p.id] = (key, (found[1], p.price_per_gpu_hour, ()))
     if stale:
-        fresh = repo.mean_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
-        for pid, mean in fresh.items():
+        fresh = repo.recent_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
+        for pid, costs in fresh.items():
             key, (changes, price, _) = stale[pid]
-            cache[key] = (changes, price, mean)
-            out[pid] = mean
+            cache[key] = (changes, price, costs)
+            out[pid] = costs
     return out

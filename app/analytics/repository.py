@@ -7,7 +7,6 @@ of recent runs.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +23,7 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session, aliased
 
 from app.db.memo import per_session
@@ -117,15 +117,18 @@ def _failed_attempts() -> tuple[Any, Any]:
     return gpu.scalar_subquery(), usd.scalar_subquery()
 
 
-def mean_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
-    """Mean retraining cost of each (pipeline id: variant)'s ``limit`` newest runs: each
-    run's cost as :func:`_to_run_row` has it (GPU-hours capped at workers x hours x 1.01,
-    hours at least the explained time) times the effective price, plus its retraining's
-    failed attempts (:func:`_failed_attempts`): what the expected bill multiplies.
+def recent_costs(
+    session: Session, variants: dict[int, str], limit: int = 12
+) -> dict[int, tuple[float, ...]]:
+    """The retraining costs of each (pipeline id: variant)'s ``limit`` newest runs, oldest
+    first: each run's cost as :func:`_to_run_row` has it (GPU-hours capped at workers x
+    hours x 1.01, hours at least the explained time) times the effective price, plus its
+    retraining's failed attempts (:func:`_failed_attempts`): the window the bill draws
+    from and whose mean the expected bill multiplies.
 
     PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
-    per pair (5,000 pairs x 12 runs, not the whole table) and ``avg``. SQLite: one query
-    per pair and the mean in Python.
+    per pair (5,000 pairs x 12 runs, not the whole table) and ``array_agg``. SQLite: one
+    query per pair.
     """
     if not variants:
         return {}
@@ -134,7 +137,7 @@ def mean_costs(session: Session, variants: dict[int, str], limit: int = 12) -> d
         for pid, v in variants.items():
             rows = recent_runs(session, pid, variant=v, limit=limit)
             if rows:
-                out[pid] = statistics.fmean(r.facts.retraining_cost_usd for r in rows)
+                out[pid] = tuple(r.facts.retraining_cost_usd for r in rows)
         return out
     ids, names = list(variants), [variants[i] for i in variants]
     pairs = (
@@ -156,16 +159,16 @@ def mean_costs(session: Session, variants: dict[int, str], limit: int = 12) -> d
     cost = func.least(Run.gpu_hours, Run.workers * hours * 1.01) * effective_price()
     _, failed_usd = _failed_attempts()
     recent = (
-        select((cost + failed_usd).label("cost"))
+        select((cost + failed_usd).label("cost"), Run.started_at, Run.id.label("pk"))
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant, *PLANNING_ATTEMPTS)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
         .lateral()
     )
-    mean = func.avg(recent.c.cost)
-    stmt = select(pairs.c.pid, mean).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
-    return {pid: float(m) for pid, m in session.execute(stmt)}
+    window = func.array_agg(aggregate_order_by(recent.c.cost, recent.c.started_at, recent.c.pk))
+    stmt = select(pairs.c.pid, window).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
+    return {pid: tuple(float(c) for c in w) for pid, w in session.execute(stmt)}
 
 
 def production_changes(

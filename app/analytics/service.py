@@ -8,12 +8,13 @@ from typing import cast
 
 from sqlalchemy.orm import Session
 
-from app.analytics import costs
+from app.analytics import costs, month
 from app.analytics import repository as repo
 from app.analytics.schemas import (
     CriterionOut,
     GateOut,
     GateResultOut,
+    MonthToDateOut,
     ProjectionOut,
     ScenarioOut,
 )
@@ -191,6 +192,7 @@ def projection(
             scaling_model=model,
             current_runs=[r.facts for r in current],
         )
+    mtd = month.months(session, [pipeline]).get(pipeline.id)
     return ProjectionOut(
         pipeline=name,
         variants=chosen,
@@ -199,6 +201,7 @@ def projection(
         available_variants=available,
         scenario=echo(pipeline, scenario),
         windows=windows,
+        month_to_date=None if mtd is None else MonthToDateOut.model_validate(mtd),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.planning.month_to_date import BudgetStatus
+from app.planning.month_to_date import BudgetStatus, MonthToDate
 
 SORTS = ("name", "spend", "over_budget", "goodput_change")
 
@@ -21,6 +21,7 @@ class PortfolioRow:
     goodput_change_points: float | None  # this week against last, in points
     # The month-to-date status (app.planning.month_to_date), None without a budget.
     status: BudgetStatus | None = None
+    month_to_date: MonthToDate | None = None
 
     @property
     def over_budget_usd(self) -> float | None:

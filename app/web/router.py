@@ -74,12 +74,14 @@ def overview(
         by_name = {p.name: p for p in pipelines.page(session, only=[r.name for r in shown])}
         costs = {r.name: r.monthly_cost_usd for r in shown}
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
+        months = {r.name: r.month_to_date for r in shown}
         bill = billing.org_reconciliation(session, None, visible_pipelines(viewer))
     return templates.TemplateResponse(
         request,
         "overview.html",
         {
             "cards": cards,
+            "months": months,
             "page": page,
             "pages": max(1, -(-len(rows) // OVERVIEW_PAGE)),
             "week": iso_week(last_complete_week(today)),
