@@ -78,7 +78,11 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="Pipelines one API token may create per hour (ingest or PUT); 0: no limit.",
     )
-    demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
+    demo_on_empty: bool = Field(
+        True,
+        description="`cadence demo --if-empty` (run by `make run`) loads demo data into an "
+        "empty DB; false: it loads nothing.",
+    )
     log_format: Literal["json", "text"] = Field(
         "json", description="Logs on stderr: one JSON object per line, or text for humans."
     )

@@ -22,6 +22,7 @@ from app.web.figures_base import (
     layout,
     plot_time,
     series_colour,
+    text_safe,
     unique_labels,
     unit_label,
 )
@@ -55,6 +56,7 @@ _CADENCE_HOVER = (
 )
 
 
+@text_safe
 def cost_projection_figure(
     projections: Mapping[str, Projection], budget_usd: float | None
 ) -> Figure:
@@ -172,6 +174,7 @@ def _breakdown_traces(
     return traces
 
 
+@text_safe
 def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
     """Stacked bars per run: productive time plus the four causes of idle GPU time."""
     unit_name, value_format = unit_label(unit)
@@ -205,6 +208,7 @@ def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
     }
 
 
+@text_safe
 def badput_by_week_figure(weeks: Sequence[WeekSummary], unit: Unit) -> Figure:
     """Stacked bars per ISO week (productive + four causes); weeks without runs are zero."""
     unit_name, value_format = unit_label(unit)
@@ -233,6 +237,7 @@ def badput_by_week_figure(weeks: Sequence[WeekSummary], unit: Unit) -> Figure:
     }
 
 
+@text_safe
 def sparkline_figure(values: Sequence[float], label: str) -> Figure:
     """A tiny line of cost per run (oldest first) for an overview card: no axes, no legend.
 
