@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, model_validator
 from app.planning.cadence_value import CadenceValue
 from app.planning.decay import DecayFit
 from app.planning.failures import CheckpointAdvice, FailureRateEstimate
-from app.planning.gate import CriterionResult, GateResult
+from app.planning.gate import ALPHA_MIN, CriterionResult, GateResult
 from app.planning.goodput import Goodput
 from app.planning.levers import Lever
 from app.planning.projection import CALENDAR, MonthConvention, Projection
@@ -181,7 +181,7 @@ class GateIn(StrictModel):
     budget_usd: Budget
     min_utilization_uplift_points: Annotated[float, Field(ge=0, le=100)] = 10.0
     quality_margin: Annotated[float, Field(ge=0, le=1e6)] = 0.01
-    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    alpha: Annotated[float, Field(ge=ALPHA_MIN, lt=0.5)] = 0.05
     min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
     power: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
     cost_basis: Literal["median", "p90"] = "p90"

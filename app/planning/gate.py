@@ -22,6 +22,13 @@ MAX_REALISTIC_RUNS_PER_ARM = 100
 """More runs per arm than this (two years at weekly cadence) is not a plan: "cannot pass"."""
 
 
+# The smallest false-pass rate the gate takes: a one-in-a-million false pass is already
+# stricter than any release decision needs (a one-standard-deviation gap, equal variances,
+# power 0.8: 68 runs per arm against 14 at 0.05), and further down 1 - alpha leaves double
+# precision (1 - 1e-20 is 1.0: an infinite quantile, once an OverflowError).
+ALPHA_MIN = 1e-6
+
+
 @dataclass(frozen=True)
 class GateThresholds:
     """Fixed in advance: uplift in utilization points, quality margin in metric units."""
@@ -37,8 +44,8 @@ class GateThresholds:
     max_runs: int = DEFAULT_MAX_RUNS
 
     def __post_init__(self) -> None:
-        if not 0 < self.alpha < 0.5:
-            raise PlanningError("alpha must be in (0, 0.5)")
+        if not ALPHA_MIN <= self.alpha < 0.5:
+            raise PlanningError(f"alpha must be in [{ALPHA_MIN:g}, 0.5)")
         if not 0.5 <= self.power < 1:
             raise PlanningError("power must be in [0.5, 1)")
         if self.cost_basis not in ("median", "p90"):

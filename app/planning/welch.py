@@ -57,6 +57,12 @@ def t_quantile(p: float, df: float) -> float:
     return float(t.ppf(p, df))
 
 
+def upper_t(alpha: float, df: float) -> float:
+    """t_{1-alpha}(df) computed from the upper tail: for a tiny alpha, 1 - alpha rounds to
+    1 in floating point (alpha = 1e-20) and t_1 is infinite."""
+    return float(t.isf(alpha, df))
+
+
 def one_sided_bounds(c: WelchComparison, alpha: float) -> tuple[float, float]:
     """One-sided (1 - alpha) lower and upper confidence bounds of the difference:
 
@@ -64,7 +70,7 @@ def one_sided_bounds(c: WelchComparison, alpha: float) -> tuple[float, float]:
     """
     if c.df is None:
         return c.diff, c.diff
-    half = t_quantile(1.0 - alpha, c.df) * c.se
+    half = upper_t(alpha, c.df) * c.se
     return c.diff - half, c.diff + half
 
 
@@ -98,17 +104,19 @@ def runs_needed_per_arm(
         return 2
     if not 0.5 <= power < 1:
         raise PlanningError("power must be in [0.5, 1)")
-    z = float(norm.ppf(1.0 - alpha)) + float(norm.ppf(power))
+    z = float(norm.isf(alpha)) + float(norm.ppf(power))  # isf: see upper_t
     df_factor = v * v / (var_baseline**2 + var_candidate**2)
 
     def clears(n: int) -> bool:  # monotone in n: se and the t quantiles all shrink
         df = (n - 1) * df_factor
-        quantile = t_quantile(1.0 - alpha, df) + (t_quantile(power, df) if power > 0.5 else 0.0)
+        quantile = upper_t(alpha, df) + (t_quantile(power, df) if power > 0.5 else 0.0)
         return abs(gap) >= quantile * math.sqrt(v / n)
 
-    low = max(2, math.ceil(z * z * v / (gap * gap)))
-    if low > MAX_RUNS_PER_ARM:
+    ratio = z / abs(gap)  # not z*z/(gap*gap): a denormal gap squared is 0 (division error)
+    estimate = ratio * ratio * v  # infinite for such a gap: beyond any n
+    if not math.isfinite(estimate) or estimate > MAX_RUNS_PER_ARM:
         return None
+    low = max(2, math.ceil(estimate))
     high = low
     while not clears(high):  # exponential search for an n that clears ...
         low, high = high, high * 2

@@ -16,6 +16,7 @@ from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
+from app.planning.gate import ALPHA_MIN
 from app.planning.portfolio import portfolio_totals, sort_rows
 from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, last_complete_week
@@ -46,7 +47,7 @@ def gate_params(
     candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
     margin: Annotated[float | None, Query(ge=0, le=1e6)] = None,
-    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+    alpha: Annotated[float, Query(ge=ALPHA_MIN, lt=0.5)] = 0.05,
 ) -> views.GateParams:
     return views.GateParams(baseline, candidate, min_uplift, margin, alpha)
 
