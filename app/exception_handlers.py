@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.exceptions import CadenceError
 from app.planning.model import PlanningError
@@ -28,6 +29,8 @@ from app.schemas_common import PATTERN_REASONS
 from app.templating import render_error_page
 
 log = logging.getLogger("cadence.errors")
+CLIENT_CLOSED_REQUEST = 499
+CLIENT_DISCONNECTED = "client_disconnected"
 
 
 def error_body(
@@ -103,6 +106,15 @@ def install_error_handlers(app: FastAPI) -> None:
             error_body(code, str(exc.detail)),
             getattr(exc, "headers", None),
         )
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # The client hung up before its body was read (a cancelled upload, a killed
+        # process): nothing went wrong here, and nobody reads the answer. Logged at INFO
+        # and counted under 499 (nginx's "client closed request"), not as a 500 at ERROR.
+        log.info("client disconnected before its body was read: %s", request.url.path)
+        body = error_body(CLIENT_DISCONNECTED, "the client closed the connection mid-request")
+        return JSONResponse(body, status_code=CLIENT_CLOSED_REQUEST)
 
     @app.exception_handler(PlanningError)
     async def _planning(request: Request, exc: PlanningError) -> Response:

@@ -43,6 +43,7 @@ REJECTION_REASONS = frozenset(
         "statement_timeout",
         "internal_error",
         "rate_limited",
+        "client_disconnected",
     }
 )
 QUIET_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # access lines at DEBUG
