@@ -53,7 +53,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest accepted request body.")
     max_batch_runs: int = Field(1000, ge=1, le=10_000, description="Runs per batch POST.")
     default_price_per_gpu_hour: float = Field(
-        2.5, gt=0, description="Price for pipelines created implicitly by ingestion (USD)."
+        2.5,
+        ge=0.001,
+        le=10_000,
+        description="Price for pipelines created implicitly by ingestion (USD per GPU-hour).",
     )
     read_access: Literal["open", "token"] = Field(
         "open",

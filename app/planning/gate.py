@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -388,6 +389,9 @@ def evaluate_gate(
     if most is not None:
         if current_runs_per_week:
             weeks = most / current_runs_per_week
+            # A denormal cadence (5e-324 runs/week, stored before the settings had bounds)
+            # made this inf: "inf weeks" in the summary. No number of weeks, then.
+            weeks = weeks if math.isfinite(weeks) else None
         usd = most * (_median_cost(baseline, what_if) + _median_cost(candidate, what_if))
         summary += f" About {most} more runs per arm ({th.power:.0%} power)"
         if weeks is not None:

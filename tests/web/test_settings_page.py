@@ -85,7 +85,7 @@ def test_validation_messages_in_the_form_and_nothing_saved(
         f"/pipelines/{ranker}/settings", data={**bad, "csrf": csrf_value(page.text)}
     )
     assert r.status_code == 422
-    assert 'id="e-runs_per_week"' in r.text and "greater than 0" in r.text
+    assert 'id="e-runs_per_week"' in r.text and "greater than or equal to 0.01" in r.text
     assert 'id="e-price_per_gpu_hour"' in r.text and 'id="e-display_name"' in r.text
     assert 'value="cheap"' in r.text  # what was typed stays in the box
     assert token_client.get(f"/api/v1/pipelines/{ranker}").json()["display_name"] == "Ranker"
