@@ -13,6 +13,7 @@ Error body::
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -68,6 +69,29 @@ def validation_fields(errors: Any) -> list[dict[str, Any]]:
     return fields
 
 
+def _path_methods(app: Any) -> list[tuple[re.Pattern[str], int, str]]:
+    """(path regex, path parameters, "GET, POST") of every documented path, built once."""
+    table = getattr(app.state, "path_methods", None)
+    if table is None:
+        table = []
+        for template, operations in app.openapi().get("paths", {}).items():
+            regex = re.sub(r"\\{\w+\\}", "[^/]+", re.escape(template))
+            methods = ", ".join(sorted(m.upper() for m in operations if m != "parameters"))
+            table.append((re.compile(f"^{regex}$"), template.count("{"), methods))
+        app.state.path_methods = table
+    return table
+
+
+def allowed_methods(request: Request) -> str | None:
+    """The methods the API documents for this path, or None for an undocumented one.
+    Starlette's 405 names only the first route whose path matched: OPTIONS
+    /alerts/deliveries answered "Allow: DELETE", from /alerts/{rule_id}. Where several
+    templates match, the most specific (fewest parameters) is the path's own."""
+    path = request.scope.get("path", "")
+    matches = [(n, m) for regex, n, m in _path_methods(request.app) if regex.match(path)]
+    return min(matches)[1] if matches else None
+
+
 def wants_html(request: Request) -> bool:
     if request.url.path.startswith("/api/"):
         return False
@@ -100,12 +124,11 @@ def install_error_handlers(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
             exc.status_code, "http_error"
         )
-        return _respond(
-            request,
-            exc.status_code,
-            error_body(code, str(exc.detail)),
-            getattr(exc, "headers", None),
-        )
+        headers = getattr(exc, "headers", None)
+        allow = allowed_methods(request) if exc.status_code == 405 else None
+        if allow:
+            headers = {**(headers or {}), "Allow": allow}
+        return _respond(request, exc.status_code, error_body(code, str(exc.detail)), headers)
 
     @app.exception_handler(ClientDisconnect)
     async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
