@@ -44,6 +44,7 @@ REJECTION_REASONS = frozenset(
         "internal_error",
         "rate_limited",
         "client_disconnected",
+        "unsupported_media_type",
     }
 )
 QUIET_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # access lines at DEBUG
