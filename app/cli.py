@@ -57,7 +57,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port or settings.port,
         workers=args.workers or settings.workers,
         log_level=settings.log_level,
-        http=PROTOCOL,
+        http=PROTOCOL,  # with the header and body deadlines (app/server.py)
+        timeout_keep_alive=settings.keep_alive_seconds,  # type: ignore[arg-type]
         proxy_headers=True,
     )
     return 0

@@ -86,6 +86,23 @@ class Settings(BaseSettings):
         description="`cadence demo --if-empty` (run by `make run`) loads demo data into an "
         "empty DB; false: it loads nothing.",
     )
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="A connection's request headers must arrive within this (from the "
+        "connection or the request's first byte): else 408 and closed (slowloris).",
+    )
+    body_timeout_seconds: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="A request body must arrive within this after its headers, however "
+        "it trickles: else the connection is closed.",
+    )
+    keep_alive_seconds: float = Field(
+        5.0, gt=0, le=300, description="An idle kept-alive connection is closed after this."
+    )
     log_format: Literal["json", "text"] = Field(
         "json", description="Logs on stderr: one JSON object per line, or text for humans."
     )
