@@ -22,7 +22,7 @@ from app.analytics.schemas import (
 from app.deps import DatabaseDep, ReadablePipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
-from app.planning.gate import ALPHA_MIN
+from app.planning.welch import ALPHA_MIN
 from app.schemas_common import Timestamp
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])

@@ -10,13 +10,14 @@ from pydantic import BaseModel, Field, model_validator
 from app.planning.cadence_value import CadenceValue
 from app.planning.decay import DecayFit
 from app.planning.failures import CheckpointAdvice, FailureRateEstimate
-from app.planning.gate import ALPHA_MIN, CriterionResult, GateResult
+from app.planning.gate import CriterionResult, GateResult
 from app.planning.goodput import Goodput
 from app.planning.levers import Lever
 from app.planning.projection import CALENDAR, MonthConvention, Projection
 from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.scenario import RunWindow
 from app.planning.weekly import WeekSummary
+from app.planning.welch import ALPHA_MIN
 from app.schemas_common import StrictModel
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -11,7 +10,7 @@ from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import CALENDAR, Projection, project_costs
 from app.planning.scaling import ScalingModel
 from app.planning.sequential import DEFAULT_MAX_RUNS, SequentialDesign, sequential_decision
-from app.planning.welch import one_sided_bounds, p_value_above, runs_needed_per_arm, welch
+from app.planning.welch import ALPHA_MIN, runs_needed_per_arm, welch, welch_bounds
 from app.planning.whatif import WhatIf, apply_what_if
 
 Status = Literal["pass", "fail", "undecided"]
@@ -21,13 +20,6 @@ CostBasis = Literal["median", "p90"]
 
 MAX_REALISTIC_RUNS_PER_ARM = 100
 """More runs per arm than this (two years at weekly cadence) is not a plan: "cannot pass"."""
-
-
-# The smallest false-pass rate the gate takes: a one-in-a-million false pass is already
-# stricter than any release decision needs (a one-standard-deviation gap, equal variances,
-# power 0.8: 68 runs per arm against 14 at 0.05), and further down 1 - alpha leaves double
-# precision (1 - 1e-20 is 1.0: an infinite quantile, once an OverflowError).
-ALPHA_MIN = 1e-6
 
 
 @dataclass(frozen=True)
@@ -79,10 +71,9 @@ class CriterionResult:
 
 @dataclass(frozen=True)
 class GateResult:
-    """Verdict with every criterion's numbers; ``runs_needed_per_arm`` = the largest
-    number of extra runs per arm any undecided criterion asks for (None if none can say),
-    at ``power``; ``runs_needed_weeks`` = that many runs at the current cadence and
-    ``runs_needed_usd`` = their cost (one baseline and one candidate run each)."""
+    """Verdict with every criterion's numbers; ``runs_needed_per_arm``: the most extra runs
+    per arm an undecided criterion asks for at ``power`` (None if none can say), also in
+    weeks at the current cadence and in dollars (a baseline and a candidate run each)."""
 
     verdict: Verdict
     criteria: tuple[CriterionResult, ...]
@@ -150,8 +141,7 @@ def _statistical(
         return CriterionResult(
             name, c.diff, threshold, None, "undecided", reason, None, unit=unit, cannot_pass=True
         )
-    lo, hi = one_sided_bounds(c, th.alpha)
-    p = p_value_above(c, threshold)
+    (lo, hi), p = welch_bounds(c, th.alpha, threshold)
     numbers = (
         f"{what}: difference {c.diff:+.4g} ({conf} one-sided bounds {lo:.4g} to {hi:.4g}, "
         f"Welch df {c.df:.1f}, p = {p:.3g}) against a threshold of {threshold:+.4g}"
@@ -387,11 +377,8 @@ def evaluate_gate(
     most = max(needed) if needed else None
     weeks = usd = None
     if most is not None:
-        if current_runs_per_week:
-            weeks = most / current_runs_per_week
-            # A denormal cadence (5e-324 runs/week, stored before the settings had bounds)
-            # made this inf: "inf weeks" in the summary. No number of weeks, then.
-            weeks = weeks if math.isfinite(weeks) else None
+        if current_runs_per_week and most / current_runs_per_week < float("inf"):
+            weeks = most / current_runs_per_week  # a denormal cadence: inf, "inf weeks"
         usd = most * (_median_cost(baseline, what_if) + _median_cost(candidate, what_if))
         summary += f" About {most} more runs per arm ({th.power:.0%} power)"
         if weeks is not None:

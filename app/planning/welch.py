@@ -57,6 +57,13 @@ def t_quantile(p: float, df: float) -> float:
     return float(t.ppf(p, df))
 
 
+# The smallest false-pass rate the gate takes: a one-in-a-million false pass is already
+# stricter than any release decision needs (a one-standard-deviation gap, equal variances,
+# power 0.8: 68 runs per arm against 14 at 0.05), and further down 1 - alpha leaves double
+# precision (1 - 1e-20 is 1.0: an infinite quantile, once an OverflowError).
+ALPHA_MIN = 1e-6
+
+
 def upper_t(alpha: float, df: float) -> float:
     """t_{1-alpha}(df) computed from the upper tail: for a tiny alpha, 1 - alpha rounds to
     1 in floating point (alpha = 1e-20) and t_1 is infinite."""
@@ -79,6 +86,13 @@ def p_value_above(c: WelchComparison, null: float) -> float:
     if c.df is None:
         return 0.0 if c.diff > null else 1.0
     return float(t.sf((c.diff - null) / c.se, c.df))
+
+
+def welch_bounds(
+    c: WelchComparison, alpha: float, threshold: float
+) -> tuple[tuple[float, float], float]:
+    """(:func:`one_sided_bounds`, :func:`p_value_above` the threshold), as the gate uses them."""
+    return one_sided_bounds(c, alpha), p_value_above(c, threshold)
 
 
 def runs_needed_per_arm(

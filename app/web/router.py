@@ -16,10 +16,10 @@ from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
-from app.planning.gate import ALPHA_MIN
 from app.planning.portfolio import portfolio_totals, sort_rows
 from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, last_complete_week
+from app.planning.welch import ALPHA_MIN
 from app.portfolio.service import load_portfolio
 from app.runs import listing
 from app.templating import templates

@@ -83,7 +83,8 @@ def test_runs_needed_for_a_tiny_alpha_or_a_denormal_gap_is_finite_or_none() -> N
 
 
 def test_gate_thresholds_refuse_an_alpha_below_the_minimum() -> None:
-    from app.planning.gate import ALPHA_MIN, GateThresholds
+    from app.planning.gate import GateThresholds
+    from app.planning.welch import ALPHA_MIN
 
     assert GateThresholds(alpha=ALPHA_MIN).alpha == 1e-6
     with pytest.raises(PlanningError, match="alpha"):
