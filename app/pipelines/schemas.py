@@ -37,7 +37,7 @@ def zero_or_at_least(minimum: float) -> AfterValidator:
     return AfterValidator(check)
 
 
-Price = Annotated[float, Field(ge=MIN_PRICE, le=MAX_PRICE, description="USD per GPU-hour")]
+Price = Annotated[float, Field(ge=MIN_PRICE, le=MAX_PRICE)]
 RunsPerWeek = Annotated[float, Field(ge=MIN_RUNS_PER_WEEK, le=MAX_RUNS_PER_WEEK)]
 Budget = Annotated[float, Field(ge=MIN_BUDGET, le=MAX_USD, description="USD per month")]
 Margin = Annotated[float, Field(ge=0, le=MAX_MARGIN), zero_or_at_least(MIN_MARGIN)]
