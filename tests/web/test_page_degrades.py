@@ -58,6 +58,8 @@ def test_the_page_answers_with_stored_awkward_settings(
     assert "inf weeks" not in page.text and "nan" not in page.text.lower().split("<script")[0]
     fragment = valued.get("/pipelines/ranker/whatif")
     assert fragment.status_code == 200, fragment.text[:2000]
+    for other in ("/", "/review", "/pipelines/ranker/settings"):
+        assert valued.get(other, headers=HTML).status_code == 200, other
 
 
 def test_a_section_that_cannot_be_computed_says_why(valued: TestClient, db: Database) -> None:
