@@ -58,7 +58,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port or settings.port,
         workers=args.workers or settings.workers,
         log_level=settings.log_level,
-        http=PROTOCOL,
+        http=PROTOCOL,  # with the header and body deadlines (app/server.py)
+        timeout_keep_alive=settings.keep_alive_seconds,  # type: ignore[arg-type]
         proxy_headers=True,
     )
     return 0
@@ -67,6 +68,11 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from app.demo import load_demo
 
+    if args.if_empty and not settings.demo_on_empty:
+        # `make run` runs `demo --if-empty`: a production database pointed at by mistake
+        # must not be filled with demo runs. A plain `cadence demo` is asked for by name.
+        print("CADENCE_DEMO_ON_EMPTY=false: demo data not loaded")
+        return 0
     db = _database(settings)
     try:
         with db.write_session() as session, session.begin():
@@ -138,7 +144,8 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--if-empty",
         action="store_true",
-        help="do nothing if the database already holds a pipeline",
+        help="do nothing if the database already holds a pipeline, or if "
+        "CADENCE_DEMO_ON_EMPTY=false",
     )
     demo.set_defaults(func=cmd_demo)
 

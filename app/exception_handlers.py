@@ -13,6 +13,7 @@ Error body::
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,6 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.exceptions import CadenceError
 from app.planning.model import PlanningError
@@ -28,6 +30,8 @@ from app.schemas_common import PATTERN_REASONS
 from app.templating import render_error_page
 
 log = logging.getLogger("cadence.errors")
+CLIENT_CLOSED_REQUEST = 499
+CLIENT_DISCONNECTED = "client_disconnected"
 
 
 def error_body(
@@ -51,7 +55,10 @@ def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 def _n(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, int | float) else str(value)
+    """A bound as people write it: 1000000000000, 0.001, 1e-09."""
+    if isinstance(value, int | float):
+        return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else f"{value:g}"
+    return str(value)
 
 
 # pydantic's wording ("Input should be greater than or equal to 1e-09") in a person's:
@@ -111,6 +118,29 @@ def validation_fields(errors: Any) -> list[dict[str, Any]]:
     return fields
 
 
+def _path_methods(app: Any) -> list[tuple[re.Pattern[str], int, str]]:
+    """(path regex, path parameters, "GET, POST") of every documented path, built once."""
+    table = getattr(app.state, "path_methods", None)
+    if table is None:
+        table = []
+        for template, operations in app.openapi().get("paths", {}).items():
+            regex = re.sub(r"\\{\w+\\}", "[^/]+", re.escape(template))
+            methods = ", ".join(sorted(m.upper() for m in operations if m != "parameters"))
+            table.append((re.compile(f"^{regex}$"), template.count("{"), methods))
+        app.state.path_methods = table
+    return table
+
+
+def allowed_methods(request: Request) -> str | None:
+    """The methods the API documents for this path, or None for an undocumented one.
+    Starlette's 405 names only the first route whose path matched: OPTIONS
+    /alerts/deliveries answered "Allow: DELETE", from /alerts/{rule_id}. Where several
+    templates match, the most specific (fewest parameters) is the path's own."""
+    path = request.scope.get("path", "")
+    matches = [(n, m) for regex, n, m in _path_methods(request.app) if regex.match(path)]
+    return min(matches)[1] if matches else None
+
+
 def wants_html(request: Request) -> bool:
     if request.url.path.startswith("/api/"):
         return False
@@ -143,12 +173,20 @@ def install_error_handlers(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
             exc.status_code, "http_error"
         )
-        return _respond(
-            request,
-            exc.status_code,
-            error_body(code, str(exc.detail)),
-            getattr(exc, "headers", None),
-        )
+        headers = getattr(exc, "headers", None)
+        allow = allowed_methods(request) if exc.status_code == 405 else None
+        if allow:
+            headers = {**(headers or {}), "Allow": allow}
+        return _respond(request, exc.status_code, error_body(code, str(exc.detail)), headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # The client hung up before its body was read (a cancelled upload, a killed
+        # process): nothing went wrong here, and nobody reads the answer. Logged at INFO
+        # and counted under 499 (nginx's "client closed request"), not as a 500 at ERROR.
+        log.info("client disconnected before its body was read: %s", request.url.path)
+        body = error_body(CLIENT_DISCONNECTED, "the client closed the connection mid-request")
+        return JSONResponse(body, status_code=CLIENT_CLOSED_REQUEST)
 
     @app.exception_handler(PlanningError)
     async def _planning(request: Request, exc: PlanningError) -> Response:

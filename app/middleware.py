@@ -1,8 +1,10 @@
-"""ASGI middleware: request body size limit, response compression."""
+"""ASGI middleware: the request body size limit (413), JSON bodies only for the API (415),
+response compression."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
@@ -126,3 +128,76 @@ def accepts_gzip(scope: Scope) -> bool:
         if name == b"accept-encoding":
             return b"gzip" in value.lower()
     return False
+
+
+JSON_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def is_json(content_type: bytes) -> bool:
+    """``application/json`` or ``application/<anything>+json``, parameters allowed."""
+    kind = content_type.split(b";", 1)[0].strip().lower()
+    return kind == b"application/json" or (
+        kind.startswith(b"application/") and kind.endswith(b"+json")
+    )
+
+
+def unsupported_message(content_type: bytes) -> str:
+    sent = content_type.decode("latin-1")[:100]
+    return f"Content-Type must be application/json, not {sent!r}"
+
+
+class JsonBodiesOnly:
+    """A body sent to the API (``/api/...``) with a Content-Type that is not JSON is a 415.
+
+    It used to be parsed as JSON whatever it said it was: a form post (curl's ``-d``
+    without a header) or ``text/csv`` was read as if it were JSON. A body *without* a
+    Content-Type is still read as JSON (what clients that send raw bytes do; the
+    cadence-client always sends ``application/json``). Requests without a body pass.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        checked = (
+            scope["type"] == "http"
+            and scope["method"] in JSON_METHODS
+            and scope["path"].startswith("/api/")
+        )
+        content_type = _refused_content_type(scope["headers"]) if checked else None
+        if content_type is not None:
+            await _send_error(send, 415, unsupported_message(content_type))
+            return
+        await self.app(scope, receive, send)
+
+
+def _refused_content_type(headers: Any) -> bytes | None:
+    """The request's Content-Type when it carries a body that is declared not JSON."""
+    content_type = b""
+    has_body = False
+    for name, value in headers:
+        if name == b"content-type":
+            content_type = value
+        elif name == b"content-length":
+            has_body = has_body or value.strip() not in (b"", b"0")
+        elif name == b"transfer-encoding":
+            has_body = True
+    if not has_body or not content_type.strip() or is_json(content_type):
+        return None
+    return content_type
+
+
+async def _send_error(send: Send, status: int, message: str) -> None:
+    field = {"field": "Content-Type", "reason": "must be application/json"}
+    body = json.dumps(error_body("unsupported_media_type", message, [field])).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -63,6 +63,14 @@ ERRORS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "413": ("The body is too large", {"code": "payload_too_large", "message": "body over 1 MiB"}),
+    "415": (
+        "The body's Content-Type is not JSON (send application/json, or no Content-Type)",
+        {
+            "code": "unsupported_media_type",
+            "message": "Content-Type must be application/json, not 'text/plain'",
+            "fields": [{"field": "Content-Type", "reason": "must be application/json"}],
+        },
+    ),
     "422": (
         "Invalid input: each bad field with the reason",
         {
@@ -126,7 +134,7 @@ def _document(operation: dict[str, Any], path: str, method: str) -> None:
     if "{" in path or path.startswith("/api/v1/pipelines"):
         statuses.append("404")
     if method in ("post", "put", "patch"):
-        statuses.append("413")
+        statuses += ["413", "415"]
     if path.startswith("/api/v1/runs") and method == "post":
         statuses.append("409")
     responses = operation.setdefault("responses", {})

@@ -53,7 +53,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest accepted request body.")
     max_batch_runs: int = Field(1000, ge=1, le=10_000, description="Runs per batch POST.")
     default_price_per_gpu_hour: float = Field(
-        2.5, gt=0, description="Price for pipelines created implicitly by ingestion (USD)."
+        2.5,
+        ge=0.001,
+        le=10_000,
+        description="Price for pipelines created implicitly by ingestion (USD per GPU-hour).",
     )
     read_access: Literal["open", "token"] = Field(
         "open",
@@ -78,7 +81,28 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="Pipelines one API token may create per hour (ingest or PUT); 0: no limit.",
     )
-    demo_on_empty: bool = Field(True, description="`make run` loads demo data into an empty DB.")
+    demo_on_empty: bool = Field(
+        True,
+        description="`cadence demo --if-empty` (run by `make run`) loads demo data into an "
+        "empty DB; false: it loads nothing.",
+    )
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="A connection's request headers must arrive within this (from the "
+        "connection or the request's first byte): else 408 and closed (slowloris).",
+    )
+    body_timeout_seconds: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="A request body must arrive within this after its headers, however "
+        "it trickles: else the connection is closed.",
+    )
+    keep_alive_seconds: float = Field(
+        5.0, gt=0, le=300, description="An idle kept-alive connection is closed after this."
+    )
     log_format: Literal["json", "text"] = Field(
         "json", description="Logs on stderr: one JSON object per line, or text for humans."
     )

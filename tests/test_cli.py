@@ -49,6 +49,21 @@ def test_migrate_then_demo_is_idempotent(cli_db: str, capsys: pytest.CaptureFixt
     assert counts(cli_db) == first
 
 
+def test_demo_on_empty_false_loads_nothing(
+    cli_db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make run` runs `cadence demo --if-empty`: with CADENCE_DEMO_ON_EMPTY=false a fresh
+    (e.g. production) database stays empty; `cadence demo` by name still loads."""
+    assert cli.main(["migrate"]) == 0
+    monkeypatch.setenv("CADENCE_DEMO_ON_EMPTY", "false")
+    settings.get_settings.cache_clear()
+    assert cli.main(["demo", "--if-empty"]) == 0
+    assert "CADENCE_DEMO_ON_EMPTY=false" in capsys.readouterr().out
+    assert counts(cli_db) == (0, 0)
+    assert cli.main(["demo"]) == 0
+    assert counts(cli_db) == (2, 41)
+
+
 def test_tokens(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     cli.main(["migrate"])
     capsys.readouterr()

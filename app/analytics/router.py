@@ -22,6 +22,7 @@ from app.analytics.schemas import (
 from app.deps import DatabaseDep, ReadablePipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
+from app.planning.welch import ALPHA_MIN
 from app.schemas_common import Timestamp
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])
@@ -99,7 +100,7 @@ def get_gate(
     quality_margin: Annotated[
         float | None, Query(ge=0, le=1e6, description="Default: the pipeline's setting")
     ] = None,
-    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+    alpha: Annotated[float, Query(ge=ALPHA_MIN, lt=0.5)] = 0.05,
     min_runs: Annotated[int, Query(ge=2, le=1000)] = 3,
     power: Annotated[float | None, Query(ge=0.5, le=0.99)] = None,
     cost_basis: Annotated[Literal["median", "p90"] | None, Query()] = None,

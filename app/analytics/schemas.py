@@ -18,6 +18,7 @@ from app.planning.projection import CALENDAR, MonthConvention, Projection
 from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.scenario import RunWindow
 from app.planning.weekly import WeekSummary
+from app.planning.welch import ALPHA_MIN
 from app.schemas_common import StrictModel
 
 
@@ -211,7 +212,7 @@ class GateIn(StrictModel):
     budget_usd: Budget
     min_utilization_uplift_points: Annotated[float, Field(ge=0, le=100)] = 10.0
     quality_margin: Annotated[float, Field(ge=0, le=1e6)] = 0.01
-    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    alpha: Annotated[float, Field(ge=ALPHA_MIN, lt=0.5)] = 0.05
     min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
     power: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
     cost_basis: Literal["median", "p90"] = "p90"

@@ -23,7 +23,10 @@ class DecayOut(BaseModel):
         description="Staleness beyond this model age is flagged as extrapolated."
     )
     parameters: list[Parameter]
-    aicc: dict[str, float]
+    aicc: dict[str, float | None] = Field(
+        description="AICc of each model fitted; null where it is undefined (a model with "
+        "as many parameters as points, e.g. the line through 3 evaluations)."
+    )
     residual_sd: float
     notes: list[str]
 

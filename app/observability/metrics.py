@@ -43,6 +43,8 @@ REJECTION_REASONS = frozenset(
         "statement_timeout",
         "internal_error",
         "rate_limited",
+        "client_disconnected",
+        "unsupported_media_type",
     }
 )
 QUIET_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # access lines at DEBUG

@@ -7,11 +7,40 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from app.schemas_common import Identifier, OutModel, StrictModel, snap_tiny
+from app.schemas_common import Identifier, OutModel, StrictModel
 
 MAX_DESCRIBED_VARIANTS = 20
 VariantName = Annotated[Identifier, Field(min_length=1, max_length=64)]
 Description = Annotated[Identifier, Field(min_length=1, max_length=200)]
+
+
+# The bounds of every setting (docs/security.md, "Bounds of the pipeline settings"). Zero
+# and denormal values (5e-324) passed before and broke every figure that divides by them
+# (a cost per run of 0, "inf weeks"); the upper bounds are far beyond any real pipeline.
+MIN_PRICE = 0.001  # USD per GPU-hour: a tenth of a cent, below any cloud or on-prem rate
+MAX_PRICE = 10_000.0
+MIN_RUNS_PER_WEEK = 0.01  # one run in 100 weeks
+MAX_RUNS_PER_WEEK = 1000.0  # six an hour
+MIN_BUDGET = 1.0  # USD per month; no budget is null, not 0
+MAX_USD = 1e12
+MIN_VALUE = 0.01  # USD per unit-month; unknown is null, not 0
+MIN_MARGIN = 1e-9  # a margin is 0 (strict) or at least this; below is a rounding error
+MAX_MARGIN = 1e6
+
+
+def zero_or_at_least(minimum: float) -> AfterValidator:
+    def check(value: float) -> float:
+        if 0 < value < minimum:
+            raise ValueError(f"must be 0 or at least {minimum:g}")
+        return value
+
+    return AfterValidator(check)
+
+
+Price = Annotated[float, Field(ge=MIN_PRICE, le=MAX_PRICE)]
+RunsPerWeek = Annotated[float, Field(ge=MIN_RUNS_PER_WEEK, le=MAX_RUNS_PER_WEEK)]
+Budget = Annotated[float, Field(ge=MIN_BUDGET, le=MAX_USD, description="USD per month")]
+Margin = Annotated[float, Field(ge=0, le=MAX_MARGIN), zero_or_at_least(MIN_MARGIN)]
 
 
 class PipelineUpdate(StrictModel):
@@ -19,11 +48,9 @@ class PipelineUpdate(StrictModel):
 
     display_name: Annotated[Identifier, Field(min_length=1, max_length=200)] | None = None
     owner: Annotated[Identifier, Field(max_length=200)] | None = None
-    price_per_gpu_hour: Annotated[float, AfterValidator(snap_tiny)] | None = Field(
-        None, ge=0, le=10_000, description="USD"
-    )
-    monthly_budget_usd: float | None = Field(None, ge=0, le=1e12, description="USD per month")
-    runs_per_week: float | None = Field(None, gt=0, le=1000, description="Current cadence")
+    price_per_gpu_hour: Price | None = Field(None, description="USD per GPU-hour")
+    monthly_budget_usd: Budget | None = Field(None, description="USD per month (null: no budget)")
+    runs_per_week: RunsPerWeek | None = Field(None, description="Current cadence")
     quality_metric: Annotated[Identifier, Field(min_length=1, max_length=100)] | None = None
     higher_is_better: bool | None = None
     production_variant: Annotated[Identifier, Field(min_length=1, max_length=64)] | None = Field(
@@ -32,11 +59,14 @@ class PipelineUpdate(StrictModel):
     gate_cost_basis: Literal["median", "p90"] | None = Field(
         None, description="Projected figure the gate's cost criterion compares with the budget"
     )
-    gate_power: float | None = Field(
-        None, ge=0.5, le=0.99, description="Power 'runs still needed' is computed for"
+    gate_power: Annotated[float, Field(ge=0.5, le=0.99)] | None = Field(
+        None, description="Power 'runs still needed' is computed for"
     )
-    quality_value_usd_per_unit_month: float | None = Field(
-        None, ge=0, le=1e12, description="USD per month one unit of the quality metric is worth"
+    quality_value_usd_per_unit_month: Annotated[float, Field(ge=MIN_VALUE, le=MAX_USD)] | None = (
+        Field(
+            None,
+            description="USD per month one unit of the quality metric is worth (null: unknown)",
+        )
     )
     variant_descriptions: dict[VariantName, Description] | None = Field(
         None,
@@ -44,10 +74,8 @@ class PipelineUpdate(StrictModel):
         description='What each variant is, e.g. {"candidate": "sharded input + async '
         'checkpoints"}; replaces the previous descriptions ({} clears them)',
     )
-    quality_margin: float | None = Field(
+    quality_margin: Margin | None = Field(
         None,
-        ge=0,
-        le=1e6,
         description="The gate's non-inferiority margin in the quality metric's units: how "
         "much worse the candidate's quality may be (default 0.01)",
     )

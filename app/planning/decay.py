@@ -111,7 +111,10 @@ class DecayFit:
     rate_interval: tuple[float, float] | None
     tau_interval: tuple[float, float] | None
     residual_sd: float
-    aicc: dict[str, float]
+    # None where AICc is undefined: as many parameters as the points allow (the line
+    # through 3 evaluations). inf in the arithmetic, but JSON has no inf (it went out as
+    # null against a schema of numbers).
+    aicc: dict[str, float | None]
     confidence: float
     notes: tuple[str, ...]
 
@@ -123,6 +126,10 @@ class DecayFit:
         """The fitted metric value at an age (sign +1 if higher is better, else -1)."""
         q0 = self.parameters[0].value
         return q0 - sign * self.decay.loss(age_weeks)
+
+
+def _defined(scores: dict[str, float]) -> dict[str, float | None]:
+    return {name: value if math.isfinite(value) else None for name, value in scores.items()}
 
 
 def _aicc(rss: float, n: int, k: int) -> float:
@@ -177,14 +184,17 @@ def fit_decay(
         rate_interval=_interval(b, se_b, tq),
         tau_interval=None,
         residual_sd=math.sqrt(sigma2),
-        aicc=aicc,
+        aicc=_defined(aicc),
         confidence=confidence,
         notes=_linear_notes(b, se_b, tq, n),
     )
     if n < MIN_EXPONENTIAL_POINTS:
         return linear
     exp_fit = _fit_exponential(ages, values, q0, b, sign, confidence, aicc)
-    if exp_fit is None or exp_fit.aicc["exponential"] >= aicc["linear"] - AIC_MARGIN:
+    if exp_fit is None:
+        return linear
+    exp_score = exp_fit.aicc["exponential"]  # None: undefined, no better than the line
+    if exp_score is None or exp_score >= aicc["linear"] - AIC_MARGIN:
         return linear
     return exp_fit
 
@@ -252,7 +262,7 @@ def _fit_exponential(
         rate_interval=None,
         tau_interval=(tau_lo, tau + tq * ses[2]),
         residual_sd=math.sqrt(rss / (n - 3)),
-        aicc=scores,
+        aicc=_defined(scores),
         confidence=confidence,
         notes=(
             f"Saturating exponential on {n} evaluations: AICc {scores['exponential']:.1f} "

@@ -10,7 +10,7 @@ from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import CALENDAR, Projection, project_costs
 from app.planning.scaling import ScalingModel
 from app.planning.sequential import DEFAULT_MAX_RUNS, SequentialDesign, sequential_decision
-from app.planning.welch import one_sided_bounds, p_value_above, runs_needed_per_arm, welch
+from app.planning.welch import ALPHA_MIN, runs_needed_per_arm, welch, welch_bounds
 from app.planning.whatif import WhatIf, apply_what_if
 
 Status = Literal["pass", "fail", "undecided"]
@@ -37,8 +37,8 @@ class GateThresholds:
     max_runs: int = DEFAULT_MAX_RUNS
 
     def __post_init__(self) -> None:
-        if not 0 < self.alpha < 0.5:
-            raise PlanningError("alpha must be in (0, 0.5)")
+        if not ALPHA_MIN <= self.alpha < 0.5:
+            raise PlanningError(f"alpha must be in [{ALPHA_MIN:g}, 0.5)")
         if not 0.5 <= self.power < 1:
             raise PlanningError("power must be in [0.5, 1)")
         if self.cost_basis not in ("median", "p90"):
@@ -71,10 +71,9 @@ class CriterionResult:
 
 @dataclass(frozen=True)
 class GateResult:
-    """Verdict with every criterion's numbers; ``runs_needed_per_arm`` = the largest
-    number of extra runs per arm any undecided criterion asks for (None if none can say),
-    at ``power``; ``runs_needed_weeks`` = that many runs at the current cadence and
-    ``runs_needed_usd`` = their cost (one baseline and one candidate run each)."""
+    """Verdict with every criterion's numbers; ``runs_needed_per_arm``: the most extra runs
+    per arm an undecided criterion asks for at ``power`` (None if none can say), also in
+    weeks at the current cadence and in dollars (a baseline and a candidate run each)."""
 
     verdict: Verdict
     criteria: tuple[CriterionResult, ...]
@@ -142,8 +141,7 @@ def _statistical(
         return CriterionResult(
             name, c.diff, threshold, None, "undecided", reason, None, unit=unit, cannot_pass=True
         )
-    lo, hi = one_sided_bounds(c, th.alpha)
-    p = p_value_above(c, threshold)
+    (lo, hi), p = welch_bounds(c, th.alpha, threshold)
     numbers = (
         f"{what}: difference {c.diff:+.4g} ({conf} one-sided bounds {lo:.4g} to {hi:.4g}, "
         f"Welch df {c.df:.1f}, p = {p:.3g}) against a threshold of {threshold:+.4g}"
@@ -379,8 +377,8 @@ def evaluate_gate(
     most = max(needed) if needed else None
     weeks = usd = None
     if most is not None:
-        if current_runs_per_week:
-            weeks = most / current_runs_per_week
+        if current_runs_per_week and most / current_runs_per_week < float("inf"):
+            weeks = most / current_runs_per_week  # a denormal cadence: inf, "inf weeks"
         usd = most * (_median_cost(baseline, what_if) + _median_cost(candidate, what_if))
         summary += f" About {most} more runs per arm ({th.power:.0%} power)"
         if weeks is not None:

@@ -80,8 +80,14 @@ def cadence(runs_per_week: float) -> str:
     return f"{runs_per_week:.2f}".rstrip("0").rstrip(".") + "×/week"
 
 
+CENTURY_WEEKS = 5200.0
+
+
 def weeks(value: float) -> str:
-    """``4.5`` -> ``4.5 weeks``; ``1.0`` -> ``1 week``; ``248`` -> ``248 weeks (4.8 years)``."""
+    """``4.5`` -> ``4.5 weeks``; ``1.0`` -> ``1 week``; ``248`` -> ``248 weeks (4.8 years)``;
+    beyond a century (a cadence near 0 once gave ``inf weeks (inf years)``): in words."""
+    if not value <= CENTURY_WEEKS:  # NaN and inf included
+        return "more than 100 years"
     text = f"{value:.1f}".removesuffix(".0") if value < 9.95 else f"{value:.0f}"
     unit = "week" if text == "1" else "weeks"
     years = f" ({value / 52:.1f} years)" if value >= 52 else ""

@@ -57,6 +57,19 @@ def t_quantile(p: float, df: float) -> float:
     return float(t.ppf(p, df))
 
 
+# The smallest false-pass rate the gate takes: a one-in-a-million false pass is already
+# stricter than any release decision needs (a one-standard-deviation gap, equal variances,
+# power 0.8: 68 runs per arm against 14 at 0.05), and further down 1 - alpha leaves double
+# precision (1 - 1e-20 is 1.0: an infinite quantile, once an OverflowError).
+ALPHA_MIN = 1e-6
+
+
+def upper_t(alpha: float, df: float) -> float:
+    """t_{1-alpha}(df) computed from the upper tail: for a tiny alpha, 1 - alpha rounds to
+    1 in floating point (alpha = 1e-20) and t_1 is infinite."""
+    return float(t.isf(alpha, df))
+
+
 def one_sided_bounds(c: WelchComparison, alpha: float) -> tuple[float, float]:
     """One-sided (1 - alpha) lower and upper confidence bounds of the difference:
 
@@ -64,7 +77,7 @@ def one_sided_bounds(c: WelchComparison, alpha: float) -> tuple[float, float]:
     """
     if c.df is None:
         return c.diff, c.diff
-    half = t_quantile(1.0 - alpha, c.df) * c.se
+    half = upper_t(alpha, c.df) * c.se
     return c.diff - half, c.diff + half
 
 
@@ -73,6 +86,13 @@ def p_value_above(c: WelchComparison, null: float) -> float:
     if c.df is None:
         return 0.0 if c.diff > null else 1.0
     return float(t.sf((c.diff - null) / c.se, c.df))
+
+
+def welch_bounds(
+    c: WelchComparison, alpha: float, threshold: float
+) -> tuple[tuple[float, float], float]:
+    """(:func:`one_sided_bounds`, :func:`p_value_above` the threshold), as the gate uses them."""
+    return one_sided_bounds(c, alpha), p_value_above(c, threshold)
 
 
 def runs_needed_per_arm(
@@ -98,17 +118,19 @@ def runs_needed_per_arm(
         return 2
     if not 0.5 <= power < 1:
         raise PlanningError("power must be in [0.5, 1)")
-    z = float(norm.ppf(1.0 - alpha)) + float(norm.ppf(power))
+    z = float(norm.isf(alpha)) + float(norm.ppf(power))  # isf: see upper_t
     df_factor = v * v / (var_baseline**2 + var_candidate**2)
 
     def clears(n: int) -> bool:  # monotone in n: se and the t quantiles all shrink
         df = (n - 1) * df_factor
-        quantile = t_quantile(1.0 - alpha, df) + (t_quantile(power, df) if power > 0.5 else 0.0)
+        quantile = upper_t(alpha, df) + (t_quantile(power, df) if power > 0.5 else 0.0)
         return abs(gap) >= quantile * math.sqrt(v / n)
 
-    low = max(2, math.ceil(z * z * v / (gap * gap)))
-    if low > MAX_RUNS_PER_ARM:
+    ratio = z / abs(gap)  # not z*z/(gap*gap): a denormal gap squared is 0 (division error)
+    estimate = ratio * ratio * v  # infinite for such a gap: beyond any n
+    if not math.isfinite(estimate) or estimate > MAX_RUNS_PER_ARM:
         return None
+    low = max(2, math.ceil(estimate))
     high = low
     while not clears(high):  # exponential search for an n that clears ...
         low, high = high, high * 2

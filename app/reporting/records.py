@@ -70,12 +70,22 @@ def read_records(path: Path) -> list[Record]:
         raise RecordError(f"{path} is not UTF-8 text: {exc.reason}") from exc
 
 
+def parse_json(text: str, line: int | None = None) -> Any:
+    """``text`` (the whole file, or its ``line``) as JSON, or a RecordError saying where
+    and why. Arrays or objects nested thousands deep exhaust the parser's recursion: that
+    was a RecursionError traceback and exit 1."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"line {line or exc.lineno}: invalid JSON: {exc.msg}") from exc
+    except RecursionError as exc:
+        where = f"line {line}" if line else "the file"
+        raise RecordError(f"{where}: JSON nested too deeply to be runs") from exc
+
+
 def read_json(text: str) -> list[Record]:
     """One run object, a list of them, or ``{"runs": [...]}``."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"line {exc.lineno}: invalid JSON: {exc.msg}") from exc
+    data = parse_json(text)
     if isinstance(data, dict) and set(data) == {"runs"} and isinstance(data["runs"], list):
         data = data["runs"]
     items = data if isinstance(data, list) else [data]
@@ -88,10 +98,7 @@ def read_jsonl(handle: TextIO) -> list[Record]:
     for number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"line {number}: invalid JSON: {exc.msg}") from exc
+        item = parse_json(line, number)
         records.append(_record(item, f"line {number}"))
     return records
 

@@ -23,6 +23,7 @@ from app.pipelines.service import get_by_name
 from app.runs import repository
 from app.runs.output import out_dict, to_out
 from app.runs.schemas import RunOut
+from app.schemas_common import in_range_utc
 from app.spreadsheet import cell_from_text
 
 MAX_LIST_LIMIT = 1000
@@ -120,13 +121,30 @@ def encode_cursor(run: Any) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+MAX_CURSOR_CHARS = 200  # ours are ~60; a longer one is not ours
+MAX_PK = 2**63 - 1  # BIGINT: a larger id made the database raise (a 500)
+
+
+def bad_cursor() -> Invalid:
+    return Invalid(
+        "cursor is not one this server issued",
+        fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
+    )
+
+
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """(started_at in UTC, id) of a cursor from :func:`encode_cursor`; a 422 naming
+    ``cursor`` for anything else. Crafted cursors once reached the query: ``Infinity``
+    as the id (OverflowError), ids beyond BIGINT, naive or year-0 timestamps."""
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise bad_cursor()
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         started, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return datetime.fromisoformat(started), int(pk)
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
-        raise Invalid(
-            "cursor is not one this server issued",
-            fields=[{"field": "cursor", "reason": "malformed; pass next_cursor back unchanged"}],
-        ) from exc
+        when = datetime.fromisoformat(started)
+    except (ValueError, TypeError, binascii.Error, RecursionError) as exc:
+        raise bad_cursor() from exc
+    utc = in_range_utc(when) if when.tzinfo is not None else None
+    if utc is None or type(pk) is not int or not 0 < pk <= MAX_PK:
+        raise bad_cursor()
+    return utc, pk

@@ -94,6 +94,10 @@ def answer(body: str | bytes, code: int, follow_up: flows.FollowUp) -> Response:
     "/batch",
     response_model=BatchOut,
     status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": BatchOut, "description": "Every run was already stored: a retry"},
+        409: {"description": "A run_id exists with different values"},
+    },
     openapi_extra={**json_body(RunBatchIn), **BEARER_REQUIRED},
 )
 async def post_batch(request: Request) -> Response:

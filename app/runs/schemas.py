@@ -90,9 +90,11 @@ class RunIn(StrictModel):
     gpu_hours: float | None = Field(
         None, ge=TINY, le=1e9, description="Billed GPU-hours; default workers x wall clock."
     )
-    price_per_gpu_hour: Annotated[float, AfterValidator(snap_tiny)] | None = Field(
-        None, ge=0, le=10_000
-    )
+    # Bounds inside Annotated: on the Optional they became non-standard "ge"/"le" keys
+    # in OpenAPI, which generated clients ignore.
+    price_per_gpu_hour: (
+        Annotated[float, Field(ge=0, le=10_000), AfterValidator(snap_tiny)] | None
+    ) = None
     quality_metric: Annotated[Identifier, Field(max_length=100)] | None = None
     quality_value: float | None = Field(None, ge=-1e12, le=1e12)
     data_stall_hours: NonNegative = 0.0

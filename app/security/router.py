@@ -6,6 +6,7 @@ not a dependency). Both POSTs check the CSRF double submit before anything else.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import parse_qs
 
@@ -44,19 +45,37 @@ def safe_next(target: str | None) -> str:
     return target
 
 
-async def read_form(request: Request) -> dict[str, str]:
-    """The first value of each field of a urlencoded body (empty for anything else)."""
+@dataclass(frozen=True)
+class Form:
+    """A urlencoded body's fields (the first value of each), or why it could not be read."""
+
+    fields: dict[str, str]
+    problem: str | None = None
+    status: int = 200
+
+
+async def read_form_body(request: Request, *, max_bytes: int, max_fields: int) -> Form:
+    """The body as a form, or a ``problem`` and status (413 too large, 415 not a form,
+    422 undecodable or too many fields) that a page reports as what it is."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded":
-        return {}
+        return Form({}, "the request is not a form (application/x-www-form-urlencoded)", 415)
     body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
-        return {}
+    if len(body) > max_bytes:
+        return Form({}, f"the form is larger than {max_bytes // 1024} KB", 413)
     try:
-        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=10)
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    return {name: values[0] for name, values in fields.items()}
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=max_fields)
+    except UnicodeDecodeError:
+        return Form({}, "the form is not UTF-8 text", 422)
+    except ValueError:
+        return Form({}, f"the form has more than {max_fields} fields", 422)
+    return Form({name: values[0] for name, values in fields.items()})
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The sign-in and sign-out forms' fields (empty when unreadable: the CSRF check
+    then fails, which is all those two small forms can report)."""
+    return (await read_form_body(request, max_bytes=MAX_FORM_BYTES, max_fields=10)).fields
 
 
 def login_page(

@@ -20,6 +20,7 @@ from app.alerts.sender import WAKE
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
+from app.exception_handlers import plain_reason
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.security import auth_state
@@ -107,7 +108,7 @@ def parse(form: dict[str, str]) -> tuple[AlertRuleIn | None, dict[str, str]]:
         errors: dict[str, str] = {}
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "kind"
-            errors.setdefault(field, error["msg"].removeprefix("Value error, "))
+            errors.setdefault(field, plain_reason(error))
         return None, errors
 
 

@@ -5,7 +5,8 @@ Each builder takes planning results (``app.planning``) and returns a JSON-serial
 Every layout carries ``meta.kind`` (a stable id) and ``meta.note`` (one sentence on how the
 numbers are computed, to show under the chart). Embed figures with :func:`to_json`; check
 :func:`has_data` first and show an explanatory empty state instead of an empty chart.
-User strings (variant, run, metric names) are passed to Plotly as-is, never as HTML.
+User strings (variant, run, metric names) reach Plotly escaped (figures_base.plain_figure),
+so its markup subset (<a href>, <b>, <i>) shows as text.
 """
 
 from __future__ import annotations

@@ -6,10 +6,12 @@ Figures are plain ``{"data": [...], "layout": {...}}`` dicts for Plotly.js
 
 from __future__ import annotations
 
+import functools
+import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec
 
 from app.planning.economics import Unit
 
@@ -191,3 +193,64 @@ def has_data(fig: Mapping[str, Any]) -> bool:
             if not is_bar or y != 0:
                 return True
     return False
+
+
+# --- user text as text --------------------------------------------------------------------
+# Plotly.js renders a subset of HTML in every text it draws (titles, axis titles and ticks,
+# legend and trace names, hover text, annotations): <a href> becomes a link, <b> and <i>
+# render. A variant or metric name is text, so every such string is written with "<", ">"
+# and "&" as entities, which Plotly shows literally. Hover *templates* are ours (their
+# <br> and <extra> are meant) and insert data by reference, already escaped here.
+TRACE_TEXT = ("name", "text", "hovertext", "x", "y", "customdata", "ids")
+TITLED = ("title", "legendgrouptitle")
+P = ParamSpec("P")
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every string in it (lists nested) escaped for Plotly's markup."""
+    if isinstance(value, str):
+        return html.escape(value, quote=False)
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _plain_titles(part: dict[str, Any]) -> None:
+    for key in TITLED:
+        title = part.get(key)
+        if isinstance(title, str):
+            part[key] = plain(title)
+        elif isinstance(title, dict) and "text" in title:
+            title["text"] = plain(title["text"])
+
+
+def plain_figure(fig: Figure) -> Figure:
+    """Escape, in place, every text field of ``fig`` that Plotly would read as markup."""
+    for trace in fig.get("data", []):
+        for key in TRACE_TEXT:
+            if key in trace:
+                trace[key] = plain(trace[key])
+        _plain_titles(trace)
+    layout_part = fig.get("layout", {})
+    _plain_titles(layout_part)
+    if isinstance(layout_part.get("legend"), dict):
+        _plain_titles(layout_part["legend"])
+    for note in layout_part.get("annotations", []):
+        note["text"] = plain(note.get("text", ""))
+    for key, part in layout_part.items():
+        if key.startswith(("xaxis", "yaxis")) and isinstance(part, dict):
+            _plain_titles(part)
+            for ticks in ("ticktext", "tickvals", "categoryarray"):
+                if ticks in part:
+                    part[ticks] = plain(part[ticks])
+    return fig
+
+
+def text_safe(builder: Callable[P, Figure]) -> Callable[P, Figure]:
+    """A figure builder whose figures show user strings as text (see :func:`plain_figure`)."""
+
+    @functools.wraps(builder)
+    def build(*args: P.args, **kwargs: P.kwargs) -> Figure:
+        return plain_figure(builder(*args, **kwargs))
+
+    return build

@@ -22,6 +22,7 @@ from app.web.figures_base import (
     layout,
     plot_time,
     series_colour,
+    text_safe,
     unique_labels,
     unit_label,
 )
@@ -55,6 +56,7 @@ _CADENCE_HOVER = (
 )
 
 
+@text_safe
 def cost_projection_figure(
     projections: Mapping[str, Projection], budget_usd: float | None
 ) -> Figure:
@@ -173,6 +175,7 @@ def _breakdown_traces(
     return traces
 
 
+@text_safe
 def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
     """Stacked bars per run: productive time plus the four causes of idle GPU time."""
     unit_name, value_format = unit_label(unit)
@@ -206,6 +209,7 @@ def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
     }
 
 
+@text_safe
 def badput_by_week_figure(weeks: Sequence[WeekSummary], unit: Unit) -> Figure:
     """Stacked bars per ISO week (productive, four causes of idle time and failed
     attempts); weeks without runs are zero."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from app.planning.failures import CheckpointAdvice, checkpoint_overhead_hours
 from app.planning.scaling import ScalingModel, ScalingRow
-from app.web.figures_base import PALETTE, REFERENCE, Figure, axis, layout
+from app.web.figures_base import PALETTE, REFERENCE, Figure, axis, layout, text_safe
 
 FIT_SAMPLES = 60
 NICE_MINUTES = (
@@ -54,6 +54,7 @@ def _minute_ticks(lo: float, hi: float) -> dict[str, Any]:
     return {"tickvals": ticks} if len(ticks) >= 2 else {}
 
 
+@text_safe
 def scaling_figure(table: Sequence[ScalingRow], model: ScalingModel | None) -> Figure:
     """Measured speedup vs workers, the ideal linear speedup, the fitted curve (its
     extrapolated parts as a separate dotted trace) and efficiency on a right-hand axis."""
@@ -174,6 +175,7 @@ def _fit_traces(model: ScalingModel, n0: int, n_max: int) -> list[dict[str, Any]
     return traces
 
 
+@text_safe
 def checkpoint_figure(
     advice: CheckpointAdvice,
     *,

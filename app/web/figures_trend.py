@@ -16,6 +16,7 @@ from app.web.figures_base import (
     layout,
     plot_time,
     series_colour,
+    text_safe,
 )
 
 PERCENT_AXIS = {"tickformat": ".0%", "range": [0, 1.05]}
@@ -33,6 +34,7 @@ class RunPoint:
     run_id: str
 
 
+@text_safe
 def goodput_trend_figure(weeks: Sequence[WeekSummary]) -> Figure:
     """Scheduling, runtime, program and overall goodput per ISO week (gaps where no runs)."""
     proxy = any(w.goodput.program_is_proxy for w in weeks)
@@ -76,6 +78,7 @@ def goodput_trend_figure(weeks: Sequence[WeekSummary]) -> Figure:
     }
 
 
+@text_safe
 def utilization_quality_figure(points: Sequence[RunPoint], quality_metric: str) -> Figure:
     """Two stacked panels sharing the time axis: utilization (top) and the quality metric
     (bottom) per run, one trace per variant in each, same colour per variant."""
@@ -134,6 +137,7 @@ def utilization_quality_figure(points: Sequence[RunPoint], quality_metric: str) 
     }
 
 
+@text_safe
 def review_trend_figure(weeks: Sequence[WeekSummary]) -> Figure:
     """Spend (bars, left axis) and overall goodput (line, right axis) per ISO week."""
     x = [w.week for w in weeks]

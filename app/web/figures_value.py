@@ -7,7 +7,7 @@ from typing import Any
 
 from app.planning.cadence_value import CadenceCost
 from app.planning.decay import DecayFit, QualityPoint
-from app.web.figures_base import PALETTE, REFERENCE, Figure, axis, layout
+from app.web.figures_base import PALETTE, REFERENCE, Figure, axis, layout, text_safe
 
 DECAY_SAMPLES = 60
 CADENCE_TICKS = {
@@ -29,6 +29,7 @@ def _marker(point: CadenceCost, name: str, colour: str, symbol: str) -> dict[str
     }
 
 
+@text_safe
 def cadence_curve_figure(
     curve: Sequence[CadenceCost], optimum: CadenceCost, today: CadenceCost | None
 ) -> Figure:
@@ -77,6 +78,7 @@ def cadence_curve_figure(
     }
 
 
+@text_safe
 def decay_figure(
     points: Sequence[QualityPoint], fit: DecayFit, metric: str, higher_is_better: bool
 ) -> Figure:
@@ -96,7 +98,9 @@ def decay_figure(
             "x": [p.age_weeks * 7 for p in points],
             "y": [p.value for p in points],
             "marker": {"color": PALETTE["blue"], "size": 7, "opacity": 0.7},
-            "hovertemplate": f"age %{{x:.1f}} days: {metric} %{{y:.4g}}<extra></extra>",
+            # The metric by reference (customdata, escaped as text), never in the template.
+            "customdata": [metric] * len(points),
+            "hovertemplate": "age %{x:.1f} days: %{customdata} %{y:.4g}<extra></extra>",
         },
         {
             "type": "scatter",

@@ -21,6 +21,7 @@ from app.pipelines.service import get_by_name
 from app.planning.portfolio import portfolio_totals, sort_rows
 from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, last_complete_week
+from app.planning.welch import ALPHA_MIN
 from app.portfolio.service import load_portfolio
 from app.runs import listing
 from app.templating import templates
@@ -48,7 +49,7 @@ def gate_params(
     candidate: Annotated[str, Query(min_length=1, max_length=64)] = "candidate",
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
     margin: Annotated[float | None, Query(ge=0, le=1e6)] = None,
-    alpha: Annotated[float, Query(gt=0, lt=0.5)] = 0.05,
+    alpha: Annotated[float, Query(ge=ALPHA_MIN, lt=0.5)] = 0.05,
 ) -> views.GateParams:
     return views.GateParams(baseline, candidate, min_uplift, margin, alpha)
 

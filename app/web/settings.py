@@ -19,11 +19,12 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
+from app.exception_handlers import plain_reason
 from app.pipelines import changes
 from app.pipelines.schemas import PipelineUpdate
 from app.pipelines.service import get_by_name
 from app.security import auth_state
-from app.security.router import CSRF_FAILED, read_form
+from app.security.router import CSRF_FAILED, read_form_body
 from app.security.sessions import CSRF_FIELD, security_of
 from app.settings import Settings
 from app.templating import render_error_page, templates
@@ -38,6 +39,11 @@ NUMBER_FIELDS = (
 )  # an empty box clears it ("no budget")
 DESCRIPTIONS = "variant_descriptions"  # a text area: one "variant: description" per line
 OPTIONAL_FIELDS = ("owner", DESCRIPTIONS)  # may be left empty
+# Twenty variant descriptions of 200 non-ASCII characters (the API's limits) are ~60 KB
+# once percent-encoded (a 4-byte character is 12 bytes of %XX): 8 KB lost such edits.
+SETTINGS_FORM_BYTES = 128 * 1024
+MAX_FORM_FIELDS = 64  # more than the form's own; the extra ones are named, not dropped
+FORM_ERROR = "form"
 NOT_ADMIN = (
     "Only an admin can change settings: sign in with a token that has the admin scope "
     "(and, if it is limited to some pipelines, includes this one)."
@@ -94,7 +100,7 @@ def parse(form: dict[str, str]) -> tuple[PipelineUpdate | None, dict[str, str]]:
         for error in exc.errors():
             loc = error["loc"]
             field = str(loc[0]) if loc else "form"
-            message = error["msg"].removeprefix("Value error, ")
+            message = plain_reason(error)
             if field == DESCRIPTIONS and len(loc) > 1:  # name the variant whose line is wrong
                 message = f"{loc[1]}: {message}"
             errors.setdefault(field, message)
@@ -160,12 +166,22 @@ def _save(
 async def save_settings(
     request: Request, name: ReadablePipeline, db: DatabaseDep, viewer: Viewer
 ) -> Response:
-    form = await read_form(request)
+    body = await read_form_body(request, max_bytes=SETTINGS_FORM_BYTES, max_fields=MAX_FORM_FIELDS)
+    if body.problem:  # not a CSRF failure: say what is wrong with the body
+        return render_error_page(request, body.status, f"Nothing was saved: {body.problem}.")
+    form = body.fields
     if not security_of(request).csrf_ok(request, form.get(CSRF_FIELD)):
         return render_error_page(request, 403, CSRF_FAILED)
     if viewer is None or not can_edit(viewer, name):
         return render_error_page(request, 403, NOT_ADMIN)
     update, errors = parse(form)
+    extra = sorted(set(form) - set(changes.EDITABLE) - {CSRF_FIELD})
+    if extra:
+        errors[FORM_ERROR] = (
+            f"Unexpected field{'s' if len(extra) > 1 else ''} {', '.join(extra)[:200]}: this "
+            "form takes only the settings below (reload the page if it is out of date)."
+        )
+        update = None
     if update is None:
         shown = {f: form.get(f, "") for f in changes.EDITABLE}
         return await run_in_threadpool(

@@ -19,7 +19,7 @@ from app.exceptions import Invalid
 from app.planning.cadence_value import every
 from app.planning.scenario import Scenario as PlanningScenario
 from app.web.figures_value import cadence_curve_figure, decay_figure
-from app.web.views import Section
+from app.web.views import SECTION_ERRORS, Section, sentence
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ def value_section(session: Session, pipeline: Pipeline, p: PlanningScenario) -> 
     scenario = cadence.Scenario(p.what_if(), p.convention, p.budget)
     try:
         out = cadence.cadence(session, pipeline.name, scenario)
-    except Invalid as exc:
-        return ValueSection(Section(empty=exc.message), decay, None, None, per_hundredth, None)
+    except SECTION_ERRORS as exc:
+        return ValueSection(Section(empty=sentence(exc)), decay, None, None, per_hundredth, None)
     curve = Section(figure=cadence_curve_figure(out.curve, out.optimum, out.today))
     optimum = every(out.optimum.interval_days)
     return ValueSection(curve, decay, out.sentence, out, per_hundredth, optimum)

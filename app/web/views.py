@@ -25,6 +25,7 @@ from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines_service
 from app.planning.economics import badput
+from app.planning.model import PlanningError
 from app.planning.scenario import RUN_WINDOW, Scenario
 from app.planning.weekly import WeekSummary, last_complete_week, monday_of
 from app.web import figures
@@ -54,6 +55,18 @@ class Section:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# What a section may raise for settings it cannot work with (a price of 0 stored before
+# the bounds, a scenario at the edge): the section says so, the page still answers.
+SECTION_ERRORS = (Invalid, PlanningError)
+
+
+def sentence(exc: Exception) -> str:
+    """A section's refusal as the sentence it shows in place of its content."""
+    if isinstance(exc, Invalid):
+        return exc.message
+    return f"Not shown with these settings: {exc}. Check the pipeline's settings."
+
+
 def _section(fig: dict[str, Any], empty: str) -> Section:
     return Section(figure=fig) if figures.has_data(fig) else Section(empty=empty)
 
@@ -66,8 +79,8 @@ def projection_section(
         out = analytics.projection(
             session, pipeline.name, variants=None, cadences=cadences, scenario=s
         )
-    except Invalid as exc:
-        return Section(empty=exc.message), None
+    except SECTION_ERRORS as exc:
+        return Section(empty=sentence(exc)), None
     fig = figures.cost_projection_figure(out.projections, s.budget_or(pipeline.monthly_budget_usd))
     return Section(figure=fig), out
 
@@ -196,8 +209,8 @@ def gate_section(
             scenario=s,
             thresholds=thresholds,
         ), None
-    except Invalid as exc:
-        return None, exc.message
+    except SECTION_ERRORS as exc:
+        return None, sentence(exc)
 
 
 def scaling_section(
@@ -217,8 +230,8 @@ def levers_section(
 ) -> tuple[LeversOut | None, str | None]:
     try:
         return advice.levers(session, pipeline.name, variant=None, scenario=s), None
-    except Invalid as exc:
-        return None, exc.message
+    except SECTION_ERRORS as exc:
+        return None, sentence(exc)
 
 
 def checkpoint_section(
@@ -234,8 +247,8 @@ def checkpoint_section(
             checkpoint_write_hours=None,
             restart_hours=None,
         )
-    except Invalid as exc:
-        return Section(empty=exc.message), None
+    except SECTION_ERRORS as exc:
+        return Section(empty=sentence(exc)), None
     i = out.inputs
     fig = figures.checkpoint_figure(
         out.advice,

@@ -368,3 +368,26 @@ def test_the_recorded_failure_rate_changes_nothing(
 
     assert bill(failure_rate=3 / 352) == bill()
     assert bill(failure_rate=0)[0] < bill()[0]
+
+
+@pytest.mark.parametrize("alpha", ["1e-20", "1e-300", "5e-324", "0"])
+def test_a_tiny_gate_alpha_is_a_422_naming_alpha(
+    budgeted: TestClient, ingest_headers: dict[str, str], alpha: str
+) -> None:
+    """At alpha = 1e-20, 1 - alpha is 1.0 in floating point: the runs-needed arithmetic
+    raised OverflowError (a 500) on the API and the page."""
+    post(
+        budgeted,
+        ingest_headers,
+        gate_runs("baseline", [0.37, 0.38, 0.39], [0.41, 0.412, 0.414])
+        + gate_runs("candidate", [0.7, 0.71], [0.41, 0.412], hours=7.6),
+    )
+    r = budgeted.get("/api/v1/pipelines/ranker/gate", params={"alpha": alpha})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["fields"][0]["field"] == "alpha"
+    page = budgeted.get(
+        "/pipelines/ranker", params={"alpha": alpha}, headers={"Accept": "text/html"}
+    )
+    assert page.status_code == 422 and "alpha" in page.text
+    smallest = budgeted.get("/api/v1/pipelines/ranker/gate", params={"alpha": "1e-6"})
+    assert smallest.status_code == 200 and smallest.json()["result"]["verdict"]

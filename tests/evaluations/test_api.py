@@ -219,3 +219,17 @@ def test_report_evaluations_command_posts_a_csv(
     path.write_text(rows[0] + "\nrun-9,2026-11-03T00:00:00+00:00,0.8\n", encoding="utf-8")
     assert evaluations.run(args, transport=through(client, [])) == 1
     assert "evaluations.0.run_id" in capsys.readouterr().err
+
+
+def test_aicc_is_null_where_undefined_and_the_schema_says_so(client: TestClient) -> None:
+    """3 evaluations: the line's AICc has n - p - 1 = 3 - 3 - 1 < 0, undefined (inf in
+    the arithmetic), sent as null against a schema of plain numbers."""
+    points = [{"age_weeks": a, "value": 0.8 - 0.004 * a} for a in (0, 1, 2)]
+    value = {"quality_value_usd_per_unit_month": 200_000, "points": points}
+    out = client.post("/api/v1/plan", json={**PLAN, "value": value})
+    assert out.status_code == 200, out.text
+    assert out.json()["decay"]["aicc"] == {"linear": None}
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for model in ("DecayOut", "DecayFit"):
+        aicc = schemas[model]["properties"]["aicc"]["additionalProperties"]
+        assert {"type": "null"} in aicc["anyOf"], model

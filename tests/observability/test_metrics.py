@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -279,3 +282,58 @@ def test_team_gauges_sum_costs_and_average_goodput() -> None:
     got = by_team(rows)
     assert got["cost", "a"] == 150.0 and got["goodput", "a"] == pytest.approx(0.6)
     assert got["pipelines", "a"] == 2 and got["pipelines", "b"] == 1
+
+
+def disconnect_mid_body(client: TestClient, headers: dict[str, str]) -> list[dict[str, Any]]:
+    """POST a batch whose client hangs up after the first 100 of 10,000 promised bytes:
+    the ASGI server then delivers ``http.disconnect`` to the body reader."""
+    messages: list[dict[str, Any]] = [
+        {"type": "http.request", "body": b'{"runs": [' + b" " * 90, "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict[str, Any]] = []
+    raw_headers = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/v1/runs/batch",
+        "raw_path": b"/api/v1/runs/batch",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            *raw_headers,
+            (b"content-type", b"application/json"),
+            (b"content-length", b"10000"),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(client.app(scope, receive, send))  # type: ignore[arg-type]
+    return sent
+
+
+def test_a_client_that_hangs_up_mid_body_is_not_a_server_error(
+    client: TestClient, ingest_headers: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """It was logged at ERROR with a traceback and counted as a 500 (300 in one test)."""
+    with caplog.at_level(logging.INFO):
+        sent = disconnect_mid_body(client, ingest_headers)
+    assert sent[0]["status"] == 499
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("client disconnected" in r.getMessage() for r in caplog.records)
+    samples = scrape(client)
+    key = {"method": "POST", "route": "/api/v1/runs/batch"}
+    assert value(samples, "cadence_http_requests_total", **key, status="499") == 1
+    assert value(samples, "cadence_http_requests_total", **key, status="500") is None
+    reason = value(samples, "cadence_ingest_rejections_total", reason="client_disconnected")
+    assert reason == 1

@@ -118,3 +118,41 @@ def test_the_list_pages_with_a_cursor_and_says_its_total(
     assert rest["total"] == 3 and rest["next_cursor"] is None
     bad = client.get("/api/v1/pipelines?cursor=%%%", headers=admin_headers)
     assert bad.status_code == 422 and "cursor" in bad.text
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("price_per_gpu_hour", 0, "must be at least 0.001"),
+        ("price_per_gpu_hour", 5e-324, "must be at least 0.001"),
+        ("price_per_gpu_hour", 1e6, "must be at most 10000"),
+        ("runs_per_week", 0, "must be at least 0.01"),
+        ("runs_per_week", 5e-324, "must be at least 0.01"),
+        ("runs_per_week", 1e300, "must be at most 1000"),
+        ("monthly_budget_usd", 0, "must be at least 1"),
+        ("monthly_budget_usd", 5e-324, "must be at least 1"),
+        ("monthly_budget_usd", 1e300, "must be at most 1000000000000"),
+        ("quality_value_usd_per_unit_month", 0, "must be at least 0.01"),
+        ("quality_value_usd_per_unit_month", 5e-324, "must be at least 0.01"),
+        ("quality_margin", 5e-324, "must be 0 or at least 1e-09"),
+        ("quality_margin", 1e7, "must be at most 1000000"),
+        ("gate_power", 1.0, "must be at most 0.99"),
+    ],
+)
+def test_settings_out_of_bounds_are_a_422_naming_the_field(
+    client: TestClient, admin_headers: dict[str, str], field: str, value: float, reason: str
+) -> None:
+    r = client.put("/api/v1/pipelines/bounds", json={field: value}, headers=admin_headers)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]["fields"][0]
+    assert error["field"] == field and reason in error["reason"], error
+    assert client.get("/api/v1/pipelines/bounds").status_code == 404  # nothing written
+
+
+def test_a_margin_of_zero_and_no_budget_stay_allowed(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    body = {"quality_margin": 0, "monthly_budget_usd": None, "price_per_gpu_hour": 0.001}
+    r = client.put("/api/v1/pipelines/bounds", json=body, headers=admin_headers)
+    assert r.status_code == 200, r.text
+    assert r.json()["quality_margin"] == 0 and r.json()["monthly_budget_usd"] is None

@@ -214,3 +214,24 @@ def test_pass_only_when_every_criterion_passes(base: list[RunFacts], cand: list[
     cannot = any(c.cannot_pass for c in r.criteria)
     enough = min(len(base), len(cand)) >= 3
     assert (r.verdict == "FAIL") == (enough and ("fail" in statuses or cannot))
+
+
+def test_a_denormal_cadence_gives_no_weeks_rather_than_inf() -> None:
+    """7 more runs (test above) at 5e-324 runs/week is inf weeks: the summary said
+    "inf weeks at 5e-324 runs/week" and the words "inf weeks (inf years)"."""
+    from app.planning.gate_words import GateContext, gate_words
+
+    r = evaluate_gate(
+        BASELINE,
+        CANDIDATE,
+        higher_is_better=True,
+        target_runs_per_week=2.0,
+        budget_usd=1200.0,
+        convention="calendar",
+        thresholds=GateThresholds(quality_margin=0.01),
+        current_runs_per_week=5e-324,
+    )
+    assert r.runs_needed_per_arm == 7 and r.runs_needed_weeks is None
+    assert "weeks" not in r.summary  # "About 7 more runs per arm (80% power), $2,419."
+    words = gate_words(r, GateContext(2.0, 5e-324, "ndcg@10"))
+    assert "inf " not in words.headline and "more than 100 years" in words.headline

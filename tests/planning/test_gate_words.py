@@ -400,3 +400,10 @@ def test_no_candidate_runs_yet() -> None:
         "variant, 1.5 weeks at today's 2×/week, about $197",
         "not yet",
     )
+
+
+def test_weeks_beyond_a_century_are_words() -> None:
+    import math
+
+    assert weeks(5200.0) == "5200 weeks (100.0 years)"
+    assert weeks(5201.0) == weeks(math.inf) == weeks(math.nan) == "more than 100 years"

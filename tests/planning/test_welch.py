@@ -68,3 +68,24 @@ def test_tiny_variances_do_not_underflow_the_degrees_of_freedom() -> None:
     assert c.se > 0
     # Equal variances and sizes: df = (a + b)^2 / (2 a^2 / 2) = 2 (n - 1) = 4.
     assert c.df == pytest.approx(4.0)
+
+
+def test_runs_needed_for_a_tiny_alpha_or_a_denormal_gap_is_finite_or_none() -> None:
+    # vb = vc = 1, gap 1, power 0.8. At alpha = 1e-20, 1 - alpha == 1.0 and ppf gave inf
+    # (ceil(inf): OverflowError); the upper tail gives z = 9.2623. Normal lower bound:
+    # (9.2623 + 0.8416)^2 x 2 / 1 = 204.2; Welch df 2(n - 1) widens the t quantile, so the
+    # search steps up from 205, to 224 (the smallest n that clears, as the search checks).
+    assert runs_needed_per_arm(1.0, 1.0, 1.0, 1e-20, 0.8) == 224
+    # At 0.05: (1.6449 + 0.8416)^2 x 2 = 12.4 -> 13; the t quantiles at df 24 make it 14.
+    assert runs_needed_per_arm(1.0, 1.0, 1.0, 0.05, 0.8) == 14
+    # A denormal gap: gap^2 underflows to 0 (division by zero once): no n decides it.
+    assert runs_needed_per_arm(1.0, 1.0, 5e-324, 0.05, 0.8) is None
+
+
+def test_gate_thresholds_refuse_an_alpha_below_the_minimum() -> None:
+    from app.planning.gate import GateThresholds
+    from app.planning.welch import ALPHA_MIN
+
+    assert GateThresholds(alpha=ALPHA_MIN).alpha == 1e-6
+    with pytest.raises(PlanningError, match="alpha"):
+        GateThresholds(alpha=1e-20)

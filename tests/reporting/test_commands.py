@@ -418,3 +418,19 @@ def test_round_trip_export_csv_into_a_fresh_database(
     assert listed(second) == original
     assert report(second, token, "--file", str(exported)) == 0  # and it is idempotent
     assert "0 created, 3 already there" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["deep.json", "deep.jsonl"])
+def test_deeply_nested_json_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """100,000 nested arrays exhaust the JSON parser's recursion: that was a
+    RecursionError traceback and exit 1."""
+    path = tmp_path / name
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    namespace = args("report", "--url", URL, "--token", "t", "--file", str(path))
+    assert commands.run_report(namespace, transport=no_server()) == 2
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and "Traceback" not in err
+    where = "line 1" if name.endswith("jsonl") else "the file"
+    assert where in err

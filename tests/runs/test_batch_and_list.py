@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.db.engine import Database
@@ -256,3 +259,38 @@ def test_list_entries_equal_single_reads(
     assert len(listed) == 3
     for entry in listed:
         assert client.get(f"/api/v1/runs/{entry['id']}").json() == entry
+
+
+def crafted(value: object) -> str:
+    """A cursor as the server writes them (unpadded URL-safe base64 of JSON)."""
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+CRAFTED_CURSORS = [
+    crafted(["2026-01-01T00:00:00+00:00", 10**30]),  # beyond BIGINT: a database error
+    "WyIyMDI2LTAxLTAxVDAwOjAwOjAwKzAwOjAwIiwgSW5maW5pdHld",  # id Infinity: OverflowError
+    crafted(["2026-01-01T00:00:00+00:00", 1.5]),
+    crafted(["2026-01-01T00:00:00+00:00", True]),
+    crafted(["2026-01-01T00:00:00+00:00", -1]),
+    crafted(["2026-01-01T00:00:00", 1]),  # naive: compared with aware times
+    crafted(["0001-01-01T00:00:00+14:00", 1]),  # year 0 once in UTC
+    crafted(["9999-12-31T23:59:59-14:00", 1]),  # year 10000 once in UTC
+    crafted([["2026-01-01"], 1]),
+    crafted({"a": 1}),
+    crafted("[" * 5000),  # a deep array: RecursionError in the JSON parser
+    "x" * 10_000,
+    "%%%",
+    "é",
+]
+
+
+@pytest.mark.parametrize("cursor", CRAFTED_CURSORS)
+def test_crafted_cursors_are_a_422_naming_cursor(
+    client: TestClient, ingest_headers: dict[str, str], cursor: str
+) -> None:
+    r = client.post("/api/v1/runs/batch", json={"runs": runs(2)}, headers=ingest_headers)
+    assert r.status_code == 201, r.text
+    for url in ("/api/v1/runs", "/api/v1/pipelines/ranker/evaluations"):
+        got = client.get(url, params={"cursor": cursor})
+        assert got.status_code == 422, (url, got.text)
+        assert got.json()["error"]["fields"][0]["field"] == "cursor"

@@ -1,5 +1,5 @@
 """Property-based API fuzzing from the OpenAPI schema (schemathesis): no 5xx, and every
-documented response matches its schema.
+response conforms to the document (status code, content type, headers and body schema).
 
 A small budget runs in `make test` (CADENCE_FUZZ_EXAMPLES, default 15 per operation),
 on the backend of the pass (CADENCE_TEST_BACKEND); `make fuzz` is the long campaign
@@ -21,7 +21,12 @@ import schemathesis
 from alembic import command
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -37,6 +42,16 @@ EXAMPLES = int(os.environ.get("CADENCE_FUZZ_EXAMPLES", "15"))
 # make test replays the same cases every time; CADENCE_FUZZ_RANDOM=1 explores new ones.
 FIXED = os.environ.get("CADENCE_FUZZ_RANDOM") != "1"
 TOKENS: dict[str, str] = {}
+# No 5xx, and every answer conforms to the document: a status it lists, its media type,
+# its headers and its body schema (issue 25: a null against a number schema, 405s with a
+# wrong Allow and 500s got past the body check alone).
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 
 
 def fuzz_database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -90,9 +105,7 @@ def test_api_fuzz(fuzz_app: Any) -> None:
             suppress_health_check=list(HealthCheck),
         )
         def check(case: Any) -> None:
-            case.call_and_validate(
-                headers=headers, checks=[not_a_server_error, response_schema_conformance]
-            )
+            case.call_and_validate(headers=headers, checks=CHECKS)
 
         try:
             check()

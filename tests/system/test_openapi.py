@@ -95,3 +95,24 @@ def test_ingestion_bodies_have_examples(spec: dict[str, Any]) -> None:
     )
     batch = spec["paths"]["/api/v1/runs/batch"]["post"]["requestBody"]["content"]
     assert batch["application/json"]["example"]["runs"][0]["run_id"] == "2026-11-30-weekly"
+
+
+def test_bounds_are_standard_json_schema(spec: dict[str, Any]) -> None:
+    """pydantic wrote constraints on an Optional next to a validator as "ge"/"le" (6
+    places, the price among them): generated clients saw no bounds at all."""
+    misplaced: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            misplaced.extend(f"{path}.{k}" for k in ("ge", "le", "gt", "lt") if k in node)
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(spec, "")
+    assert misplaced == []
+    price = spec["components"]["schemas"]["PipelineUpdate"]["properties"]["price_per_gpu_hour"]
+    number = price["anyOf"][0]
+    assert (number["type"], number["minimum"], number["maximum"]) == ("number", 0.001, 10000)

@@ -36,6 +36,8 @@ from app.web.figures_base import short_label
 
 PRICE = 2.5
 XSS = "</script><script>alert(1)</script>"
+# What Plotly receives for it: entities it shows as the characters, never as markup.
+XSS_TEXT = "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
 def run(hours: float = 14.0, utilization: float = 0.38, **extra: Any) -> RunFacts:
@@ -179,9 +181,9 @@ def test_to_json_escapes_markup_and_round_trips_a_hostile_variant_name() -> None
     fig = cost_projection_figure(projections((XSS, "a & b > c")), 1000.0)
     text = to_json(fig)
     assert "<" not in text and ">" not in text and "&" not in text
-    assert "\\u003c/script\\u003e" in text
+    assert "\\u003cextra\\u003e" in text  # the hover templates' own markup, escaped too
     back = json.loads(text)
-    assert [t["name"] for t in back["data"]] == [XSS, "a & b > c", "Budget"]
+    assert [t["name"] for t in back["data"]] == [XSS_TEXT, "a &amp; b &gt; c", "Budget"]
     assert XSS not in back["data"][0]["hovertemplate"]  # referenced, never interpolated
 
 
@@ -399,9 +401,9 @@ def test_utilization_quality_converts_offsets_to_utc() -> None:
     points = [RunPoint(datetime(2026, 11, 2, 10, 0, tzinfo=cet), XSS, 0.5, 1.0, "<r>")]
     fig = utilization_quality_figure(points, XSS)
     assert fig["data"][0]["x"] == ["2026-11-02 09:00:00"]
-    assert fig["data"][0]["name"] == XSS
+    assert fig["data"][0]["name"] == XSS_TEXT
     assert XSS not in fig["data"][1]["hovertemplate"]
-    assert json.loads(to_json(fig))["layout"]["yaxis2"]["title"]["text"] == XSS
+    assert json.loads(to_json(fig))["layout"]["yaxis2"]["title"]["text"] == XSS_TEXT
 
 
 # --- scaling -----------------------------------------------------------------------------

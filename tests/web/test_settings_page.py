@@ -86,7 +86,7 @@ def test_validation_messages_in_the_form_and_nothing_saved(
         f"/pipelines/{ranker}/settings", data={**bad, "csrf": csrf_value(page.text)}
     )
     assert r.status_code == 422
-    assert 'id="e-runs_per_week"' in r.text and "greater than 0" in r.text
+    assert 'id="e-runs_per_week"' in r.text and "must be at least 0.01" in r.text
     assert 'id="e-price_per_gpu_hour"' in r.text and 'id="e-display_name"' in r.text
     assert 'value="cheap"' in r.text  # what was typed stays in the box
     assert token_client.get(f"/api/v1/pipelines/{ranker}").json()["display_name"] == "Ranker"
@@ -196,7 +196,7 @@ def test_bad_descriptions_and_margin_get_messages_and_nothing_is_saved(
     assert r.status_code == 422
     assert 'id="e-variant_descriptions"' in r.text
     assert "Line 1: write it as variant: description" in r.text
-    assert 'id="e-quality_margin"' in r.text and "greater than or equal to 0" in r.text
+    assert 'id="e-quality_margin"' in r.text and "must be at least 0" in r.text
     assert ">candidate sharded input</textarea>" in r.text  # what was typed stays
     long_name = "v" * 65  # variants are at most 64 characters, as in a run
     bad = {**FORM, "variant_descriptions": f"{long_name}: x"}
@@ -207,3 +207,42 @@ def test_bad_descriptions_and_margin_get_messages_and_nothing_is_saved(
     assert f"{long_name}: " in r.text and "at most 64" in r.text  # names the variant
     api = token_client.get(f"/api/v1/pipelines/{ranker}").json()
     assert api["quality_margin"] == 0.01 and api["variant_descriptions"] == {}
+
+
+def test_long_non_ascii_descriptions_fit_in_the_form(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    """Twenty 200-character descriptions in a 4-byte script are ~50 KB percent-encoded:
+    the form once refused anything over 8 KB as a failed CSRF check, losing the edits."""
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    about = "𝒜" * 200  # U+1D49C: 4 bytes in UTF-8, 12 once percent-encoded
+    text = "\n".join(f"v{i}: {about}" for i in range(20))
+    form = {**FORM, "variant_descriptions": text, "csrf": csrf_value(page.text)}
+    r = token_client.post(f"/pipelines/{ranker}/settings", data=form)
+    assert r.status_code == 303, r.text[:500]
+    stored = token_client.get(f"/api/v1/pipelines/{ranker}").json()["variant_descriptions"]
+    assert len(stored) == 20 and stored["v7"] == about
+
+
+def test_an_extra_field_is_named_and_the_edits_are_kept(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    form = {**FORM, "gate_power": "0.9", "csrf": csrf_value(page.text)}
+    r = token_client.post(f"/pipelines/{ranker}/settings", data=form)
+    assert r.status_code == 422 and "CSRF" not in r.text
+    assert "Unexpected field gate_power" in r.text
+    assert 'value="Ranker v2"' in r.text  # what was typed is still in the form
+    assert token_client.get(f"/api/v1/pipelines/{ranker}").json()["display_name"] == "Ranker"
+
+
+def test_an_oversized_form_is_reported_as_too_large(
+    token_client: TestClient, db: Database, ranker: str
+) -> None:
+    sign_in(token_client, make_token(db, "admin", name="alice"))
+    page = token_client.get(f"/pipelines/{ranker}/settings", headers=HTML)
+    form = {**FORM, "display_name": "x" * 200_000, "csrf": csrf_value(page.text)}
+    r = token_client.post(f"/pipelines/{ranker}/settings", data=form, headers=HTML)
+    assert r.status_code == 413 and "larger than 128 KB" in r.text and "CSRF" not in r.text

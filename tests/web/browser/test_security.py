@@ -235,7 +235,7 @@ def test_an_admin_changes_the_budget_in_the_form_and_sees_the_change(
     page.get_by_label("Current cadence (runs per week)").fill("0")
     with page.expect_navigation():
         page.get_by_role("button", name="Save settings").click()
-    expect(page.locator("#e-runs_per_week")).to_contain_text("greater than 0")
+    expect(page.locator("#e-runs_per_week")).to_contain_text("must be at least 0.01")
     expect(page.get_by_role("alert")).to_contain_text("Nothing was saved")
     page.get_by_label("Current cadence (runs per week)").fill("1")
     budget.fill("1750")
