@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CADENCE := $(VENV)/bin/cadence
 FOCUS_VENV ?= .venv-focus
+TORCH_VENV ?= .venv-torch
 PYTEST_ARGS ?=
 FUZZ_EXAMPLES ?= 100
 export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
@@ -26,7 +27,7 @@ $(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	$(PIP) install --quiet -e .
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok
+$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok $(TORCH_VENV)/.ok
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@
 
@@ -36,6 +37,13 @@ $(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok
 $(FOCUS_VENV)/.ok:
 	test -x $(FOCUS_VENV)/bin/python || $(PYTHON) -m venv $(FOCUS_VENV)
 	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
+	@touch $@
+
+# PyTorch (CPU wheel), for clients/python/tests/test_stall_accuracy.py: a real DataLoader
+# under run.timed. Its own venv keeps ~900 MB of torch out of the app's and the client's.
+$(TORCH_VENV)/.ok: clients/python/pyproject.toml
+	test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install --quiet 'torch==2.13.0' 'httpx>=0.24'
 	@touch $@
 
 # Logs for a person at a terminal; production keeps JSON lines (CADENCE_LOG_FORMAT=json).
@@ -92,4 +100,4 @@ bench-quick: $(VENV)/.dev ## A smaller benchmark run (~1 min) to check the harne
 	$(PY) -m bench --quick
 
 clean: ## Remove the venv, the SQLite database and caches
-	rm -rf $(VENV) $(FOCUS_VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts
+	rm -rf $(VENV) $(FOCUS_VENV) $(TORCH_VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts
