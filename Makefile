@@ -21,8 +21,11 @@ $(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cadence needs Python 3.11+"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# The CLI's report/export/import/check use the client package; it comes from this
-	# tree, never the package index (PyPI's "cadence-client" is an unrelated project).
+	# The client (the `cadence` script and its commands) comes from this tree, never the
+	# package index; the server declares it and adds serve/migrate/demo/token to it.
+	# Older venvs held the client as "cadence-client" and `cadence` as the server's
+	# script: remove both first, or reinstalling the server would delete the client's.
+	$(PIP) uninstall --quiet --yes cadence cadence-client 2>/dev/null || true
 	$(PIP) install --quiet -e ./clients/python
 	$(PIP) install --quiet -e .
 	@touch $@

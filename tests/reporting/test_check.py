@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from cadence_client.commands.check import run_check
 from fastapi.testclient import TestClient
 
 from app.db.engine import Database
-from app.reporting.check import run_check
 from tests.fixtures.builders import make_run, make_token
 from tests.reporting.test_commands import URL, args
 from tests.system.test_client_package import through

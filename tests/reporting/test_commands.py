@@ -13,14 +13,15 @@ from typing import Any
 import httpx
 import pytest
 from alembic import command
+from cadence_client.commands import records
+from cadence_client.commands import report as commands
+from cadence_client.commands.records import RecordError, read_records
 from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
-from app.reporting import commands, records
-from app.reporting.records import RecordError, read_records
 from app.runs.schemas import RunIn
 from app.settings import Settings
 from tests.fixtures.builders import make_run, make_token

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cadence_client")
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 USER_AGENT = f"cadence-client/{__version__}"
 RUNS = "/api/v1/runs"
 

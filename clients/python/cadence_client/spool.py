@@ -165,4 +165,3 @@ def _read(path: Path) -> list[dict[str, Any]]:
                 raise ValueError(f"line {number}: not a run object")
             runs.append(item)
     return runs
-

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import date, datetime
 from pathlib import Path
@@ -209,7 +209,9 @@ class TrackedRun:
         if not hurried and self.spool.files():
             try:
                 done = self.spool.flush(self._client)
-                log.info("cadence: sent %d spooled run(s) from %s", done.stored, self.spool.directory)
+                log.info(
+                    "cadence: sent %d spooled run(s) from %s", done.stored, self.spool.directory
+                )
             except Exception as exc:  # the spool is retried next time; never fail the job
                 log.warning("cadence: could not flush the spool %s: %s", self.spool.directory, exc)
 

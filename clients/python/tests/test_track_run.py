@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -144,9 +144,7 @@ def test_a_keyboard_interrupt_is_a_cancelled_attempt() -> None:
     assert (body["outcome"], body["retraining_id"]) == ("cancelled", "w48")
 
 
-def test_a_succeeded_run_sends_neither_outcome_nor_retraining_id_so_older_servers_take_it() -> (
-    None
-):
+def test_a_succeeded_run_sends_neither_outcome_nor_retraining_id_so_older_servers_take_it() -> None:
     server = Server()
     with client_for(server) as cadence:
         with cadence.track_run(pipeline="ranker", run_id="r4c", workers=1) as run:

@@ -1,5 +1,13 @@
 """``cadence report`` (post runs from a file or flags) and ``cadence export`` (runs to
-CSV or JSON lines), with exit codes a CI job can act on."""
+CSV or JSON lines, or a format another distribution registers), with exit codes a CI
+job can act on.
+
+Export formats beyond ``csv`` and ``jsonl`` come from the ``cadence.export_formats``
+entry-point group: each entry is ``name = module:writer``, a function
+``writer(runs, out, *, provider) -> count``. The server distribution registers
+``focus`` (FinOps FOCUS rows, computed with its goodput arithmetic), so ``--format
+focus`` is there when the server package is installed.
+"""
 
 from __future__ import annotations
 
@@ -15,18 +23,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-from cadence_client import (
-    AuthError,
-    CadenceAPIError,
-    CadenceClient,
-    ConflictError,
-    ServiceUnavailable,
-)
 
-from app.reporting.focus import write_focus
-from app.reporting.records import Record, RecordError, read_records, write_csv, write_jsonl
+from cadence_client.client import CadenceClient
+from cadence_client.commands.records import (
+    Record,
+    RecordError,
+    read_records,
+    write_csv,
+    write_jsonl,
+)
+from cadence_client.errors import AuthError, CadenceAPIError, ConflictError, ServiceUnavailable
+from cadence_client.plugins import entry_points
 
 OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+EXPORT_FORMATS = "cadence.export_formats"
 BATCH_SIZE = 500
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_CODES = """exit codes:
@@ -102,7 +112,7 @@ def add_parsers(sub: Any) -> None:
         "--progress", action="store_true", help="show progress even when stderr is not a TTY"
     )
     report.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
-    report.set_defaults(func=lambda _settings, args: run_report(args))
+    report.set_defaults(func=run_report)
 
     export = sub.add_parser(
         "export",
@@ -114,11 +124,13 @@ def add_parsers(sub: Any) -> None:
     )
     _connection_args(export, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
     export.add_argument("--pipeline", help="only this pipeline (default: every pipeline)")
+    formats = ("csv", "jsonl", *sorted(export_formats()))
     export.add_argument(
         "--format",
-        choices=("csv", "jsonl", "focus"),
+        choices=formats,
         default="csv",
-        help="csv or jsonl (every API field), or focus: FinOps FOCUS 1.0 cost rows",
+        help="csv or jsonl (every API field)"
+        + (", or focus: FinOps FOCUS 1.0 cost rows" if "focus" in formats else ""),
     )
     export.add_argument(
         "--provider",
@@ -127,7 +139,12 @@ def add_parsers(sub: Any) -> None:
     )
     export.add_argument("--output", type=Path, help="file to write (default: stdout)")
     export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
-    export.set_defaults(func=lambda _settings, args: run_export(args))
+    export.set_defaults(func=run_export)
+
+
+def export_formats() -> dict[str, Any]:
+    """The writers other distributions register (``cadence.export_formats``), by name."""
+    return {ep.name: ep for ep in entry_points(EXPORT_FORMATS)}
 
 
 def _connection_args(parser: argparse.ArgumentParser, token_help: str) -> None:
@@ -325,11 +342,17 @@ def run_export(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    write: Callable[[Iterable[dict[str, Any]], TextIO], int] = {
-        "csv": write_csv,
-        "jsonl": write_jsonl,
-        "focus": lambda runs, out: write_focus(runs, out, provider=args.provider),
-    }[args.format]
+    write: Callable[[Iterable[dict[str, Any]], TextIO], int]
+    if args.format == "csv":
+        write = write_csv
+    elif args.format == "jsonl":
+        write = write_jsonl
+    else:
+        writer = export_formats()[args.format].load()
+
+        def write(runs: Iterable[dict[str, Any]], out: TextIO) -> int:
+            return int(writer(runs, out, provider=args.provider))
+
     try:
         with client_for(args, token, transport, sleep) as client:
             pipelines = (
