@@ -457,8 +457,8 @@ def test_import_recorded_experiment_then_reimport_creates_nothing(
     # Utilization's history for the four runs that reach it (not RUNNING, not workerless).
     assert paths == ["get-by-name", "search", "search", *["get-history"] * 4]
     assert (
-        out.strip()
-        == f"found 6, imported {IMPORTED} ({IMPORTED} created / 0 already there), skipped {6 - IMPORTED}"
+        out.strip() == f"found 6, imported {IMPORTED} ({IMPORTED} created / 0 already there), "
+        f"skipped {6 - IMPORTED}"
     )
     assert "skipped c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8: no end_time (status RUNNING)" in err
     assert "skipped d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9: gpu_utilization 38" in err
@@ -492,8 +492,8 @@ def test_import_recorded_experiment_then_reimport_creates_nothing(
     out, _ = capsys.readouterr()
     assert again == 0
     assert (
-        out.strip()
-        == f"found 6, imported {IMPORTED} (0 created / {IMPORTED} already there), skipped {6 - IMPORTED}"
+        out.strip() == f"found 6, imported {IMPORTED} (0 created / {IMPORTED} already there), "
+        f"skipped {6 - IMPORTED}"
     )
     assert len(stored(client)) == IMPORTED
 

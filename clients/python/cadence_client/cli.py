@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cadence_client.commands import check, evaluations, report
+from cadence_client.commands import check, evaluations, export, report
 from cadence_client.commands.report import (
     OK,
     UNAVAILABLE,
@@ -95,7 +95,8 @@ def _sleep(seconds: float) -> None:
 
 
 BUILTIN: tuple[AddParsers, ...] = (
-    report.add_parsers,  # report, export
+    report.add_parsers,  # report
+    export.add_parser,  # export
     evaluations.add_parser,  # report-evaluations
     check.add_parser,  # check
     mlflow_command.add_parsers,  # import mlflow
