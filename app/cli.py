@@ -187,11 +187,12 @@ def add_parsers(sub: Any) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The whole command: the client's commands and these."""
-    return client_cli.parser(extensions=[add_parsers])
+    whole: argparse.ArgumentParser = client_cli.parser(extensions=[add_parsers])
+    return whole
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return client_cli.main(argv, extensions=[add_parsers])
+    return int(client_cli.main(argv, extensions=[add_parsers]))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-
 def project_root() -> Path:
     """Where templates/, static/, migrations/ and alembic.ini are: beside app/ in a
     checkout or an editable install; ``<prefix>/share/cadence`` after ``pip install .``,

@@ -23,6 +23,6 @@ def entry_points(group: str) -> list[Any]:
     if hasattr(found, "select"):
         items = list(found.select(group=group))
     else:  # Python 3.9: a dict of group -> entry points
-        items = list(found.get(group, ()))  # type: ignore[attr-defined]
+        items = list(found.get(group, ()))
     # An editable install beside a regular one lists a name twice: keep the first.
     return list({ep.name: ep for ep in reversed(items)}.values())[::-1]

@@ -113,7 +113,7 @@ def client_for(
     transport: httpx.BaseTransport | None,
     sleep: Callable[[float], None],
 ) -> CadenceClient:
-    """The cadence-client package's client, at ``--url`` (else $CADENCE_URL)."""
+    """A client at ``--url`` (else $CADENCE_URL, else the local default)."""
     url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
     return CadenceClient(url, token, transport=transport, sleep=sleep)
 
