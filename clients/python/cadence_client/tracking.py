@@ -73,6 +73,7 @@ class TrackedRun:
         self._previous: Any = None
         self._installed = False
         self._done = False
+        self._pending: tuple[int, FrameType | None] | None = None
 
     def set(self, **fields: Any) -> TrackedRun:
         """Set run fields, e.g. ``run.set(gpu_utilization=0.71, quality_value=0.43)``.
@@ -155,8 +156,8 @@ class TrackedRun:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._restore_sigterm()
         if self._done:  # posted when SIGTERM came
+            self._restore_sigterm()
             return
         outcome = _outcome(exc)
         try:
@@ -165,6 +166,11 @@ class TrackedRun:
             if self.strict and exc is None:
                 raise
             log.exception("cadence: could not record run %s", self.fields.get("run_id"))
+        finally:
+            # Restored only now: a SIGTERM during the post above waited for it (see
+            # _on_sigterm) and is handed on here.
+            self._restore_sigterm()
+            self._replay_sigterm()
         # Returning None lets the job's own exception propagate.
 
     def _finish(
@@ -231,17 +237,29 @@ class TrackedRun:
             signal.signal(signal.SIGTERM, previous)
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        if not self._done:
-            try:
-                self._finish(PREEMPTED, None, hurried=True)
-            except Exception:
-                log.exception("cadence: could not record preempted run %s", self.fields["run_id"])
-        previous = self._previous
+        if self._done:
+            # The block is ending and its post is under way in the code this handler
+            # interrupted: dying now would lose it. Hand the signal on once it is done.
+            self._pending = (signum, frame)
+            return
+        try:
+            self._finish(PREEMPTED, None, hurried=True)
+        except Exception:
+            log.exception("cadence: could not record preempted run %s", self.fields["run_id"])
+        self._pending = (signum, frame)
         self._restore_sigterm()
+        self._replay_sigterm()
+
+    def _replay_sigterm(self) -> None:
+        """Hand a SIGTERM we caught to the handler installed before ours, or to the
+        default action: die of the signal, as the job would have without Cadence."""
+        if self._pending is None:
+            return
+        (signum, frame), self._pending = self._pending, None
+        previous = self._previous
         if callable(previous):
             previous(signum, frame)
         elif previous != signal.SIG_IGN:
-            # The default action: die of the signal, as the job would have without us.
             os.kill(os.getpid(), signum)
 
 

@@ -110,3 +110,31 @@ def test_a_real_process_killed_by_sigterm_spools_its_run_then_dies_of_the_signal
     [run] = Spool(tmp_path).pending()
     assert (run["run_id"], run["outcome"], run["workers"]) == ("spot-2", "preempted", 8)
     assert "spooled to" in err
+
+
+def test_a_sigterm_while_the_finished_run_is_being_posted_waits_for_the_post(
+    keep_sigterm: None,
+) -> None:
+    """SIGTERM in the middle of the block's own post: the post completes (outcome as the
+    block ended), then the previous handler gets the signal."""
+    seen: list[int] = []
+
+    def previous(signum: int, _frame: object) -> None:
+        seen.append(signum)
+
+    signal.signal(signal.SIGTERM, previous)
+    bodies: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        signal.raise_signal(signal.SIGTERM)  # arrives while this post is in flight
+        assert seen == []  # not handed on yet: the post is not done
+        bodies.append(json.loads(request.content))
+        return httpx.Response(201, json={"id": 8, **bodies[-1]})
+
+    transport = httpx.MockTransport(handle)
+    with CadenceClient("http://cadence.test", "cad_x", transport=transport) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="late-1", workers=1) as run:
+            pass
+    assert len(bodies) == 1 and "outcome" not in bodies[0]  # succeeded, posted once
+    assert run.result is not None and seen == [signal.SIGTERM]
+    assert signal.getsignal(signal.SIGTERM) is previous
