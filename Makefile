@@ -42,11 +42,14 @@ $(FOCUS_VENV)/.ok:
 	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
 	@touch $@
 
-# PyTorch (CPU wheel), for clients/python/tests/test_stall_accuracy.py: a real DataLoader
-# under run.timed. Its own venv keeps ~900 MB of torch out of the app's and the client's.
+# PyTorch (CPU wheel), Lightning and Transformers, for clients/python/tests/
+# test_stall_accuracy.py (a real DataLoader under run.timed) and test_integrations.py (the
+# two callbacks, tiny models built from code). Their own venv keeps ~1 GB out of the
+# app's and the client's.
 $(TORCH_VENV)/.ok: clients/python/pyproject.toml
 	test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
-	$(TORCH_VENV)/bin/pip install --quiet 'torch==2.13.0' 'httpx>=0.24'
+	$(TORCH_VENV)/bin/pip install --quiet 'torch==2.13.0' 'httpx>=0.24' 'numpy' \
+	  'lightning==2.6.6' 'transformers==5.24.0' 'accelerate==1.15.0'
 	@touch $@
 
 # Logs for a person at a terminal; production keeps JSON lines (CADENCE_LOG_FORMAT=json).
