@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.alerts import schedule
 from app.alerts.delivery import Attempt
 from app.db.engine import WriteSession
-from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
+from app.db.models import AlertDelivery, AlertRule, Pipeline, Run, RunVariant
 
 OPEN = ("pending", "retrying")
 
@@ -253,11 +253,42 @@ def latest_run_utilization(session: Session, pipeline_id: int) -> tuple[str, flo
     """(run_id, GPU utilization) of the pipeline's latest run."""
     row: Any = session.execute(
         select(Run.run_id, Run.gpu_utilization)
-        .where(Run.pipeline_id == pipeline_id)
+        .where(Run.pipeline_id == pipeline_id, Run.gpu_utilization.is_not(None))
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(1)
     ).first()
     return None if row is None else (row[0], row[1])
+
+
+def unjudged_pipelines(session: Session, *, evaluated_before: datetime) -> list[str]:
+    """Pipelines with an enabled rule that has not judged every run write: its pipeline's
+    run signature (the sum of its ``run_variant`` change counters, moved by each run
+    insert or delete in that write's own transaction) differs from what the rule's last
+    evaluation saw, or the rule has not been evaluated since ``evaluated_before``."""
+    ruled = select(AlertRule.pipeline_id).where(AlertRule.enabled.is_(True))
+    signature = (
+        select(RunVariant.pipeline_id, func.sum(RunVariant.changes).label("changes"))
+        .where(RunVariant.pipeline_id.in_(ruled))
+        .group_by(RunVariant.pipeline_id)
+        .subquery()
+    )
+    stmt = (
+        select(Pipeline.name)
+        .join(AlertRule, AlertRule.pipeline_id == Pipeline.id)
+        .join(signature, signature.c.pipeline_id == Pipeline.id)
+        .where(
+            AlertRule.enabled.is_(True),
+            or_(
+                AlertRule.evaluated_changes.is_(None),
+                AlertRule.evaluated_changes != signature.c.changes,
+                AlertRule.last_evaluated_at.is_(None),
+                AlertRule.last_evaluated_at < evaluated_before,
+            ),
+        )
+        .distinct()
+        .order_by(Pipeline.name)
+    )
+    return list(session.scalars(stmt))
 
 
 def pipelines_with_enabled_rules(session: Session) -> frozenset[str]:
