@@ -30,17 +30,12 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database
-from app.runs.schemas import RunIn
 from tests.fixtures.builders import make_token
 from tests.system.test_client_package import through
 
 URL = "http://testserver"
 FAILED_RUN = "e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0"  # the recorded FAILED MLflow run
-# Issue 24 item 1 (the server's attempts) lands on main separately: until it does, the
-# server refuses `outcome`, and the failed MLflow run is skipped with the server's reason.
-# TODO(lead, at merge): drop this switch once both are in.
-ATTEMPTS = "outcome" in RunIn.model_fields
-IMPORTED = 3 if ATTEMPTS else 2
+IMPORTED = 3  # of the 6 recorded runs: two FINISHED, one FAILED (a failed attempt)
 MLFLOW = "http://mlflow.test:5000"
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mlflow"
 H = 3600 * 1000
@@ -465,13 +460,13 @@ def test_import_recorded_experiment_then_reimport_creates_nothing(
     assert "skipped f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1: no workers" in err
 
     runs = stored(client)
-    assert set(runs) == {"a1f0c2d3e4b5a6978877665544332211", "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6"} | (
-        {FAILED_RUN} if ATTEMPTS else set()
-    )
-    if ATTEMPTS:
-        assert runs[FAILED_RUN]["outcome"] == "failed"
-    else:  # a server before attempts refuses the outcome field: skipped with its reason
-        assert f"skipped {FAILED_RUN}: invalid for Cadence: outcome" in err
+    assert set(runs) == {
+        "a1f0c2d3e4b5a6978877665544332211",
+        "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6",
+        FAILED_RUN,
+    }
+    assert runs[FAILED_RUN]["outcome"] == "failed"
+    assert runs[FAILED_RUN]["retraining_id"] == FAILED_RUN  # the server's default
     first = runs["a1f0c2d3e4b5a6978877665544332211"]
     assert first["variant"] == "candidate"
     assert first["workers"] == 8 and first["gpu_type"] == "A100-80GB"

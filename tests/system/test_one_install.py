@@ -25,7 +25,6 @@ import pytest
 
 from app.db.engine import Database
 from app.main import create_app
-from app.runs.schemas import RunIn
 from app.settings import PROJECT_ROOT, Settings
 from tests.fixtures.builders import make_token
 from tests.web.browser.support import serve_in_thread
@@ -33,10 +32,6 @@ from tests.web.browser.support import serve_in_thread
 SERVER_FILES = ("pyproject.toml", "README.md", "alembic.ini")
 SERVER_DIRS = ("app", "migrations", "templates", "static")
 IGNORE = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".pytest_cache")
-# Issue 24 item 1 (the server's attempts) is merged separately; until then the server
-# refuses `outcome` and the crashed run is logged as refused instead of stored.
-# TODO(lead, at merge): drop this switch once both are in.
-ATTEMPTS = "outcome" in RunIn.model_fields
 
 
 def clean_env() -> dict[str, str]:
@@ -130,14 +125,14 @@ def test_the_readme_example_records_a_crash_and_a_run_finished_while_the_server_
     assert "server unreachable: kept in " + str(spool) in offline.stdout
     with serve_in_thread(create_app(settings, database=committed_db), "client server") as base:
         live = {**job_env, "CADENCE_URL": base}
-        crash = run(client_bin, "python", "-I", "-c", example, env={**live, "CRASH_AT": "50"},
-                    cwd=tmp_path)  # fmt: skip
-        assert crash.returncode == 1 and "RuntimeError: CUDA out of memory" in crash.stderr
         flush = run(client_bin, "cadence", "spool", "flush", env=live)
         assert flush.returncode == 0, flush.stderr
         assert "1 run(s) stored (1 created, 0 already there)" in flush.stdout
         again = run(client_bin, "cadence", "spool", "flush", env=live)
         assert "0 file(s); 0 run(s) stored" in again.stdout
+        crash = run(client_bin, "python", "-I", "-c", example, env={**live, "CRASH_AT": "50"},
+                    cwd=tmp_path)  # fmt: skip
+        assert crash.returncode == 1 and "RuntimeError: CUDA out of memory" in crash.stderr
         check = run(client_bin, "cadence", "check", "--pipeline", "my-training-job", env=live)
         runs = httpx.get(f"{base}/api/v1/runs", params={"pipeline": "my-training-job"}).json()
     assert check.returncode == 0, check.stdout + check.stderr
@@ -148,12 +143,10 @@ def test_the_readme_example_records_a_crash_and_a_run_finished_while_the_server_
     [finished] = by_outcome["succeeded"]  # the offline run, stored once after two flushes
     assert finished["gpu_utilization"] == 0.38 and finished["quality_value"] == 0.412
     assert finished["data_stall_hours"] > 0 and finished["checkpoint_hours"] > 0
-    if ATTEMPTS:
-        [failed] = by_outcome["failed"]
-        assert "gpu_utilization" not in failed or failed["gpu_utilization"] is None
-        assert failed["tags"] == {"cadence_error": "RuntimeError"} and failed["cost_usd"] > 0
-    else:
-        assert "refused, not recorded" in crash.stderr
+    [failed] = by_outcome["failed"]  # the crash, half-way: paid for, utilization unknown
+    assert failed["gpu_utilization"] is None and failed["cost_usd"] > 0
+    assert failed["tags"] == {"cadence_error": "RuntimeError"}
+    assert failed["data_stall_hours"] > 0  # the 51 steps it waited for before crashing
 
 
 @pytest.fixture

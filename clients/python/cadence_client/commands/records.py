@@ -30,6 +30,8 @@ RUN_FIELDS = (
     "finished_at",
     "workers",
     "gpu_type",
+    "outcome",
+    "retraining_id",
     "gpu_utilization",
     "utilization_source",
     "gpu_hours",
