@@ -276,6 +276,8 @@ def _outcome(exc: BaseException | None) -> str:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if not isinstance(value, (str, bytes, int, float)) and callable(getattr(value, "item", None)):
+        return value.item()  # a numpy scalar or a one-element tensor (an averaged metric)
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

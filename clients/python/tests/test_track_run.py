@@ -223,6 +223,18 @@ def test_the_payload_is_json_and_carries_measured_stall_and_checkpoint_hours() -
     assert body["started_at"] == "2026-11-30T08:00:00+00:00"
 
 
+def test_numpy_and_tensor_scalars_are_sent_as_numbers() -> None:
+    class Scalar:  # what numpy.float32(0.71) and torch.tensor(0.71) offer
+        def item(self) -> float:
+            return 0.71
+
+    server = Server()
+    with client_for(server) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r12", workers=1) as run:
+            run.set(gpu_utilization=Scalar())
+    assert server.bodies[0]["gpu_utilization"] == 0.71
+
+
 def test_a_stall_the_job_reports_itself_wins_over_the_measured_one() -> None:
     with client_for(Server()) as cadence:
         with cadence.track_run(pipeline="ranker", run_id="r11", workers=1) as run:
