@@ -12,8 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import httpx
 
 from cadence_client.commands import check, evaluations, export, report
 from cadence_client.commands.report import (
@@ -56,14 +59,19 @@ def add_spool_parser(sub: Any) -> None:
     show.set_defaults(func=run_spool_list)
 
 
-def run_spool_flush(args: argparse.Namespace, **kwargs: Any) -> int:
+def run_spool_flush(
+    args: argparse.Namespace,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     token = args.token or os.environ.get("CADENCE_TOKEN")
     if not token:
         print("cadence: no token: pass --token or set CADENCE_TOKEN", file=sys.stderr)
         return USAGE
     spool = Spool(args.dir)
     waiting = len(spool.files())
-    with client_for(args, token, kwargs.get("transport"), kwargs.get("sleep", _sleep)) as client:
+    with client_for(args, token, transport, sleep) as client:
         done = spool.flush(client)
     print(
         f"spool {spool.directory}: {waiting} file(s); {done.stored} run(s) stored "
@@ -86,12 +94,6 @@ def run_spool_list(args: argparse.Namespace) -> int:
             f"{run.get('outcome', 'succeeded')} {run.get('finished_at')}"
         )
     return OK
-
-
-def _sleep(seconds: float) -> None:
-    import time
-
-    time.sleep(seconds)
 
 
 BUILTIN: tuple[AddParsers, ...] = (

@@ -115,3 +115,29 @@ def test_the_directory_is_the_setting_else_the_users_cache(
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_directory() == tmp_path / "home" / ".cache" / "cadence" / "spool"
+
+
+def test_spool_flush_exit_codes_say_what_is_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cadence_client.cli import parser, run_spool_flush
+
+    def flush(store: Store) -> int:
+        args = parser(extensions=[]).parse_args(
+            ["spool", "flush", "--url", BASE, "--token", "cad_x", "--dir", str(tmp_path)]
+        )
+        return run_spool_flush(args, transport=httpx.MockTransport(store), sleep=lambda _s: None)
+
+    Spool(tmp_path).write([make_run(run_id="a")])
+    assert flush(Store(status=503)) == 5  # down: kept
+    assert "1 left" in capsys.readouterr().out and len(Spool(tmp_path).files()) == 1
+    bad = make_run(run_id="bad")
+    del bad["workers"]
+    Spool(tmp_path).write([bad])
+    assert flush(Store()) == 1  # one stored, one refused and set aside
+    out = capsys.readouterr().out
+    assert "1 run(s) stored (1 created, 0 already there), 1 file(s) refused, 0 left" in out
+    assert flush(Store()) == 0
+    monkeypatch.delenv("CADENCE_TOKEN", raising=False)
+    no_token = parser(extensions=[]).parse_args(["spool", "flush", "--dir", str(tmp_path)])
+    assert run_spool_flush(no_token) == 2
