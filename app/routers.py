@@ -11,6 +11,7 @@ def all_routers() -> list[APIRouter]:
     from app.cadence.router import router as cadence_router
     from app.evaluations.router import router as evaluations_router
     from app.portfolio.router import router as portfolio_router
+    from app.web.alerts_page import router as alerts_page_router
     from app.web.review import router as review_router
     from app.web.router import router as pages_router
     from app.web.runs_page import router as runs_page_router
@@ -25,5 +26,6 @@ def all_routers() -> list[APIRouter]:
         pages_router,
         review_router,
         settings_router,
+        alerts_page_router,
         runs_page_router,
     ]

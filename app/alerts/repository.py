@@ -24,6 +24,11 @@ from app.db.engine import WriteSession
 from app.db.models import AlertDelivery, AlertRule, Pipeline, Run, RunVariant
 
 OPEN = ("pending", "retrying")
+# Events of a rule's state; an admin's "send a test" (app.alerts.admin) and the weekly
+# digest (app.alerts.digest) are delivered like them but outside the state machine, so
+# they never cancel or delay a firing/resolved notification.
+STATE_EVENTS = ("firing", "resolved")
+TEST_EVENT = "test"
 
 
 def _unclaimed(now: datetime) -> Any:
@@ -49,7 +54,11 @@ def enqueue(
     """
     waiting = session.scalar(
         select(AlertDelivery)
-        .where(AlertDelivery.rule_id == rule_id, AlertDelivery.status.in_(OPEN))
+        .where(
+            AlertDelivery.rule_id == rule_id,
+            AlertDelivery.status.in_(OPEN),
+            AlertDelivery.event.in_(STATE_EVENTS),  # a test or digest is no state to cancel
+        )
         .order_by(AlertDelivery.id.desc())
         .limit(1)
     )
@@ -65,22 +74,13 @@ def enqueue(
             return waiting
     last = session.scalar(
         select(func.max(AlertDelivery.scheduled_at)).where(
-            AlertDelivery.rule_id == rule_id, AlertDelivery.status != "superseded"
+            AlertDelivery.rule_id == rule_id,
+            AlertDelivery.status != "superseded",
+            AlertDelivery.event.in_(STATE_EVENTS),
         )
     )
     due = schedule.first_due(now, last, min_interval)
-    row = AlertDelivery(
-        rule_id=rule_id,
-        event=event,
-        payload=payload,
-        status="pending",
-        attempts=0,
-        scheduled_at=due,
-        next_attempt_at=due,
-    )
-    session.add(row)
-    session.flush()
-    return row
+    return _queued(session, rule_id, event, payload, due)
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,39 @@ def unjudged_pipelines(session: Session, *, evaluated_before: datetime) -> list[
         .order_by(Pipeline.name)
     )
     return list(session.scalars(stmt))
+
+
+def rule_of(session: WriteSession, pipeline_id: int, rule_id: int) -> AlertRule | None:
+    """One rule of the pipeline, locked for the caller's change."""
+    return session.scalar(
+        select(AlertRule)
+        .where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline_id)
+        .with_for_update()
+    )
+
+
+def enqueue_now(
+    session: WriteSession, rule_id: int, event: str, payload: dict[str, Any], *, now: datetime
+) -> AlertDelivery:
+    """Queue a notification that is not a state change (a test, a weekly digest), due now."""
+    return _queued(session, rule_id, event, payload, now)
+
+
+def _queued(
+    session: Session, rule_id: int, event: str, payload: dict[str, Any], due: datetime
+) -> AlertDelivery:
+    row = AlertDelivery(
+        rule_id=rule_id,
+        event=event,
+        payload=payload,
+        status="pending",
+        attempts=0,
+        scheduled_at=due,
+        next_attempt_at=due,
+    )
+    session.add(row)
+    session.flush()
+    return row
 
 
 def pipelines_with_enabled_rules(session: Session) -> frozenset[str]:

@@ -28,9 +28,13 @@ def through(app_client: TestClient, statuses: list[int]) -> httpx.MockTransport:
             request.method, str(request.url), content=request.content, headers=request.headers
         )
         statuses.append(answer.status_code)
-        return httpx.Response(
-            answer.status_code, headers=list(answer.headers.multi_items()), content=answer.content
-        )
+        # ``content`` is decoded already: the headers that describe the encoded bytes go.
+        headers = [
+            (k, v)
+            for k, v in answer.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length")
+        ]
+        return httpx.Response(answer.status_code, headers=headers, content=answer.content)
 
     return httpx.MockTransport(handle)
 

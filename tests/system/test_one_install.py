@@ -1,6 +1,7 @@
 """One install each: fresh virtualenvs built with plain ``pip install ./clients/python``
 (a training image) and ``pip install ./clients/python`` then ``pip install .`` (the
-server), and the README's client example run from the first as a reader would paste it.
+server), and the docs' client example (docs/reporting.md) run from the first as a reader
+would paste it.
 
 pip may reuse its cache and the local index; nothing is installed from this tree in
 editable mode. The two venvs are built once for the module (the server's takes the
@@ -84,11 +85,11 @@ def run(bin_dir: Path, *argv: str, env: dict[str, str] | None = None, cwd: Path 
 
 
 def readme_example() -> str:
-    """The README's Python example, as a reader would paste it."""
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("#### From Python: the `cadence-gpu-client` package") :]
+    """The client example of the docs (docs/reporting.md), as a reader would paste it."""
+    page = (PROJECT_ROOT / "docs" / "reporting.md").read_text(encoding="utf-8")
+    section = page[page.index("## From Python: the `cadence-gpu-client` package") :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "no Python example in the README's client section"
+    assert match, "no Python example in the client section of docs/reporting.md"
     return match.group(1)
 
 
@@ -133,10 +134,10 @@ def test_the_readme_example_records_a_crash_and_a_run_finished_while_the_server_
         crash = run(client_bin, "python", "-I", "-c", example, env={**live, "CRASH_AT": "50"},
                     cwd=tmp_path)  # fmt: skip
         assert crash.returncode == 1 and "RuntimeError: CUDA out of memory" in crash.stderr
-        check = run(client_bin, "cadence", "check", "--pipeline", "my-training-job", env=live)
-        runs = httpx.get(f"{base}/api/v1/runs", params={"pipeline": "my-training-job"}).json()
+        check = run(client_bin, "cadence", "check", "--pipeline", "example-job", env=live)
+        runs = httpx.get(f"{base}/api/v1/runs", params={"pipeline": "example-job"}).json()
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "### Cadence cost check: `my-training-job`" in check.stdout
+    assert "### Cadence cost check: `example-job`" in check.stdout
     by_outcome: dict[str, list[dict[str, object]]] = {}
     for r in runs["runs"]:
         by_outcome.setdefault(str(r.get("outcome", "succeeded")), []).append(r)
