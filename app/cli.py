@@ -1,4 +1,5 @@
-"""The server's `cadence` commands: `serve | migrate | demo | token create|list|revoke`.
+"""The server's `cadence` commands: `serve | migrate | demo | token create|list|revoke |
+import focus`.
 
 The `cadence` script is the client distribution's (`cadence_client.cli`: report, export,
 check, import mlflow, spool flush...); this distribution adds these commands to it
@@ -17,6 +18,7 @@ from alembic import command
 from cadence_client import cli as client_cli
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.billing.command import add_parsers as add_billing_parsers
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.exceptions import CadenceError
@@ -183,6 +185,19 @@ def add_parsers(sub: Any) -> None:
     revoke = tsub.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("--name", required=True)
     token.set_defaults(func=with_settings(cmd_token))
+
+    add_billing_parsers(sub)  # import focus: app/billing/command.py
+    _with_settings_at(sub, "import", "focus")
+
+
+def _with_settings_at(sub: Any, *path: str) -> None:
+    """Wrap the handler of the subcommand at ``path`` (a server-style
+    ``func(settings, args)``) as the client's CLI calls it."""
+    node = sub.choices[path[0]]
+    for name in path[1:]:
+        action = next(a for a in node._actions if isinstance(a, argparse._SubParsersAction))
+        node = action.choices[name]
+    node.set_defaults(func=with_settings(node.get_default("func")))
 
 
 def parser() -> argparse.ArgumentParser:

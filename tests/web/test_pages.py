@@ -98,7 +98,8 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
 
 MANAGER_FIRST = (
     "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
-    "checkpoints", "goodput", "badput", "quality", "scaling", "alerts", "runs",  # engineers
+    "checkpoints", "goodput", "badput", "reconciliation", "quality", "scaling", "alerts",
+    "runs",  # engineers (reconciliation: the cloud bill beside where the GPU time went)
     "changes",
 )  # fmt: skip
 

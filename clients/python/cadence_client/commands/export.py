@@ -2,10 +2,11 @@
 registers.
 
 Formats beyond ``csv`` and ``jsonl`` come from the ``cadence.export_formats`` entry-point
-group: each entry is ``name = module:writer``, a function ``writer(runs, out, *,
-provider) -> count``. The server distribution registers ``focus`` (FinOps FOCUS rows,
-computed with its goodput arithmetic), so ``--format focus`` is there when the server
-package is installed.
+group: each entry is ``name = module``, a module (or object) with ``HELP`` (a few words
+for ``--help``), ``add_arguments(parser)`` (its own options) and ``write(runs, out,
+args) -> count``. The server distribution registers ``focus`` (FinOps FOCUS rows,
+computed with its goodput arithmetic: app/reporting/focus_export.py), so ``--format
+focus`` is there when the server package is installed.
 """
 
 from __future__ import annotations
@@ -53,27 +54,31 @@ def add_parser(sub: Any) -> None:
     )
     _connection_args(export, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
     export.add_argument("--pipeline", help="only this pipeline (default: every pipeline)")
-    formats = ("csv", "jsonl", *sorted(export_formats()))
+    plugins = export_formats()
     export.add_argument(
         "--format",
-        choices=formats,
+        choices=("csv", "jsonl", *sorted(plugins)),
         default="csv",
         help="csv or jsonl (every API field)"
-        + (", or focus: FinOps FOCUS 1.0 cost rows" if "focus" in formats else ""),
+        + "".join(f", or {name}: {plugin.HELP}" for name, plugin in sorted(plugins.items())),
     )
-    export.add_argument(
-        "--provider",
-        default="Unknown",
-        help="--format focus: Provider, Publisher and InvoiceIssuer (e.g. your cloud)",
-    )
+    for plugin in plugins.values():
+        plugin.add_arguments(export)
     export.add_argument("--output", type=Path, help="file to write (default: stdout)")
     export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     export.set_defaults(func=run_export)
 
 
 def export_formats() -> dict[str, Any]:
-    """The writers other distributions register (``cadence.export_formats``), by name."""
-    return {ep.name: ep for ep in entry_points(EXPORT_FORMATS)}
+    """The formats other distributions register (``cadence.export_formats``), by name;
+    one that does not load is reported and left out."""
+    found = {}
+    for ep in entry_points(EXPORT_FORMATS):
+        try:
+            found[ep.name] = ep.load()
+        except Exception as exc:
+            print(f"cadence: export format {ep.name!r} not loaded: {exc}", file=sys.stderr)
+    return found
 
 
 # export -------------------------------------------------------------------------------
@@ -92,10 +97,10 @@ def run_export(
     elif args.format == "jsonl":
         write = write_jsonl
     else:
-        writer = export_formats()[args.format].load()
+        plugin = export_formats()[args.format]
 
         def write(runs: Iterable[dict[str, Any]], out: TextIO) -> int:
-            return int(writer(runs, out, provider=args.provider))
+            return int(plugin.write(runs, out, args))
 
     try:
         with client_for(args, token, transport, sleep) as client:
