@@ -8,8 +8,8 @@ COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static
 # Editable: templates/, static/ and migrations/ live beside app/, not inside it.
-# The client package from this tree first: the CLI uses it (PyPI's "cadence-client" is
-# an unrelated project, so it must not be resolved from the index).
+# The client distribution from this tree first (cadence-gpu-client: the `cadence` script;
+# the server declares it and adds its commands to it). It is not on the package index.
 RUN pip install --no-cache-dir ./clients/python && pip install --no-cache-dir -e . \
   && useradd --system cadence
 USER cadence

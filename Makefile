@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CADENCE := $(VENV)/bin/cadence
 FOCUS_VENV ?= .venv-focus
+TORCH_VENV ?= .venv-torch
 DOCS_VENV ?= .venv-docs
 PYTEST_ARGS ?=
 FUZZ_EXAMPLES ?= 100
@@ -21,13 +22,16 @@ $(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Cadence needs Python 3.11+"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# The CLI's report/export/import/check use the client package; it comes from this
-	# tree, never the package index (PyPI's "cadence-client" is an unrelated project).
+	# The client (the `cadence` script and its commands) comes from this tree, never the
+	# package index; the server declares it and adds serve/migrate/demo/token to it.
+	# Older venvs held the client as "cadence-client" and `cadence` as the server's
+	# script: remove both first, or reinstalling the server would delete the client's.
+	$(PIP) uninstall --quiet --yes cadence cadence-client 2>/dev/null || true
 	$(PIP) install --quiet -e ./clients/python
 	$(PIP) install --quiet -e .
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok-2.2.1
+$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok-2.2.1 $(TORCH_VENV)/.ok
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@
 
@@ -44,6 +48,16 @@ $(FOCUS_VENV)/.ok-2.2.1: deploy/focus/validator-requirements.txt
 	$(FOCUS_PYTHON) -m venv $(FOCUS_VENV)
 	$(FOCUS_VENV)/bin/pip install --quiet --no-deps 'focus-validator==2.2.1'
 	$(FOCUS_VENV)/bin/pip install --quiet -r deploy/focus/validator-requirements.txt
+	@touch $@
+
+# PyTorch (CPU wheel), Lightning and Transformers, for clients/python/tests/
+# test_stall_accuracy.py (a real DataLoader under run.timed) and test_integrations.py (the
+# two callbacks, tiny models built from code). Their own venv keeps ~1 GB out of the
+# app's and the client's.
+$(TORCH_VENV)/.ok: clients/python/pyproject.toml
+	test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install --quiet 'torch==2.13.0' 'httpx>=0.24' 'numpy' \
+	  'lightning==2.6.6' 'transformers==5.24.0' 'accelerate==1.15.0'
 	@touch $@
 
 # MkDocs and its Material theme in a venv of their own: the site is built, never served by
@@ -110,4 +124,4 @@ bench-quick: $(VENV)/.dev ## A smaller benchmark run (~1 min) to check the harne
 	$(PY) -m bench --quick
 
 clean: ## Remove the venv, the SQLite database and caches
-	rm -rf $(VENV) $(FOCUS_VENV) $(DOCS_VENV) site var .pytest_cache .mypy_cache .ruff_cache tests/artifacts
+	rm -rf $(VENV) $(FOCUS_VENV) $(TORCH_VENV) $(DOCS_VENV) site var .pytest_cache .mypy_cache .ruff_cache tests/artifacts

@@ -1,25 +1,31 @@
-"""`cadence serve | migrate | demo | token create|list|revoke | report | export |
-check | import mlflow|focus`."""
+"""The server's `cadence` commands: `serve | migrate | demo | token create|list|revoke |
+import focus`.
+
+The `cadence` script is the client distribution's (`cadence_client.cli`: report, export,
+check, import mlflow, spool flush...); this distribution adds these commands to it
+through the `cadence.commands` entry point in pyproject.toml, so the two never install
+the same script. `python -m app.cli` runs the same command with these commands added.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from alembic import command
+from cadence_client import cli as client_cli
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.billing.command import add_parsers as add_billing_parsers
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.exceptions import CadenceError
-from app.mlflow_import.command import add_parsers as add_import_parsers
-from app.reporting.check import add_parser as add_check_parser
-from app.reporting.commands import add_parsers as add_reporting_parsers
-from app.reporting.evaluations import add_parser as add_evaluation_parser
 from app.server import PROTOCOL
 from app.settings import Settings, get_settings
+
+Handler = Callable[[Settings, argparse.Namespace], int]
 
 
 def _database(settings: Settings) -> Database:
@@ -126,19 +132,39 @@ def _safe_url(settings: Settings) -> str:
     return make_url(settings.database_url).render_as_string(hide_password=True)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cadence", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+def with_settings(handler: Handler) -> Callable[[argparse.Namespace], int]:
+    """A server command as the client's CLI runs it: ``handler(args)`` with the settings
+    read, and the server's errors as exit codes (1 refused, 2 database or configuration)."""
 
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "scope", None):
+            args.scope = ",".join(args.scope)
+        try:
+            return int(handler(get_settings(), args))
+        except CadenceError as exc:
+            print(f"cadence: {exc.message}", file=sys.stderr)
+            return 1
+        except SQLAlchemyError as exc:
+            print(f"cadence: database error: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
+        except ValueError as exc:  # settings validation, e.g. a default secret in production
+            print(f"cadence: configuration error: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def add_parsers(sub: Any) -> None:
+    """The ``cadence.commands`` entry point: serve, migrate, demo, token."""
     serve = sub.add_parser("serve", help="serve the API and dashboard (checks the schema first)")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--workers", type=int)
-    serve.set_defaults(func=cmd_serve)
+    serve.set_defaults(func=with_settings(cmd_serve))
 
     migrate = sub.add_parser("migrate", help="apply database migrations (alembic upgrade)")
     migrate.add_argument("revision", nargs="?", default="head")
-    migrate.set_defaults(func=cmd_migrate)
+    migrate.set_defaults(func=with_settings(cmd_migrate))
 
     demo = sub.add_parser("demo", help="load the demo pipelines (idempotent)")
     demo.add_argument(
@@ -147,7 +173,7 @@ def parser() -> argparse.ArgumentParser:
         help="do nothing if the database already holds a pipeline, or if "
         "CADENCE_DEMO_ON_EMPTY=false",
     )
-    demo.set_defaults(func=cmd_demo)
+    demo.set_defaults(func=with_settings(cmd_demo))
 
     token = sub.add_parser("token", help="manage API tokens")
     tsub = token.add_subparsers(dest="token_command", required=True)
@@ -165,32 +191,30 @@ def parser() -> argparse.ArgumentParser:
     tsub.add_parser("list", help="list tokens with their last-used time")
     revoke = tsub.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("--name", required=True)
-    token.set_defaults(func=cmd_token)
+    token.set_defaults(func=with_settings(cmd_token))
 
-    add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
-    add_import_parsers(sub)  # import mlflow: app/mlflow_import/command.py
     add_billing_parsers(sub)  # import focus: app/billing/command.py
-    add_evaluation_parser(sub)  # report-evaluations: app/reporting/evaluations.py
-    add_check_parser(sub)  # check: app/reporting/check.py
-    return p
+    _with_settings_at(sub, "import", "focus")
+
+
+def _with_settings_at(sub: Any, *path: str) -> None:
+    """Wrap the handler of the subcommand at ``path`` (a server-style
+    ``func(settings, args)``) as the client's CLI calls it."""
+    node = sub.choices[path[0]]
+    for name in path[1:]:
+        action = next(a for a in node._actions if isinstance(a, argparse._SubParsersAction))
+        node = action.choices[name]
+    node.set_defaults(func=with_settings(node.get_default("func")))
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command: the client's commands and these."""
+    whole: argparse.ArgumentParser = client_cli.parser(extensions=[add_parsers])
+    return whole
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if getattr(args, "scope", None):
-        args.scope = ",".join(args.scope)
-    try:
-        settings = get_settings()
-        return int(args.func(settings, args))
-    except CadenceError as exc:
-        print(f"cadence: {exc.message}", file=sys.stderr)
-        return 1
-    except SQLAlchemyError as exc:
-        print(f"cadence: database error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # settings validation, e.g. a default secret in production
-        print(f"cadence: configuration error: {exc}", file=sys.stderr)
-        return 2
+    return int(client_cli.main(argv, extensions=[add_parsers]))
 
 
 if __name__ == "__main__":

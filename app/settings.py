@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -9,7 +10,19 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+def project_root() -> Path:
+    """Where templates/, static/, migrations/ and alembic.ini are: beside app/ in a
+    checkout or an editable install; ``<prefix>/share/cadence`` after ``pip install .``,
+    which puts them there (``[tool.setuptools.data-files]`` in pyproject.toml)."""
+    source = Path(__file__).resolve().parent.parent
+    installed = Path(sys.prefix) / "share" / "cadence"
+    if not (source / "migrations").is_dir() and (installed / "migrations").is_dir():
+        return installed
+    return source
+
+
+PROJECT_ROOT = project_root()
 DEFAULT_SQLITE_URL = f"sqlite:///{PROJECT_ROOT / 'var' / 'cadence.db'}"
 DEFAULT_SECRET = "change-me"
 

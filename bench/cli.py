@@ -12,6 +12,7 @@ from typing import Any
 
 from bench import dataset, procs, report, server
 from bench.analytics import run_analytics
+from bench.client import run_client
 from bench.config import BACKENDS, DEFAULT_PHASES, PHASES, Config, quick_sizes
 from bench.ingest import run_ingest
 from bench.loadgen import ensure_wrk
@@ -42,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
         "--phases",
         type=_choices(PHASES),
         default=DEFAULT_PHASES,
-        help="comma-separated: ingest,baseline,analytics,org (default: all but org)",
+        help="comma-separated: ingest,baseline,analytics,org,client (default: all but org)",
     )
     p.add_argument("--workers", type=int, default=2, help="uvicorn workers (default 2)")
     p.add_argument(
@@ -156,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_analytics(cfg, results)
         if "org" in cfg.phases and machine["postgresql"] is not None:
             run_org(cfg, results)
+        if "client" in cfg.phases:
+            run_client(cfg, results)
     except KeyboardInterrupt:
         procs.say("\ninterrupted: reporting what was measured")
         results.append({"group": "setup", "name": "run", "error": "interrupted"})

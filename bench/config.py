@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PHASES = ("ingest", "baseline", "analytics", "org")
-DEFAULT_PHASES = ("ingest", "baseline", "analytics")
+PHASES = ("ingest", "baseline", "analytics", "org", "client")
+DEFAULT_PHASES = ("ingest", "baseline", "analytics", "client")
 BACKENDS = ("postgresql", "sqlite")
 
 

@@ -198,6 +198,16 @@ READS: list[Column] = [
     ("target", lambda r: r["target"]),
     ("status", lambda r: r["status"]),
 ]
+CLIENT: list[Column] = [
+    ("loop", lambda r: r["name"]),
+    ("plain s", lambda r: _f(r["plain_s"], 3)),
+    ("timed s", lambda r: _f(r["timed_s"], 3)),
+    ("loops timed/plain", lambda r: f"{r['loop_overhead_pct']:+.2f}%"),
+    ("wrapper µs/item", lambda r: _f(r["per_item_us"], 3)),
+    ("per 1 ms step", lambda r: f"{r['overhead_pct']:.3f}%"),
+    ("target", lambda r: r["target"]),
+    ("status", lambda r: r["status"]),
+]
 ORG: list[Column] = [
     ("endpoint", lambda r: r["name"]),
     ("before p95", lambda r: _f(r["before"]["latency_ms"].get("p95")) if r["before"] else "-"),
@@ -258,6 +268,7 @@ def tables(results: list[dict[str, Any]], cfg: Config) -> list[tuple[str, Row, l
             ORG,
             org_rows(results),
         ),
+        ("Client: run.timed around a loop of 1 ms steps", CLIENT, _group(results, "client")),
         ("Failures", FAILED, [r for r in results if r.get("error")]),
     ]
     return [

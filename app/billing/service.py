@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from cadence_client.spreadsheet import cell_from_text
 from sqlalchemy.orm import Session
 
 from app.billing import repository
@@ -25,7 +26,6 @@ from app.db.engine import WriteSession
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines
 from app.planning.reconcile import BillLine, Figures, Holding, Reconciliation, reconcile
-from app.spreadsheet import cell_from_text
 
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 CSV_COLUMNS = (

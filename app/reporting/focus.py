@@ -15,7 +15,7 @@ resources gives one row per resource, its hours and cost shared equally.
 
 Standard library only (beside the pure planning functions), so the module can move to
 the client package as one file. Cells a spreadsheet would run as formulas get a leading
-``'``, as app/spreadsheet.py does for the other CSVs.
+``'``, as cadence_client/spreadsheet.py does for the other CSVs.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ COLUMNS = columns()
 
 def text_cell(text: str) -> str:
     """``'=1+1`` for ``=1+1``: a spreadsheet shows it as text instead of running it. A
-    negative number stays a number (app/spreadsheet.py holds the same rule)."""
+    negative number stays a number (cadence_client/spreadsheet.py holds the same rule)."""
     if not text.startswith(FORMULA_STARTS):
         return text
     try:

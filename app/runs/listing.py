@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from cadence_client.spreadsheet import csv_value
 from pydantic_core import to_jsonable_python
 from sqlalchemy.orm import Session
 
@@ -24,7 +25,6 @@ from app.runs import repository
 from app.runs.output import out_dict, to_out
 from app.runs.schemas import RunOut
 from app.schemas_common import in_range_utc
-from app.spreadsheet import cell_from_text
 
 MAX_LIST_LIMIT = 1000
 CSV_COLUMNS = list(RunOut.model_fields)
@@ -45,20 +45,6 @@ def table_page(
         limit=size,
     )
     return [to_out(*r) for r in repository.load_runs(session, ids)], total
-
-
-def csv_value(value: Any) -> str:
-    """A JSON value as a CSV cell; text that a spreadsheet would run as a formula is
-    marked as text (``app.spreadsheet``). Used by the download and ``cadence export``."""
-    if isinstance(value, str):
-        return cell_from_text(value)
-    if value is None:
-        return ""
-    if isinstance(value, list | dict):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
-    return str(value)
 
 
 def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any
 
+from cadence_client.spreadsheet import cell_from_text
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
@@ -32,7 +33,6 @@ from app.review.lines import (
 )
 from app.review.service import Action, ReviewData, load_review, top_actions
 from app.schemas_common import EARLIEST, RANGE_REASON
-from app.spreadsheet import cell_from_text
 from app.templating import templates
 from app.web.figures_trend import review_trend_figure
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cadence_client.commands import evaluations
 from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database
-from app.reporting import evaluations
 from tests.fixtures.builders import make_run, make_token
 from tests.system.test_client_package import through
 

@@ -16,12 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
-
-from app import cli
-from app.db.engine import Database
-from app.mlflow_import import command
-from app.mlflow_import.mapping import (
+from cadence_client.mlflow import command
+from cadence_client.mlflow.mapping import (
     Mapping,
     MappingError,
     Source,
@@ -29,11 +25,17 @@ from app.mlflow_import.mapping import (
     map_run,
     parse_mapping,
 )
-from app.mlflow_import.mlflow_api import ExperimentNotFound, MlflowClient, MlflowError
+from cadence_client.mlflow.mlflow_api import ExperimentNotFound, MlflowClient, MlflowError
+from fastapi.testclient import TestClient
+
+from app import cli
+from app.db.engine import Database
 from tests.fixtures.builders import make_token
 from tests.system.test_client_package import through
 
 URL = "http://testserver"
+FAILED_RUN = "e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0"  # the recorded FAILED MLflow run
+IMPORTED = 3  # of the 6 recorded runs: two FINISHED, one FAILED (a failed attempt)
 MLFLOW = "http://mlflow.test:5000"
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mlflow"
 H = 3600 * 1000
@@ -193,7 +195,7 @@ def test_variant_tag_option_picks_the_tag() -> None:
     ("run", "reason"),
     [
         (mlflow_run(status="RUNNING", end=None), "no end_time (status RUNNING)"),
-        (mlflow_run(status="FAILED"), "status FAILED (only FINISHED runs are imported)"),
+        (mlflow_run(status="SCHEDULED"), "status SCHEDULED (FINISHED, FAILED and KILLED runs"),
         (mlflow_run(start=None), "no start_time"),
         (mlflow_run(end=T0), "end_time is not after start_time"),
         (
@@ -203,7 +205,8 @@ def test_variant_tag_option_picks_the_tag() -> None:
         (
             mlflow_run(metrics={}),
             "no gpu_utilization (looked for metrics.gpu_utilization, "
-            "params.gpu_utilization, tags.gpu_utilization)",
+            "params.gpu_utilization, tags.gpu_utilization, "
+            "metrics.system/gpu_utilization_percentage)",
         ),
         (mlflow_run(params={"workers": "2.5"}), "workers '2.5' (params.workers) is not a whole"),
         (mlflow_run(params={"workers": "eight"}), "workers 'eight' (params.workers) is not a n"),
@@ -212,8 +215,8 @@ def test_variant_tag_option_picks_the_tag() -> None:
             "mfu 'NaN' (metrics.mfu) is not a finite number",
         ),
         (
-            mlflow_run(metrics={"gpu_utilization": 0.5, "data_stall_hours": -1.0}),
-            "invalid for Cadence: data_stall_hours",
+            mlflow_run(metrics={"gpu_utilization": -0.5}),
+            "gpu_utilization -0.5 (metrics.gpu_utilization) is not a fraction between 0 and 1",
         ),
     ],
 )
@@ -221,6 +224,82 @@ def test_skip_reasons(run: dict[str, Any], reason: str) -> None:
     mapped = map_run(run, "ranker", Mapping())
     assert mapped.payload is None
     assert mapped.reason.startswith(reason)
+
+
+def test_failed_and_killed_runs_are_failed_and_cancelled_attempts() -> None:
+    failed = map_run(mlflow_run(status="FAILED", metrics={}), "ranker", Mapping()).payload
+    assert failed is not None and failed["outcome"] == "failed"
+    assert "gpu_utilization" not in failed  # crashed before it was known: still paid for
+    killed = map_run(mlflow_run(status="KILLED"), "ranker", Mapping()).payload
+    assert killed is not None and killed["outcome"] == "cancelled"
+    finished = map_run(mlflow_run(), "ranker", Mapping()).payload
+    assert finished is not None and "outcome" not in finished  # succeeded: the default
+
+
+def history_of(points: dict[str, list[tuple[int, float]]]) -> Any:
+    return lambda key: points.get(key, [])
+
+
+def test_utilization_is_the_mean_of_its_history_over_the_run() -> None:
+    run = mlflow_run(metrics={"gpu_utilization": 0.9})  # the last value logged
+    # Logged at 1 h, 5 h and 9 h of a 10 h run, and once 2 h after it ended (a late
+    # sample, not this run's): (0.3 + 0.5 + 0.4) / 3 = 0.4.
+    points = {"gpu_utilization": [(T0 + H, 0.3), (T0 + 5 * H, 0.5), (T0 + 9 * H, 0.4),
+                                  (T0 + 12 * H, 0.9)]}  # fmt: skip
+    payload = map_run(run, "ranker", Mapping(), history=history_of(points)).payload
+    assert payload is not None and payload["gpu_utilization"] == pytest.approx(0.4)
+    assert "utilization_source" not in payload  # unknown for a metric of the user's own
+    sourced = Mapping(utilization_source="dcgm_sm_active")
+    payload = map_run(run, "ranker", sourced, history=history_of(points)).payload
+    assert payload is not None and payload["utilization_source"] == "dcgm_sm_active"
+
+
+def test_mlflows_system_metric_is_recognised_as_a_percentage_sampled_by_nvml() -> None:
+    system = "system/gpu_utilization_percentage"
+    run = mlflow_run(metrics={system: 70.0})
+    # 60% and 80% during the run: mean 70% -> 0.7.
+    points = {system: [(T0 + H, 60.0), (T0 + 2 * H, 80.0)]}
+    payload = map_run(run, "ranker", Mapping(), history=history_of(points)).payload
+    assert payload is not None
+    assert payload["gpu_utilization"] == pytest.approx(0.7)
+    assert payload["utilization_source"] == "nvml_gpu_util"
+    # Per-GPU metrics only (MLflow logs one per device): the mean of the GPUs' means,
+    # (40 + 60) / 2 = 50% -> 0.5, from their last values when no history is given.
+    per_gpu = mlflow_run(
+        metrics={"system/gpu_0_utilization_percentage": 40.0,
+                 "system/gpu_1_utilization_percentage": 60.0}
+    )  # fmt: skip
+    payload = map_run(per_gpu, "ranker", Mapping()).payload
+    assert payload is not None and payload["gpu_utilization"] == pytest.approx(0.5)
+
+
+def test_a_run_the_server_refuses_is_skipped_with_its_reason_and_the_rest_imported(
+    client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = mlflow_run(run_id="good0123456789abcdef0123456789ab")
+    bad = mlflow_run(
+        run_id="bad00123456789abcdef0123456789ab",
+        metrics={"gpu_utilization": 0.5, "data_stall_hours": -1.0},
+    )
+
+    def mlflow(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("get-by-name"):
+            return httpx.Response(200, json=fixture("experiments_get_by_name.json"))
+        if request.url.path.endswith("get-history"):
+            return httpx.Response(200, json={"metrics": []})
+        return httpx.Response(200, json={"runs": [bad, good]})
+
+    code = command.run_import(
+        args("--token", make_token(db, "ingest")),
+        transport=through(client, []),
+        mlflow_transport=httpx.MockTransport(mlflow),
+        sleep=pytest.fail,
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "skipped bad00123456789abcdef0123456789ab: invalid for Cadence: data_stall_hours" in err
+    assert out.strip() == "found 2, imported 1 (1 created / 0 already there), skipped 1"
+    assert set(stored(client)) == {"good0123456789abcdef0123456789ab"}
 
 
 @pytest.mark.parametrize(
@@ -317,8 +396,8 @@ def recorded(requests: list[httpx.Request]) -> httpx.MockTransport:
             return httpx.Response(200, json=fixture("runs_search_page2.json"))
         if path == "/api/2.0/mlflow/metrics/get-history":
             run, key = request.url.params["run_id"], request.url.params["metric_key"]
-            assert key == "live_quality"
-            return httpx.Response(200, json={"metrics": HISTORY.get(run, [])})
+            points = [p for p in HISTORY.get(run, []) if p["key"] == key]
+            return httpx.Response(200, json={"metrics": points})
         return httpx.Response(
             404, json={"error_code": "ENDPOINT_NOT_FOUND", "message": f"no {path}"}
         )
@@ -328,8 +407,13 @@ def recorded(requests: list[httpx.Request]) -> httpx.MockTransport:
 
 # The first recorded run ends at T0 + 14 h; a monitoring job logged its quality daily
 # after that (and once during training, which is not an evaluation of the served model).
+# Its utilization was logged at 1 h and 13 h (0.30, 0.50: mean 0.40) and once after it
+# ended (0.42, the value runs/search shows), which the mean leaves out.
 HISTORY = {
     "a1f0c2d3e4b5a6978877665544332211": [
+        {"key": "gpu_utilization", "value": 0.30, "timestamp": T0 + H, "step": 0},
+        {"key": "gpu_utilization", "value": 0.50, "timestamp": T0 + 13 * H, "step": 1},
+        {"key": "gpu_utilization", "value": 0.42, "timestamp": T0 + 15 * H, "step": 2},
         {"key": "live_quality", "value": 0.5, "timestamp": T0 + H, "step": 0},
         *(
             {
@@ -364,19 +448,29 @@ def test_import_recorded_experiment_then_reimport_creates_nothing(
     )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert [r.url.path.rsplit("/", 1)[-1] for r in requests] == ["get-by-name", "search", "search"]
-    assert out.strip() == "found 6, imported 2 (2 created / 0 already there), skipped 4"
+    paths = [r.url.path.rsplit("/", 1)[-1] for r in requests]
+    # Utilization's history for the four runs that reach it (not RUNNING, not workerless).
+    assert paths == ["get-by-name", "search", "search", *["get-history"] * 4]
+    assert (
+        out.strip() == f"found 6, imported {IMPORTED} ({IMPORTED} created / 0 already there), "
+        f"skipped {6 - IMPORTED}"
+    )
     assert "skipped c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8: no end_time (status RUNNING)" in err
     assert "skipped d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9: gpu_utilization 38" in err
-    assert "skipped e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0: status FAILED" in err
     assert "skipped f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1: no workers" in err
 
     runs = stored(client)
-    assert set(runs) == {"a1f0c2d3e4b5a6978877665544332211", "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6"}
+    assert set(runs) == {
+        "a1f0c2d3e4b5a6978877665544332211",
+        "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6",
+        FAILED_RUN,
+    }
+    assert runs[FAILED_RUN]["outcome"] == "failed"
+    assert runs[FAILED_RUN]["retraining_id"] == FAILED_RUN  # the server's default
     first = runs["a1f0c2d3e4b5a6978877665544332211"]
     assert first["variant"] == "candidate"
     assert first["workers"] == 8 and first["gpu_type"] == "A100-80GB"
-    assert first["gpu_utilization"] == pytest.approx(0.42)
+    assert first["gpu_utilization"] == pytest.approx(0.40)  # the mean over the run
     assert first["wall_clock_hours"] == pytest.approx(14)
     assert first["started_at"].startswith("2025-12-01T08:00:00")
     assert (first["quality_metric"], first["quality_value"]) == ("quality", pytest.approx(0.412))
@@ -392,8 +486,11 @@ def test_import_recorded_experiment_then_reimport_creates_nothing(
     )
     out, _ = capsys.readouterr()
     assert again == 0
-    assert out.strip() == "found 6, imported 2 (0 created / 2 already there), skipped 4"
-    assert len(stored(client)) == 2
+    assert (
+        out.strip() == f"found 6, imported {IMPORTED} (0 created / {IMPORTED} already there), "
+        f"skipped {6 - IMPORTED}"
+    )
+    assert len(stored(client)) == IMPORTED
 
 
 def test_percent_mapping_imports_the_percentage_run(
@@ -424,9 +521,10 @@ def test_dry_run_prints_the_runs_and_posts_nothing(capsys: pytest.CaptureFixture
     assert [r["run_id"] for r in lines] == [
         "a1f0c2d3e4b5a6978877665544332211",
         "b2e1d3c4f5a6b7c8d9e0f1a2b3c4d5e6",
+        FAILED_RUN,
     ]
     assert lines[0]["pipeline"] == "mlflow-ranker"
-    assert "dry run: found 6, would import 2, skipped 4" in err
+    assert "dry run: found 6, would import 3, skipped 3" in err
 
 
 def test_unknown_experiment_exits_2_with_mlflows_message(

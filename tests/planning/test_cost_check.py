@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from app.planning.cost_check import CostLimits, check_cost
+from cadence_client.cost_check import CostLimits, check_cost
 
 
 def test_the_worked_example_twice_weekly_at_70_percent_is_plus_8_6_percent() -> None:

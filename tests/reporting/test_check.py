@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
+from cadence_client.commands.check import run_check
 from fastapi.testclient import TestClient
 
 from app.db.engine import Database
-from app.reporting.check import run_check
 from tests.fixtures.builders import make_run, make_token
 from tests.reporting.test_commands import URL, args
 from tests.system.test_client_package import through
@@ -84,3 +85,83 @@ def test_errors_keep_the_cli_exit_codes(
     bad_url = args("check", "--url", "ftp://x", "--pipeline", PIPE, "--cadence", "2")
     assert run_check(bad_url, sleep=pytest.fail) == 2
     assert "bad --url" in capsys.readouterr().err
+
+
+def set_budget(client: TestClient, db: Database, usd: float) -> None:
+    headers = {"Authorization": f"Bearer {make_token(db, 'admin')}"}
+    answer = client.put(
+        f"/api/v1/pipelines/{PIPE}", json={"monthly_budget_usd": usd}, headers=headers
+    )
+    assert answer.status_code == 200, answer.text
+
+
+def test_the_pipelines_budget_is_judged_by_default(
+    seeded: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Twice weekly: $2,426.67 a month (worked above), over a $2,000 budget; once weekly
+    # ($1,213.33) is within it.
+    set_budget(seeded, db, 2000)
+    assert check(seeded, "--cadence", "2") == 1
+    out = capsys.readouterr().out
+    assert "the proposed monthly cost $2,426.67 is over the pipeline's $2,000.00 budget" in out
+    assert check(seeded, "--cadence", "1") == 0
+    assert "**PASS**: within the limits (budget $2,000.00/month)." in capsys.readouterr().out
+    assert check(seeded, "--cadence", "2", "--no-budget") == 0  # asked not to judge it
+    assert "none given" in capsys.readouterr().out
+
+
+def test_variant_projects_that_variants_runs(
+    seeded: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest', name='candidate-ingest')}"}
+    for day in (5, 6, 7):  # the candidate: 16 workers, the same 14 h at 38%: twice the cost
+        run = make_run(
+            pipeline=PIPE, run_id=f"c{day}", variant="candidate", workers=16, interruptions=[],
+            started_at=f"2026-11-0{day}T08:00:00+00:00",
+            finished_at=f"2026-11-0{day}T22:00:00+00:00",
+        )  # fmt: skip
+        assert seeded.post("/api/v1/runs", json=run, headers=headers).status_code == 201
+    # 224 GPU-h x $2.50 = $560 a run, x 52/12 = $2,426.67 a month at once weekly.
+    assert check(seeded, "--variant", "candidate", "--cadence", "1") == 0
+    out = capsys.readouterr().out
+    assert "### Cadence cost check: `check-pipe` (variant `candidate`)" in out
+    assert "| Proposed | 1×/week | $2,426.67 |" in out
+    assert check(seeded, "--variant", "nope", "--cadence", "1") == 2
+
+
+def test_the_expected_bill_is_judged_when_the_server_gives_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A server that prices failed attempts answers ``expected_bill_usd`` beside the
+    median cost; the check judges the bill (here $1,500 against a $1,400 limit)."""
+    answer = {
+        "current_variant": "baseline",
+        "scenario": {"budget_usd": None},
+        "projections": {
+            "baseline": {
+                "current_monthly_cost_usd": 1000.0,
+                "current_runs_per_week": 1.0,
+                "runs_used": 3,
+                "warnings": [],
+                "cadences": [
+                    {
+                        "runs_per_week": 1.0,
+                        "monthly_cost_usd": 1200.0,
+                        "expected_bill_usd": 1500.0,
+                        "monthly_cost_p10_usd": 1100.0,
+                        "monthly_cost_p90_usd": 1600.0,
+                    },
+                ],
+            }
+        },
+    }
+
+    def server(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=answer)
+
+    namespace = args("check", "--url", URL, "--pipeline", PIPE, "--cadence", "1",
+                     "--max-monthly-usd", "1400")  # fmt: skip
+    assert run_check(namespace, transport=httpx.MockTransport(server), sleep=pytest.fail) == 1
+    assert (
+        "the proposed monthly cost $1,500.00 is over the $1,400.00 limit" in capsys.readouterr().out
+    )

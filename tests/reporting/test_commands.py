@@ -13,14 +13,16 @@ from typing import Any
 import httpx
 import pytest
 from alembic import command
+from cadence_client.commands import export as export_command
+from cadence_client.commands import records
+from cadence_client.commands import report as commands
+from cadence_client.commands.records import RecordError, read_records
 from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
-from app.reporting import commands, records
-from app.reporting.records import RecordError, read_records
 from app.runs.schemas import RunIn
 from app.settings import Settings
 from tests.fixtures.builders import make_run, make_token
@@ -41,7 +43,7 @@ def report(app: TestClient, token: str, *argv: str) -> int:
 def export(app: TestClient, *argv: str, token: str | None = None) -> int:
     extra = ("--token", token) if token else ()
     namespace = args("export", "--url", URL, *extra, *argv)
-    return commands.run_export(namespace, transport=through(app, []), sleep=pytest.fail)
+    return export_command.run_export(namespace, transport=through(app, []), sleep=pytest.fail)
 
 
 def no_server() -> httpx.MockTransport:
@@ -297,7 +299,7 @@ def test_server_unavailable_after_retries_is_5(
     namespace = args("report", "--token", "t", "--file", str(path))
     assert commands.run_report(namespace, transport=down, sleep=sleeps.append) == 5
     assert len(sleeps) == 7 and "server unavailable" in capsys.readouterr().err
-    assert commands.run_export(args("export"), transport=down, sleep=sleeps.append) == 5
+    assert export_command.run_export(args("export"), transport=down, sleep=sleeps.append) == 5
 
 
 # Export and the round trip ------------------------------------------------------------

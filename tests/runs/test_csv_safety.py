@@ -8,10 +8,10 @@ import io
 from pathlib import Path
 
 import pytest
+from cadence_client.commands.records import read_records
+from cadence_client.spreadsheet import cell_from_text, text_from_cell
 from fastapi.testclient import TestClient
 
-from app.reporting.records import read_records
-from app.spreadsheet import cell_from_text, text_from_cell
 from tests.fixtures.builders import make_run
 from tests.reporting.test_commands import export
 

@@ -1,14 +1,8 @@
-"""The cadence-client package against this server: through the app in-process, and from
-a fresh virtualenv holding only ``pip install ./clients/python`` against a live server."""
+"""The client package against this server, through the app in-process (the fresh
+virtualenvs of ``pip install ./clients/python`` and ``pip install .``:
+tests/system/test_one_install.py)."""
 
 from __future__ import annotations
-
-import os
-import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -16,10 +10,8 @@ from cadence_client import CadenceClient, ConflictError, ValidationFailed
 from fastapi.testclient import TestClient
 
 from app.db.engine import Database
-from app.main import create_app
-from app.settings import PROJECT_ROOT, Settings
+from app.settings import PROJECT_ROOT
 from tests.fixtures.builders import make_run, make_token
-from tests.web.browser.support import serve_in_thread
 
 CLIENT_SOURCE = PROJECT_ROOT / "clients" / "python"
 
@@ -86,66 +78,3 @@ def test_against_the_real_app(client: TestClient, db: Database) -> None:
         ]
         assert "client-test" in [p["name"] for p in cadence.list_pipelines()]
     assert statuses.count(422) == 1 and statuses.count(409) == 1  # neither was retried
-
-
-ISOLATION = """
-try:
-    import fastapi  # noqa: F401
-except ImportError:
-    print("no fastapi")
-"""
-
-
-def readme_example() -> str:
-    """The docs' Python example (docs/reporting.md), as a reader would paste it."""
-    page = (PROJECT_ROOT / "docs" / "reporting.md").read_text(encoding="utf-8")
-    section = page[page.index("## From Python: the `cadence-client` package") :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "no Python example in the client section of docs/reporting.md"
-    return match.group(1)
-
-
-def test_a_fresh_virtualenv_with_only_the_client_records_a_run(
-    committed_db: Database, settings: Settings, tmp_path: Path
-) -> None:
-    """Done-when of issue 15: ``pip install ./clients/python`` in a new virtualenv, then
-    the docs' example (one ``with`` block) records a run on a live server. pip may
-    reuse its cache; the package index is needed only for httpx and its dependencies."""
-    source = tmp_path / "src"
-    shutil.copytree(CLIENT_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(source)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert install.returncode == 0, install.stderr[-2000:]
-    token = make_token(committed_db, "ingest", name="venv-ingest")
-    with serve_in_thread(create_app(settings, database=committed_db), "client server") as base:
-        job = subprocess.run(
-            [str(python), "-I", "-c", readme_example()],
-            capture_output=True,
-            text=True,
-            env={**env, "CADENCE_URL": base, "CADENCE_TOKEN": token},
-            cwd=tmp_path,
-            timeout=120,
-        )
-        assert job.returncode == 0, job.stderr[-2000:]
-        found = re.fullmatch(r"recorded run (\d+) of example-job\n", job.stdout)
-        assert found, job.stdout
-        stored = httpx.get(f"{base}/api/v1/runs/{found.group(1)}", timeout=10).json()
-    isolation = subprocess.run(
-        [str(python), "-I", "-c", ISOLATION], capture_output=True, text=True, env=env
-    )
-    assert isolation.stdout == "no fastapi\n"  # the server's dependencies did not come along
-    assert stored["pipeline"] == "example-job" and stored["run_id"].startswith("run-")
-    assert stored["gpu_utilization"] == 0.38 and stored["workers"] == 8
-    assert stored["utilization_source"] == "dcgm_sm_active"
-    assert stored["tags"] == {"git_sha": "4f1c2e9"}
-    assert 0.41 <= stored["quality_value"] <= 0.42
-    assert stored["finished_at"] > stored["started_at"]

@@ -19,6 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -37,11 +38,14 @@ from cadence_client.errors import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from cadence_client.spool import Spool
     from cadence_client.tracking import TrackedRun
 
 log = logging.getLogger("cadence_client")
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 USER_AGENT = f"cadence-client/{__version__}"
 RUNS = "/api/v1/runs"
 
@@ -206,18 +210,29 @@ class CadenceClient:
         workers: int,
         sample_gpu: bool = False,
         sample_interval: float = 5.0,
+        strict: bool = False,
+        spool: Spool | str | Path | None = None,
+        handle_sigterm: bool = True,
         **fields: Any,
     ) -> TrackedRun:
-        """A context manager that records one training run and posts it on exit.
+        """A context manager that records one training attempt and posts it on exit.
 
         ``started_at`` is read on entry and ``finished_at`` on exit; ``fields`` are any
-        other run fields (``variant``, ``gpu_utilization``, ``tags``...), and the job
-        can add or change them with ``run.set(...)``. If the job raises, the run is
-        still posted, tagged ``cadence_outcome=failed`` (and ``cadence_error`` with
-        the exception's type), and the job's exception is re-raised. With
+        other run fields (``variant``, ``retraining_id``, ``gpu_utilization``, ``tags``...),
+        and the job can add or change them with ``run.set(...)``. The outcome is
+        recorded whatever happens: an exception is ``failed`` (tag ``cadence_error`` =
+        its type; the exception is re-raised), KeyboardInterrupt ``cancelled``, SIGTERM
+        ``preempted`` (posted from the handler, which is installed in the main thread
+        only, chains to the previous handler and is restored on exit; pass
+        ``handle_sigterm=False`` to leave signals alone). ``gpu_utilization`` is left out
+        when neither the job nor the sampler knows it.
+
+        A run that cannot be posted (server unreachable after the retries, token
+        refused) is written to ``spool`` (a directory; default ``CADENCE_SPOOL_DIR`` or a
+        per-user cache directory) and sent by the next successful post or ``cadence
+        spool flush``: the job is never failed by Cadence unless ``strict=True``. With
         ``sample_gpu=True`` utilization is sampled through NVML (``pip install
-        cadence-client[nvml]``) unless the job sets it; without a GPU or the library
-        the sampler does nothing and logs why.
+        cadence-gpu-client[nvml]``) unless the job sets it.
         """
         from cadence_client.tracking import TrackedRun
 
@@ -226,6 +241,9 @@ class CadenceClient:
             {"pipeline": pipeline, "run_id": run_id, "workers": workers, **fields},
             sample_gpu=sample_gpu,
             sample_interval=sample_interval,
+            strict=strict,
+            spool=spool,
+            handle_sigterm=handle_sigterm,
         )
 
     def list_runs(
@@ -352,6 +370,19 @@ class CadenceClient:
             method=method,
             url=url,
         ) from cause
+
+    @contextmanager
+    def hurried(self, attempts: int = 2, backoff_max: float = 1.0) -> Iterator[None]:
+        """Fewer attempts and shorter waits for a while: a preempted job posts within the
+        grace period (Kubernetes' default is 30 s; two attempts of ``timeout`` each plus
+        at most ``backoff_max`` fit within it at the default 10 s timeout)."""
+        saved = self.max_attempts, self.backoff_max
+        self.max_attempts = min(self.max_attempts, attempts)
+        self.backoff_max = min(self.backoff_max, backoff_max)
+        try:
+            yield
+        finally:
+            self.max_attempts, self.backoff_max = saved
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

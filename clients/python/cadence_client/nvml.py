@@ -1,4 +1,4 @@
-"""Optional GPU utilization sampling through NVML (``pip install cadence-client[nvml]``).
+"""Optional GPU utilization sampling through NVML (``pip install cadence-gpu-client[nvml]``).
 
 ``nvidia-ml-py`` provides the ``pynvml`` module. The sampler reads each visible GPU's
 ``utilization.gpu`` (percent of the last sample period in which a kernel ran: NVML's
@@ -46,7 +46,7 @@ class NvmlSampler:
             nvml = self._nvml or importlib.import_module("pynvml")
         except ImportError:
             return self._unavailable(
-                "NVML not installed (pip install cadence-client[nvml]); utilization not sampled"
+                "NVML not installed (pip install cadence-gpu-client[nvml]); utilization not sampled"
             )
         self._nvml = nvml
         try:

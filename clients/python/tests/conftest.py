@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def spool_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test spools into its own directory, never the user's cache."""
+    directory = tmp_path / "spool"
+    monkeypatch.setenv("CADENCE_SPOOL_DIR", str(directory))
+    return directory
 
 
 def make_run(**overrides: Any) -> dict[str, Any]:

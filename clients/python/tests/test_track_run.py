@@ -6,12 +6,19 @@ import json
 import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from cadence_client import CadenceClient, NvmlSampler, ServiceUnavailable, ValidationFailed
+from cadence_client import (
+    CadenceClient,
+    NvmlSampler,
+    ServiceUnavailable,
+    Spool,
+    ValidationFailed,
+)
 
 BASE = "http://cadence.test"
 START = datetime(2026, 11, 30, 8, tzinfo=timezone.utc)
@@ -33,6 +40,26 @@ class Server:
         if self.status >= 500:
             return httpx.Response(self.status, json={"error": {"code": "x", "message": "down"}})
         return httpx.Response(self.status, json={"id": 1, **body})
+
+
+class BatchServer:
+    """Stores runs once by (pipeline, run_id), like Cadence: single posts and batches."""
+
+    def __init__(self) -> None:
+        self.singles: list[dict[str, Any]] = []
+        self.batched: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path.endswith("/batch"):
+            self.batched += body["runs"]
+            items = [
+                {"index": i, "id": i + 1, "status": "created", **r}
+                for i, r in enumerate(body["runs"])
+            ]
+            return httpx.Response(200, json={"created": len(items), "existing": 0, "runs": items})
+        self.singles.append(body)
+        return httpx.Response(201, json={"id": 1, **body})
 
 
 def ticking(step_hours: float) -> Iterator[datetime]:
@@ -80,7 +107,7 @@ def test_a_tracked_run_records_its_own_start_and_end_and_what_the_job_set() -> N
     ]
 
 
-def test_a_failed_job_is_recorded_with_a_tag_and_its_error_re_raised() -> None:
+def test_a_failed_job_is_recorded_as_failed_and_its_error_re_raised() -> None:
     server = Server()
     with client_for(server) as cadence, pytest.raises(RuntimeError, match="CUDA OOM"):
         with cadence.track_run(
@@ -89,41 +116,133 @@ def test_a_failed_job_is_recorded_with_a_tag_and_its_error_re_raised() -> None:
             run.tag("commit", "abc")
             raise RuntimeError("CUDA OOM")
     [body] = server.bodies
-    assert body["tags"] == {
-        "commit": "abc",
-        "cadence_outcome": "failed",
-        "cadence_error": "RuntimeError",
-    }
-    assert body["finished_at"] == "2026-11-30T22:00:00+00:00"
+    assert body["outcome"] == "failed"
+    assert body["tags"] == {"commit": "abc", "cadence_error": "RuntimeError"}
+    assert body["finished_at"] == "2026-11-30T22:00:00+00:00"  # its 14 h are paid for
+    assert run.outcome == "failed"
 
 
-def test_a_failed_post_after_a_failed_job_does_not_hide_the_jobs_error() -> None:
-    server = Server(status=503)
-    with (
-        client_for(server, max_attempts=2) as cadence,
-        pytest.raises(KeyError),
-        cadence.track_run(pipeline="ranker", run_id="r3", workers=1, gpu_utilization=0.5),
-    ):
-        raise KeyError("batch")
-    assert len(server.bodies) == 2  # tried (and retried), then gave way to the job's error
-
-
-def test_a_failed_job_without_utilization_is_not_posted() -> None:
+def test_a_job_that_crashes_before_it_knows_its_utilization_is_recorded_without_it() -> None:
     server = Server()
     with (
         client_for(server) as cadence,
         pytest.raises(ValueError, match="bad data"),
-        cadence.track_run(pipeline="ranker", run_id="r4", workers=1),
+        cadence.track_run(pipeline="ranker", run_id="r4", workers=2),
     ):
         raise ValueError("bad data")
-    assert server.bodies == []
+    [body] = server.bodies
+    assert "gpu_utilization" not in body  # unknown: the server counts it in spend only
+    assert (body["outcome"], body["workers"]) == ("failed", 2)
 
 
-def test_a_successful_job_whose_post_is_refused_raises() -> None:
-    server = Server(status=422)
-    with client_for(server) as cadence, pytest.raises(ValidationFailed):
-        with cadence.track_run(pipeline="ranker", run_id="r5", workers=1) as run:
+def test_a_keyboard_interrupt_is_a_cancelled_attempt() -> None:
+    server = Server()
+    with client_for(server) as cadence, pytest.raises(KeyboardInterrupt):
+        with cadence.track_run(pipeline="ranker", run_id="r4b", workers=1, retraining_id="w48"):
+            raise KeyboardInterrupt
+    [body] = server.bodies
+    assert (body["outcome"], body["retraining_id"]) == ("cancelled", "w48")
+
+
+def test_a_succeeded_run_sends_neither_outcome_nor_retraining_id_so_older_servers_take_it() -> None:
+    server = Server()
+    with client_for(server) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r4c", workers=1) as run:
+            pass
+    [body] = server.bodies
+    assert "outcome" not in body and "retraining_id" not in body
+    assert run.outcome == "succeeded"
+
+
+def test_a_failed_post_after_a_failed_job_does_not_hide_the_jobs_error(tmp_path: Path) -> None:
+    server = Server(status=503)
+    with (
+        client_for(server, max_attempts=2) as cadence,
+        pytest.raises(KeyError),
+        cadence.track_run(pipeline="ranker", run_id="r3", workers=1, spool=tmp_path),
+    ):
+        raise KeyError("batch")
+    assert len(server.bodies) == 2  # tried (and retried), then spooled, then the job's error
+    [spooled] = Spool(tmp_path).pending()
+    assert (spooled["run_id"], spooled["outcome"]) == ("r3", "failed")
+
+
+def test_a_refused_run_never_fails_a_job_that_succeeded_unless_strict(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    with client_for(Server(status=422)) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r5", workers=1, spool=tmp_path) as run:
             run.set(gpu_utilization=0.5)
+    assert run.result is None and run.spooled is None  # a refusal is not retried later
+    assert "run ranker/r5 refused, not recorded" in caplog.text
+    with client_for(Server(status=422)) as cadence, pytest.raises(ValidationFailed):
+        with cadence.track_run(pipeline="ranker", run_id="r5", workers=1, strict=True):
+            pass
+
+
+def test_an_unreachable_server_spools_the_run_and_the_next_post_sends_it(tmp_path: Path) -> None:
+    down = Server(status=503)
+    with client_for(down, max_attempts=3) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r7", workers=1, spool=tmp_path) as run:
+            run.set(gpu_utilization=0.5)
+    assert len(down.bodies) == 3 and run.result is None
+    assert run.spooled is not None and run.spooled.parent == tmp_path
+    [kept] = Spool(tmp_path).pending()
+    assert kept["run_id"] == "r7" and kept["started_at"] == "2026-11-30T08:00:00+00:00"
+
+    up = BatchServer()
+    with client_for(up) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r8", workers=1, spool=tmp_path):
+            pass
+    assert [b["run_id"] for b in up.singles] == ["r8"]
+    assert [r["run_id"] for r in up.batched] == ["r7"]  # drained after the success
+    assert Spool(tmp_path).files() == []
+
+
+def test_strict_raises_when_the_server_is_down_but_still_spools(tmp_path: Path) -> None:
+    with client_for(Server(status=503), max_attempts=1) as cadence:
+        with pytest.raises(ServiceUnavailable):
+            with cadence.track_run(
+                pipeline="ranker", run_id="r7s", workers=1, spool=tmp_path, strict=True
+            ):
+                pass
+    assert [r["run_id"] for r in Spool(tmp_path).pending()] == ["r7s"]
+
+
+def test_the_payload_is_json_and_carries_measured_stall_and_checkpoint_hours() -> None:
+    with client_for(Server()) as cadence:
+        run = cadence.track_run(pipeline="ranker", run_id="r10", workers=2)
+        with run:
+            run.watch.add_stall(1800.0)  # half an hour waiting for data
+            run.watch.add_checkpoint(360.0)  # six minutes writing checkpoints
+            assert list(run.timed([1, 2, 3])) == [1, 2, 3]
+    body = json.loads(json.dumps(run.payload()))
+    # 1800 s / 3600 = 0.5 h, plus the few microseconds the three next() calls took
+    assert body["data_stall_hours"] == pytest.approx(0.5, abs=1e-4)
+    assert body["checkpoint_hours"] == pytest.approx(0.1)  # 360 s / 3600
+    assert body["started_at"] == "2026-11-30T08:00:00+00:00"
+
+
+def test_numpy_and_tensor_scalars_are_sent_as_numbers() -> None:
+    class Scalar:  # what numpy.float32(0.71) and torch.tensor(0.71) offer
+        def item(self) -> float:
+            return 0.71
+
+    server = Server()
+    with client_for(server) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r12", workers=1) as run:
+            run.set(gpu_utilization=Scalar())
+    assert server.bodies[0]["gpu_utilization"] == 0.71
+
+
+def test_a_stall_the_job_reports_itself_wins_over_the_measured_one() -> None:
+    with client_for(Server()) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r11", workers=1) as run:
+            with run.waiting_for_data():
+                pass
+            run.set(data_stall_hours=2.0)
+    assert run.payload()["data_stall_hours"] == 2.0
+    assert "checkpoint_hours" not in run.payload()  # nothing measured: left to the server
 
 
 def test_set_refuses_the_fields_the_tracker_owns() -> None:
@@ -131,14 +250,6 @@ def test_set_refuses_the_fields_the_tracker_owns() -> None:
         run = cadence.track_run(pipeline="ranker", run_id="r6", workers=1)
         with pytest.raises(ValueError, match="started_at"):
             run.set(started_at=START)
-
-
-def test_unavailable_server_on_success_raises_service_unavailable() -> None:
-    server = Server(status=503)
-    with client_for(server, max_attempts=3) as cadence, pytest.raises(ServiceUnavailable):
-        with cadence.track_run(pipeline="ranker", run_id="r7", workers=1) as run:
-            run.set(gpu_utilization=0.5)
-    assert len(server.bodies) == 3
 
 
 # NVML ---------------------------------------------------------------------------------
@@ -210,7 +321,7 @@ def test_without_the_library_the_sampler_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` fail
     sampler = NvmlSampler()
     assert sampler.start() is False
-    assert "pip install cadence-client[nvml]" in sampler.status
+    assert "pip install cadence-gpu-client[nvml]" in sampler.status
 
 
 def test_this_machine_has_no_gpu_so_a_sampled_run_keeps_the_jobs_own_numbers() -> None:

@@ -1,30 +1,26 @@
-"""``cadence report`` (post runs from a file or flags) and ``cadence export`` (runs to
-CSV or JSON lines), with exit codes a CI job can act on."""
+"""``cadence report``: post runs from a file or flags, with exit codes a CI job can act
+on (``export.py`` writes them back out; both share the connection flags here)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-from cadence_client import (
-    AuthError,
-    CadenceAPIError,
-    CadenceClient,
-    ConflictError,
-    ServiceUnavailable,
-)
 
-from app.reporting.focus import DEFAULT_VERSION, VERSIONS, write_focus
-from app.reporting.records import Record, RecordError, read_records, write_csv, write_jsonl
+from cadence_client.client import CadenceClient
+from cadence_client.commands.records import (
+    Record,
+    RecordError,
+    read_records,
+)
+from cadence_client.errors import AuthError, CadenceAPIError, ConflictError, ServiceUnavailable
 
 OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
 BATCH_SIZE = 500
@@ -36,9 +32,6 @@ EXIT_CODES = """exit codes:
   3  conflict (409): a run_id is already stored with different values
   4  authentication (401) or authorization (403) failed
   5  the server was unavailable after retries (connection errors, 429, 5xx)"""
-EXPORT_EXIT_CODES = """exit codes: 0 exported, 1 refused by the server, 2 usage error,
-4 authentication/authorization failed, 5 server unavailable after retries"""
-
 # --flag -> RunIn field, for one run given on the command line.
 RUN_FLAGS: dict[str, tuple[str, type, str]] = {
     "pipeline": ("pipeline", str, "pipeline slug (required)"),
@@ -71,7 +64,7 @@ FIELD_PATH = re.compile(r"^runs\.(\d+)(\..*)?$")
 
 
 def add_parsers(sub: Any) -> None:
-    """Register ``report`` and ``export`` on the ``cadence`` subcommand parser."""
+    """Register ``report`` on the ``cadence`` subcommand parser."""
     report = sub.add_parser(
         "report",
         help="post runs from a JSON, JSON lines or CSV file, or from flags",
@@ -104,40 +97,7 @@ def add_parsers(sub: Any) -> None:
         "--progress", action="store_true", help="show progress even when stderr is not a TTY"
     )
     report.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
-    report.set_defaults(func=lambda _settings, args: run_report(args))
-
-    export = sub.add_parser(
-        "export",
-        help="write runs as CSV or JSON lines (the columns `report` reads)",
-        description="Export runs with every API field; `cadence report --file` reads "
-        "the result back (read-only columns are ignored).",
-        epilog=EXPORT_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _connection_args(export, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
-    export.add_argument("--pipeline", help="only this pipeline (default: every pipeline)")
-    export.add_argument(
-        "--format",
-        choices=("csv", "jsonl", "focus"),
-        default="csv",
-        help="csv or jsonl (every API field), or focus: FinOps FOCUS allocation rows "
-        "(docs/finops.md)",
-    )
-    export.add_argument(
-        "--focus-version",
-        choices=VERSIONS,
-        default=DEFAULT_VERSION,
-        help=f"--format focus: the FOCUS version's columns (default {DEFAULT_VERSION})",
-    )
-    export.add_argument(
-        "--provider",
-        default="Unknown",
-        help="--format focus: ProviderName, PublisherName and InvoiceIssuerName, as the "
-        "cloud's own export spells it (AWS, Microsoft, Google Cloud)",
-    )
-    export.add_argument("--output", type=Path, help="file to write (default: stdout)")
-    export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
-    export.set_defaults(func=lambda _settings, args: run_export(args))
+    report.set_defaults(func=run_report)
 
 
 def _connection_args(parser: argparse.ArgumentParser, token_help: str) -> None:
@@ -155,7 +115,7 @@ def client_for(
     transport: httpx.BaseTransport | None,
     sleep: Callable[[float], None],
 ) -> CadenceClient:
-    """The cadence-client package's client, at ``--url`` (else $CADENCE_URL)."""
+    """A client at ``--url`` (else $CADENCE_URL, else the local default)."""
     url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
     return CadenceClient(url, token, transport=transport, sleep=sleep)
 
@@ -323,73 +283,3 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
         self.drawn = False
-
-
-# export -------------------------------------------------------------------------------
-
-
-def run_export(
-    args: argparse.Namespace,
-    *,
-    transport: httpx.BaseTransport | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    write: Callable[[Iterable[dict[str, Any]], TextIO], int] = {
-        "csv": write_csv,
-        "jsonl": write_jsonl,
-        "focus": lambda runs, out: write_focus(
-            runs, out, provider=args.provider, version=args.focus_version
-        ),
-    }[args.format]
-    try:
-        with client_for(args, token, transport, sleep) as client:
-            pipelines = (
-                [args.pipeline]
-                if args.pipeline
-                else [str(p["name"]) for p in client.list_pipelines()]
-            )
-
-            def runs() -> Iterator[dict[str, Any]]:
-                for name in pipelines:
-                    yield from client.list_runs(pipeline=name)
-
-            with _output(args.output) as out:
-                count = write(runs(), out)
-    except AuthError as exc:
-        _error(f"not allowed ({exc.status} {exc.code}): {exc.message}")
-        return AUTH
-    except CadenceAPIError as exc:
-        _error(f"refused ({exc.status} {exc.code}): {exc.message}")
-        return REFUSED
-    except ServiceUnavailable as exc:
-        _error(f"server unavailable at {exc.url}: {exc.message}")
-        return UNAVAILABLE
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        _error(f"bad --url: {exc}")
-        return USAGE
-    except OSError as exc:
-        _error(f"cannot write {args.output}: {exc.strerror or exc}")
-        return USAGE
-    if not args.quiet:
-        target = args.output or "stdout"
-        summary = f"exported {_runs(count)} of {len(pipelines)} pipeline(s) to {target}"
-        print(summary, file=sys.stderr)
-    return OK
-
-
-@contextlib.contextmanager
-def _output(path: Path | None) -> Iterator[TextIO]:
-    """stdout, or a temporary file beside ``path`` renamed over it only on success (a
-    failed export never leaves a half-written file)."""
-    if path is None:
-        yield sys.stdout
-        return
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-    try:
-        with open(fd, "w", encoding="utf-8", newline="") as handle:
-            yield handle
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -132,7 +132,7 @@ class MlflowClient:
         )
         out = []
         for m in body.get("metrics") or []:
-            if isinstance(m, dict) and isinstance(m.get("timestamp"), int | str):
+            if isinstance(m, dict) and isinstance(m.get("timestamp"), (int, str)):
                 try:
                     out.append((int(m["timestamp"]), float(m["value"])))
                 except (KeyError, TypeError, ValueError):

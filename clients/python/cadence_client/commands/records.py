@@ -18,12 +18,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.runs.listing import CSV_COLUMNS, csv_value
-from app.runs.schemas import RunIn, RunOut
-from app.spreadsheet import text_from_cell
+from cadence_client.spreadsheet import csv_value, text_from_cell
 
-RUN_FIELDS = tuple(RunIn.model_fields)
-READ_ONLY_FIELDS = frozenset(RunOut.model_fields) - frozenset(RUN_FIELDS)
+# The server's run fields (RunIn) and what a stored run adds (RunOut), in its order:
+# tests/reporting/test_records_fields.py holds these to the server's schemas.
+RUN_FIELDS = (
+    "pipeline",
+    "run_id",
+    "variant",
+    "started_at",
+    "finished_at",
+    "workers",
+    "gpu_type",
+    "outcome",
+    "retraining_id",
+    "gpu_utilization",
+    "utilization_source",
+    "gpu_hours",
+    "price_per_gpu_hour",
+    "quality_metric",
+    "quality_value",
+    "data_stall_hours",
+    "checkpoint_hours",
+    "scheduling_wait_hours",
+    "mfu",
+    "interruptions",
+    "tags",
+)
+DERIVED_FIELDS = ("wall_clock_hours", "effective_price_per_gpu_hour", "cost_usd", "idle_gpu_hours")
+READ_ONLY_FIELDS = frozenset({"id", "created_at", *DERIVED_FIELDS})
 INT_FIELDS = frozenset({"workers"})
 FLOAT_FIELDS = frozenset(
     {
@@ -39,7 +62,8 @@ FLOAT_FIELDS = frozenset(
 )
 JSON_FIELDS = frozenset({"interruptions", "tags"})
 TEXT_FIELDS = frozenset(RUN_FIELDS) - INT_FIELDS - FLOAT_FIELDS - JSON_FIELDS
-EXPORT_COLUMNS = tuple(CSV_COLUMNS)  # the dashboard's CSV download: every RunOut field
+# The dashboard's CSV download: every RunOut field, in its order.
+EXPORT_COLUMNS = ("id", *RUN_FIELDS, "created_at", *DERIVED_FIELDS)
 
 
 class RecordError(Exception):
@@ -121,7 +145,7 @@ def read_csv(handle: TextIO) -> list[Record]:
             if len(row) != len(columns):
                 raise RecordError(f"{where}: {len(row)} cells, but the header has {len(columns)}")
             run: dict[str, Any] = {}
-            for name, text in zip(columns, row, strict=True):
+            for name, text in zip(columns, row):  # lengths checked above
                 if name in READ_ONLY_FIELDS or text == "":
                     continue
                 run[name] = csv_cell(name, text, where)

@@ -9,13 +9,12 @@ needs. Values from before the end (training-time logging) are left out.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
-from cadence_client import CadenceClient
-
-from app.mlflow_import.mapping import Mapped
-from app.mlflow_import.mlflow_api import MlflowClient
+from cadence_client.client import CadenceClient
+from cadence_client.mlflow.mapping import Mapped
+from cadence_client.mlflow.mlflow_api import MlflowClient
 
 BATCH = 1000
 
@@ -27,7 +26,7 @@ def evaluations_of(mlflow: MlflowClient, ready: list[Mapped], key: str) -> list[
             continue
         finished = datetime.fromisoformat(m.payload["finished_at"])
         for ms, value in mlflow.metric_history(m.run_id, key):
-            at = datetime.fromtimestamp(ms / 1000, tz=UTC)
+            at = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
             if at >= finished and math.isfinite(value):
                 out.append({"run_id": m.run_id, "evaluated_at": at.isoformat(), "value": value})
     return out

@@ -17,13 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from cadence_client import (
-    AuthError,
-    CadenceAPIError,
-    CadenceClient,
-    ConflictError,
-    ServiceUnavailable,
-)
+
+from cadence_client.client import CadenceClient
+from cadence_client.errors import AuthError, CadenceAPIError, ConflictError, ServiceUnavailable
 
 BATCH = 1000
 COLUMNS = ("run_id", "evaluated_at", "value", "metric")
@@ -41,7 +37,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--file", type=Path, required=True, help=".json, .jsonl or .csv")
     p.add_argument("--url", default=None, help="default: $CADENCE_URL, else 127.0.0.1:8000")
     p.add_argument("--token", default=None, help="an ingest token (default: $CADENCE_TOKEN)")
-    p.set_defaults(func=lambda _settings, args: run(args))
+    p.set_defaults(func=run)
 
 
 def read(path: Path) -> list[dict[str, Any]]:

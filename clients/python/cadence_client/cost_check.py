@@ -1,5 +1,10 @@
 """The CI cost gate (``cadence check``): is a proposed scenario's monthly cost within the
-limits a team set? Pure: two monthly costs and the limits in, a verdict with reasons out.
+limits a team set and the pipeline's budget? Pure: two monthly costs and the limits in, a
+verdict with reasons out.
+
+It lives in the client, not app/planning/, because ``cadence check`` runs from the
+client's install alone; it imports nothing, and tests/planning/test_cost_check.py
+checks it against hand-worked values like every planning function.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ class CostLimits:
     max_increase_pct: float | None = None
     max_increase_usd: float | None = None
     max_monthly_usd: float | None = None
+    budget_usd: float | None = None  # the pipeline's monthly budget (judged by default)
 
 
 @dataclass(frozen=True)
@@ -55,5 +61,10 @@ def check_cost(today_usd: float, proposed_usd: float, limits: CostLimits) -> Cos
         breaches.append(
             f"the proposed monthly cost ${proposed_usd:,.2f} is over the "
             f"${limits.max_monthly_usd:,.2f} limit"
+        )
+    if limits.budget_usd is not None and proposed_usd > limits.budget_usd:
+        breaches.append(
+            f"the proposed monthly cost ${proposed_usd:,.2f} is over the pipeline's "
+            f"${limits.budget_usd:,.2f} budget"
         )
     return CostCheck(today_usd, proposed_usd, increase, pct, tuple(breaches))

@@ -13,6 +13,9 @@ reverses it, so an export can be reported again as it is.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 TEXT_MARK = "'"
 
@@ -44,3 +47,17 @@ def text_from_cell(cell: str) -> str:
     if cell.startswith(TEXT_MARK) and needs_text_mark(cell[1:]):
         return cell[1:]
     return cell
+
+
+def csv_value(value: Any) -> str:
+    """A JSON value as a CSV cell; text that a spreadsheet would run as a formula is
+    marked as text. Used by the dashboard's download and ``cadence export``."""
+    if isinstance(value, str):
+        return cell_from_text(value)
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return str(value)

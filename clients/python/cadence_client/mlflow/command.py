@@ -16,13 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from cadence_client import CadenceAPIError, CadenceClient, ServiceUnavailable
 
-from app.mlflow_import.evaluations import evaluations_of
-from app.mlflow_import.evaluations import post as post_evaluations
-from app.mlflow_import.mapping import Mapped, Mapping, MappingError, load_mapping, map_run
-from app.mlflow_import.mlflow_api import MlflowClient, MlflowError
-from app.reporting.commands import (
+from cadence_client.client import BatchResult, CadenceClient
+from cadence_client.commands.report import (
     BATCH_SIZE,
     DEFAULT_URL,
     OK,
@@ -31,6 +27,19 @@ from app.reporting.commands import (
     _connection_args,
     _exit_code,
 )
+from cadence_client.errors import CadenceAPIError, ServiceUnavailable, ValidationFailed
+from cadence_client.mlflow.evaluations import evaluations_of
+from cadence_client.mlflow.evaluations import post as post_evaluations
+from cadence_client.mlflow.mapping import (
+    History,
+    Mapped,
+    Mapping,
+    MappingError,
+    load_mapping,
+    map_run,
+    run_id_of,
+)
+from cadence_client.mlflow.mlflow_api import MlflowClient, MlflowError
 
 EXIT_CODES = """exit codes:
   0  done (runs skipped for missing fields still exit 0; each is printed)
@@ -47,7 +56,7 @@ def add_parsers(sub: Any) -> None:
     isub = imp.add_subparsers(dest="import_source", required=True)
     p = isub.add_parser(
         "mlflow",
-        help="import an MLflow experiment's finished runs",
+        help="import an MLflow experiment's finished, failed and killed runs",
         description="Read an experiment's runs from an MLflow tracking server's REST API "
         "and post them to Cadence. The MLflow run id is the Cadence run_id, so importing "
         "again is safe.",
@@ -65,7 +74,7 @@ def add_parsers(sub: Any) -> None:
         "--dry-run", action="store_true", help="print the runs as JSON lines; post nothing"
     )
     _connection_args(p, "an ingest token (default: $CADENCE_TOKEN; not needed with --dry-run)")
-    p.set_defaults(func=lambda _settings, args: run_import(args))
+    p.set_defaults(func=run_import)
 
 
 def _error(message: str) -> None:
@@ -92,7 +101,10 @@ def run_import(
         with MlflowClient(args.tracking_uri, transport=mlflow_transport) as mlflow:
             experiment_id = mlflow.experiment_id(args.experiment)
             found = list(mlflow.search_runs(experiment_id))
-            mapped = [map_run(r, args.pipeline, mapping, args.variant_tag) for r in found]
+            mapped = [
+                map_run(r, args.pipeline, mapping, args.variant_tag, _history(mlflow, r))
+                for r in found
+            ]
             evals = []
             if mapping.evaluations and not args.dry_run:
                 ready_now = [m for m in mapped if m.payload is not None]
@@ -120,13 +132,13 @@ def run_import(
         with CadenceClient(url, token, transport=transport, sleep=sleep) as client:
             for offset in range(0, len(ready), BATCH_SIZE):
                 chunk = ready[offset : offset + BATCH_SIZE]
-                payloads: list[dict[str, Any]] = [m.payload for m in chunk if m.payload]
                 try:
-                    result = client.post_runs(payloads, batch_size=BATCH_SIZE)
+                    result, refused = _post(client, chunk)
                 except CadenceAPIError as exc:
                     _refused(exc, chunk)
                     _summary(len(found), created, existing, skipped, partial=True)
                     return _exit_code(exc)
+                skipped += refused
                 created, existing = created + result.created, existing + result.existing
             if evals:
                 try:
@@ -145,6 +157,47 @@ def run_import(
         return USAGE
     _summary(len(found), created, existing, skipped)
     return OK
+
+
+def _history(mlflow: MlflowClient, run: dict[str, Any]) -> History:
+    run_id = run_id_of(run)
+    return lambda key: mlflow.metric_history(run_id, key)
+
+
+def _post(client: CadenceClient, chunk: list[Mapped]) -> tuple[BatchResult, int]:
+    """Post a chunk; runs the server refuses (422 naming them) are skipped with its
+    reason and the rest posted again (a refused batch stores nothing). The number of
+    runs skipped comes back with the result."""
+    left, refused = list(chunk), 0
+    while True:
+        try:
+            return client.post_runs([m.payload or {} for m in left], batch_size=BATCH_SIZE), refused
+        except ValidationFailed as exc:
+            reasons = _reasons_by_run(exc, len(left))
+            if not reasons:
+                raise
+            for index, why in sorted(reasons.items()):
+                print(f"skipped {left[index].run_id}: invalid for Cadence: {why}", file=sys.stderr)
+            left = [m for i, m in enumerate(left) if i not in reasons]
+            refused += len(reasons)
+            if not left:
+                return BatchResult(), refused
+
+
+def _reasons_by_run(exc: ValidationFailed, count: int) -> dict[int, str]:
+    """``runs.3.data_stall_hours: reason`` -> {3: "data_stall_hours: reason"}; empty when
+    a refused field names no run of the batch."""
+    out: dict[int, str] = {}
+    for item in exc.fields:
+        parts = str(item.get("field", "")).split(".", 2)
+        if len(parts) < 2 or parts[0] != "runs" or not parts[1].isdigit():
+            return {}
+        index = int(parts[1])
+        if index >= count:
+            return {}
+        what = f"{parts[2] if len(parts) == 3 else 'run'}: {item.get('reason', '')}"
+        out[index] = f"{out[index]}; {what}" if index in out else what
+    return out
 
 
 def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:

@@ -1,6 +1,10 @@
 """``cadence check``: a cost gate for CI. Projects the monthly cost of a proposed scenario
-(cadence and what-ifs) with the server's projection endpoint, compares it with today's,
-prints a Markdown summary for a pull-request comment, and exits 1 when over a limit."""
+(cadence and what-ifs) with the server's projection endpoint, compares it with today's
+and with the pipeline's budget, prints a Markdown summary for a pull-request comment,
+and exits 1 when over a limit or the budget.
+
+The proposed cost is the projection's ``expected_bill_usd`` when the server gives one
+(the bill including failed attempts), else its ``monthly_cost_usd``."""
 
 from __future__ import annotations
 
@@ -12,15 +16,22 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from cadence_client import AuthError, CadenceAPIError, ServiceUnavailable
 
-from app.planning.cost_check import CostCheck, CostLimits, check_cost
-from app.reporting.commands import AUTH, OK, UNAVAILABLE, USAGE, _connection_args, client_for
+from cadence_client.commands.report import (
+    AUTH,
+    OK,
+    UNAVAILABLE,
+    USAGE,
+    _connection_args,
+    client_for,
+)
+from cadence_client.cost_check import CostCheck, CostLimits, check_cost
+from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
 
 OVER = 1
 EXIT_CODES = """exit codes:
-  0  within every limit given (or no limit given)
-  1  over a limit
+  0  within every limit given and the pipeline's budget (if it has one)
+  1  over a limit or the budget
   2  usage error, or the server cannot project this pipeline (unknown, no runs yet)
   4  authentication (401) or authorization (403) failed
   5  the server was unavailable after retries"""
@@ -44,6 +55,9 @@ def add_parser(sub: Any) -> None:
     )
     _connection_args(p, "a read token (default: $CADENCE_TOKEN; not needed in open read mode)")
     p.add_argument("--pipeline", required=True, help="pipeline slug")
+    p.add_argument(
+        "--variant", help="project this variant's runs (default: the pipeline's current one)"
+    )
     p.add_argument("--cadence", type=float, help="proposed runs per week (default: today's)")
     for name, kind, text in SCENARIO_FLAGS:
         p.add_argument(f"--{name.replace('_', '-')}", type=kind, help=text)
@@ -51,7 +65,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-increase-pct", type=float, help="limit on the rise, percent")
     p.add_argument("--max-increase-usd", type=float, help="limit on the rise, USD per month")
     p.add_argument("--max-monthly-usd", type=float, help="limit on the proposed monthly cost")
-    p.set_defaults(func=lambda _settings, args: run_check(args))
+    p.add_argument(
+        "--no-budget",
+        action="store_true",
+        help="do not judge the pipeline's monthly budget (judged by default when it has one)",
+    )
+    p.set_defaults(func=run_check)
 
 
 def run_check(
@@ -61,7 +80,6 @@ def run_check(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    limits = CostLimits(args.max_increase_pct, args.max_increase_usd, args.max_monthly_usd)
     try:
         with client_for(args, token, transport, sleep) as client:
             cadence = args.cadence
@@ -76,6 +94,7 @@ def run_check(
                 args.pipeline,
                 cadences=[cadence],
                 weeks_per_month=args.weeks_per_month,
+                variant=args.variant,
                 **scenario,
             )
     except AuthError as exc:
@@ -90,12 +109,23 @@ def run_check(
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         _say(f"cadence: bad --url: {exc}", error=True)
         return USAGE
-    projection = out["projections"][out["current_variant"]]
+    variant = args.variant or out["current_variant"]
+    if variant not in out.get("projections", {}):
+        _say(f"cadence: no runs of variant {variant!r} to project", error=True)
+        return USAGE
+    projection = out["projections"][variant]
     today = projection["current_monthly_cost_usd"]
     proposed = projection["cadences"][0]
-    result = check_cost(float(today), float(proposed["monthly_cost_usd"]), limits)
+    budget = None if args.no_budget else (out.get("scenario") or {}).get("budget_usd")
+    limits = CostLimits(*limits_given(args), budget_usd=budget)
+    cost = proposed.get("expected_bill_usd", proposed["monthly_cost_usd"])
+    result = check_cost(float(today), float(cost), limits)
     print(summary(args, result, projection, proposed, limits))
     return OK if result.passed else OVER
+
+
+def limits_given(args: argparse.Namespace) -> tuple[float | None, float | None, float | None]:
+    return args.max_increase_pct, args.max_increase_usd, args.max_monthly_usd
 
 
 def _say(text: str, *, error: bool = False) -> None:
@@ -126,7 +156,8 @@ def summary(
     pct = f" ({result.increase_pct:+.1f}%)" if result.increase_pct is not None else ""
     today_rpw = projection.get("current_runs_per_week") or 0.0
     lines = [
-        f"### Cadence cost check: `{args.pipeline}`",
+        f"### Cadence cost check: `{args.pipeline}`"
+        + (f" (variant `{args.variant}`)" if args.variant else ""),
         "",
         "| | Scenario | Monthly cost |",
         "| --- | --- | ---: |",
@@ -145,6 +176,7 @@ def summary(
         f"+{limits.max_increase_pct:g}%" if limits.max_increase_pct is not None else None,
         f"+${limits.max_increase_usd:,.2f}" if limits.max_increase_usd is not None else None,
         f"${limits.max_monthly_usd:,.2f}/month" if limits.max_monthly_usd is not None else None,
+        f"budget ${limits.budget_usd:,.2f}/month" if limits.budget_usd is not None else None,
     ]
     shown = ", ".join(g for g in given if g) or "none given"
     if result.passed:

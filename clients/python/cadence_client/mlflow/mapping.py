@@ -1,9 +1,10 @@
-"""MLflow run -> Cadence run record (a ``RunIn`` payload), and the TOML mapping file.
+"""MLflow run -> Cadence run record (a run payload), and the TOML mapping file.
 
 Mapping file (every key optional)::
 
     quality_metric = "ndcg@10"          # Cadence's quality_metric (default "quality")
     utilization_is_percent = false      # true: 1 < gpu_utilization <= 100 is divided by 100
+    utilization_source = "dcgm_sm_active"   # what measured the mapped utilization metric
 
     evaluations = "metrics.live_ndcg"   # optional: the serving model's quality over its life
 
@@ -13,22 +14,44 @@ Mapping file (every key optional)::
     quality = "metrics.val_ndcg"
 
 A field without a mapping is looked up under its own name in metrics, then params, then
-tags (e.g. ``params.workers``).
+tags (e.g. ``params.workers``). Utilization, when no mapping names it and the run has no
+``gpu_utilization`` metric, is MLflow's own system metric
+``system/gpu_utilization_percentage`` (or the mean of the per-GPU
+``system/gpu_N_utilization_percentage``) divided by 100, with the source
+``nvml_gpu_util`` (MLflow samples it through NVML).
+
+A utilization metric is the **mean of its history over the run** (the values logged
+between start_time and end_time; all of them when none is), not its last value: the
+command passes the history in. MLflow's FINISHED runs are succeeded attempts, FAILED
+ones failed and KILLED ones cancelled (these may lack utilization: a crash can come
+before it is known); runs still RUNNING or SCHEDULED are skipped. The Cadence server
+checks every field when the runs are posted (``command.py`` skips the runs it refuses).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from app.runs.schemas import MAX_TAGS, RunIn
+MAX_TAGS = 50  # the server's limit on tags per run
+UTILIZATION_SOURCES = (
+    "nvml_gpu_util",
+    "dcgm_gpu_util",
+    "dcgm_sm_active",
+    "dcgm_gr_engine_active",
+    "mfu",
+    "other",
+)
+SYSTEM_UTILIZATION = "system/gpu_utilization_percentage"
+PER_GPU_UTILIZATION = re.compile(r"^system/gpu_\d+_utilization_percentage$")
+OUTCOMES = {"FINISHED": "succeeded", "FAILED": "failed", "KILLED": "cancelled"}
+# (timestamp ms, value) of every logged value of a run's metric key.
+History = Callable[[str], "list[tuple[int, float]]"]
 
 SECTIONS = ("metrics", "params", "tags")
 # Cadence field name in the mapping -> RunIn field.
@@ -46,7 +69,13 @@ FIELDS: dict[str, str] = {
     "variant": "variant",
 }
 TEXT_FIELDS = {"gpu_type", "variant"}
-TOP_LEVEL = {"evaluations", "fields", "quality_metric", "utilization_is_percent"}
+TOP_LEVEL = {
+    "evaluations",
+    "fields",
+    "quality_metric",
+    "utilization_is_percent",
+    "utilization_source",
+}
 TAG_KEY_MAX, TAG_VALUE_MAX = 100, 500
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -69,6 +98,7 @@ class Mapping:
     fields: dict[str, Source] = field(default_factory=dict)
     quality_metric: str = "quality"
     utilization_is_percent: bool = False
+    utilization_source: str | None = None
     # A metric logged against each training run after it finished (by a monitoring job):
     # its history becomes that model's evaluations (app/evaluations).
     evaluations: str | None = None
@@ -117,15 +147,31 @@ def parse_mapping(data: dict[str, Any], where: str = "mapping") -> Mapping:
         if not isinstance(evaluations, str) or section != "metrics" or not dot or not key:
             raise MappingError(f'{where}: evaluations = {evaluations!r}: expected "metrics.KEY"')
         evaluations = key
+    source = data.get("utilization_source")
+    if source is not None and source not in UTILIZATION_SOURCES:
+        raise MappingError(
+            f"{where}: utilization_source = {source!r}: expected one of "
+            f"{', '.join(UTILIZATION_SOURCES)}"
+        )
     return Mapping(
         fields=fields,
         quality_metric=metric,
         utilization_is_percent=percent,
+        utilization_source=source,
         evaluations=evaluations,
     )
 
 
 def load_mapping(path: Path) -> Mapping:
+    try:
+        import tomllib  # Python 3.11+
+    except ImportError:  # older Pythons: the same parser, as the tomli package
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise MappingError(
+                "reading a mapping file needs Python 3.11+ or `pip install tomli`"
+            ) from None
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -153,20 +199,30 @@ def run_id_of(run: dict[str, Any]) -> str:
 
 
 def map_run(
-    run: dict[str, Any], pipeline: str, mapping: Mapping, variant_tag: str | None = None
+    run: dict[str, Any],
+    pipeline: str,
+    mapping: Mapping,
+    variant_tag: str | None = None,
+    history: History | None = None,
 ) -> Mapped:
-    """The RunIn payload of one MLflow run (as ``runs/search`` returns it), or the
-    reason it is skipped."""
+    """The run payload of one MLflow run (as ``runs/search`` returns it), or the reason
+    it is skipped. ``history(key)`` gives a metric's logged values (for utilization's
+    mean over the run); without it the metric's last value is used."""
     run_id = run_id_of(run)
     try:
-        payload = _payload(run, run_id, pipeline, mapping, variant_tag)
+        payload = _payload(run, run_id, pipeline, mapping, variant_tag, history)
     except Skip as exc:
         return Mapped(run_id, reason=str(exc))
     return Mapped(run_id, payload=payload)
 
 
 def _payload(
-    run: dict[str, Any], run_id: str, pipeline: str, mapping: Mapping, variant_tag: str | None
+    run: dict[str, Any],
+    run_id: str,
+    pipeline: str,
+    mapping: Mapping,
+    variant_tag: str | None,
+    history: History | None,
 ) -> dict[str, Any]:
     info = run.get("info") or {}
     data = run.get("data") or {}
@@ -177,8 +233,9 @@ def _payload(
     start, end = info.get("start_time"), info.get("end_time")
     if end in (None, "", 0, "0"):
         raise Skip(f"no end_time (status {status})")
-    if status != "FINISHED":
-        raise Skip(f"status {status} (only FINISHED runs are imported)")
+    outcome = OUTCOMES.get(status)
+    if outcome is None:
+        raise Skip(f"status {status} (FINISHED, FAILED and KILLED runs are imported)")
     if start in (None, "", 0, "0"):
         raise Skip("no start_time")
     started, finished = _time(start, "start_time"), _time(end, "end_time")
@@ -204,11 +261,21 @@ def _payload(
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
     }
+    window = (int(start), int(end))
     for name, target in FIELDS.items():
         found = lookup(name)
+        if found is None and name == "gpu_utilization" and name not in mapping.fields:
+            system = _system_utilization(values["metrics"], window, history)
+            if system is not None:
+                payload[target] = system
+                payload["utilization_source"] = "nvml_gpu_util"
+                continue
         if found is None:
-            if name in ("workers", "gpu_utilization"):
+            required = name == "workers" or (name == "gpu_utilization" and outcome == "succeeded")
+            if required:
                 where = ", ".join(str(s) for s in sources.get(name) or mapping.sources(name))
+                if name == "gpu_utilization" and name not in mapping.fields:
+                    where += f", metrics.{SYSTEM_UTILIZATION}"
                 raise Skip(f"no {name} (looked for {where})")
             continue
         source, raw = found
@@ -217,6 +284,8 @@ def _payload(
             if text:
                 payload[target] = text
             continue
+        if name == "gpu_utilization" and source.section == "metrics" and history is not None:
+            raw = _mean_over(history(source.key), window, raw)
         number = _number(raw, name, source)
         if name == "workers":
             if not number.is_integer():
@@ -230,21 +299,49 @@ def _payload(
                     "utilization_is_percent = true in the mapping if it is one"
                 )
             number = number / 100
+        if name == "gpu_utilization" and not 0 <= number <= 1:
+            raise Skip(f"gpu_utilization {raw} ({source}) is not a fraction between 0 and 1")
+        if name == "gpu_utilization" and mapping.utilization_source:
+            payload["utilization_source"] = mapping.utilization_source
         payload[target] = number
     payload.setdefault("variant", "baseline")
+    if outcome != "succeeded":
+        payload["outcome"] = outcome
     if "quality_value" in payload:
         payload["quality_metric"] = mapping.quality_metric
     tags = _tags(values["tags"], {s.key for s in used if s.section == "tags"})
     if tags:
         payload["tags"] = tags
-    try:
-        RunIn.model_validate(payload)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise Skip(f"invalid for Cadence: {problems}") from exc
     return payload
+
+
+def _mean_over(points: list[tuple[int, float]], window: tuple[int, int], last: str) -> str:
+    """The mean of the values logged within the run's window (all of them when none
+    is, e.g. clocks apart), as text like the other values; ``last`` without history.
+    Values are sampled at a steady interval, so their plain mean is the time-average."""
+    finite = [(t, v) for t, v in points if math.isfinite(v)]
+    inside = [v for t, v in finite if window[0] <= t <= window[1]] or [v for _, v in finite]
+    return repr(sum(inside) / len(inside)) if inside else last
+
+
+def _system_utilization(
+    metrics: dict[str, str], window: tuple[int, int], history: History | None
+) -> float | None:
+    """MLflow's system metric as a fraction: the aggregate one, else the mean of the
+    per-GPU ones; None when the run has neither (or a value is not a percentage)."""
+    keys = [SYSTEM_UTILIZATION] if SYSTEM_UTILIZATION in metrics else []
+    keys = keys or sorted(k for k in metrics if PER_GPU_UTILIZATION.match(k))
+    means = []
+    for key in keys:
+        raw = _mean_over(history(key), window, metrics[key]) if history else metrics[key]
+        try:
+            value = float(raw)
+        except ValueError:
+            return None
+        if not (math.isfinite(value) and 0 <= value <= 100):
+            return None
+        means.append(value / 100)
+    return sum(means) / len(means) if means else None
 
 
 def _pairs(items: Any) -> dict[str, str]:
@@ -262,7 +359,7 @@ def _time(value: Any, name: str) -> datetime:
         millis = int(value)
     except (TypeError, ValueError) as exc:
         raise Skip(f"{name} {value!r} is not epoch milliseconds") from exc
-    return datetime.fromtimestamp(millis / 1000, UTC)
+    return datetime.fromtimestamp(millis / 1000, timezone.utc)
 
 
 def _number(raw: str, name: str, source: Source) -> float:
