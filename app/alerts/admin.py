@@ -20,6 +20,7 @@ THRESHOLD_WORDS = {
     AlertKind.GOODPUT_DROP: "a drop of {:g} points",
     AlertKind.UTILIZATION_FLOOR: "utilization below {:.0%}",
     AlertKind.WEEKLY_DIGEST: "every Monday",
+    AlertKind.BUDGET_LIKELY_OVER: "a {:g}% chance of ending over budget",
 }
 
 

@@ -31,11 +31,19 @@ class AlertKind(StrEnum):
     UTILIZATION_FLOOR = "utilization_floor"
     # Not a condition: every Monday, the week that ended, as the review says it.
     WEEKLY_DIGEST = "weekly_digest"
+    # This month's bill likely over the budget before the money is spent: the chance
+    # (percent) that the end-of-month bill exceeds it (100 once spend has).
+    BUDGET_LIKELY_OVER = "budget_likely_over"
 
 
 # The kinds that fire and resolve (a state); the digest is sent on a schedule instead.
 STATE_KINDS = frozenset(
-    {AlertKind.COST_OVER_BUDGET, AlertKind.GOODPUT_DROP, AlertKind.UTILIZATION_FLOOR}
+    {
+        AlertKind.COST_OVER_BUDGET,
+        AlertKind.GOODPUT_DROP,
+        AlertKind.UTILIZATION_FLOOR,
+        AlertKind.BUDGET_LIKELY_OVER,
+    }
 )
 
 Event = Literal["firing", "resolved"]
@@ -46,6 +54,7 @@ THRESHOLD_RANGES: dict[str, tuple[float, float, str]] = {
     AlertKind.GOODPUT_DROP: (0.0, 100.0, "points of weekly goodput, e.g. 10"),
     AlertKind.UTILIZATION_FLOOR: (0.0, 1.0, "a utilization fraction, e.g. 0.4"),
     AlertKind.WEEKLY_DIGEST: (-1.0, 0.0, "0: a weekly digest has no threshold"),
+    AlertKind.BUDGET_LIKELY_OVER: (0.0, 100.0, "percent chance the month ends over, e.g. 50"),
 }
 MAX_URL_LENGTH = 2000
 
@@ -93,6 +102,8 @@ def is_firing(kind: str, value: float | None, threshold: float) -> bool | None:
         return None
     if kind == AlertKind.UTILIZATION_FLOOR:
         return value < threshold
+    if kind == AlertKind.BUDGET_LIKELY_OVER:
+        return value >= threshold  # "likely over" at 50% means P >= 50%
     return value > threshold  # cost_over_budget (percent), goodput_drop (points)
 
 
@@ -115,6 +126,10 @@ class Metrics:
     previous_week: str | None = None
     latest_utilization: float | None = None
     latest_run_id: str | None = None
+    month_p_over: float | None = None  # P(this month's bill > budget), 0..1
+    month_spent_usd: float | None = None
+    month_expected_usd: float | None = None
+    month_status: str | None = None
 
     def value(self, kind: str) -> float | None:
         if kind == AlertKind.COST_OVER_BUDGET:
@@ -130,6 +145,8 @@ class Metrics:
             return self.latest_utilization
         if kind == AlertKind.WEEKLY_DIGEST:
             return None  # no state: sent on a schedule (digest_due)
+        if kind == AlertKind.BUDGET_LIKELY_OVER:
+            return None if self.month_p_over is None else 100.0 * self.month_p_over
         raise ValueError(f"unknown alert kind {kind!r}")
 
 
@@ -202,6 +219,14 @@ def describe(kind: str, value: float, threshold: float, metrics: Metrics) -> str
         return (
             f"weekly goodput {e(metrics.previous_week)} {prev:.1%} -> {e(metrics.latest_week)} "
             f"{last:.1%}, a drop of {value:.1f} points (threshold {threshold:g} points)"
+        )
+    if kind == AlertKind.BUDGET_LIKELY_OVER:
+        status = (metrics.month_status or "").replace("_", " ")
+        return (
+            f"this month is {e(status)} the {e(_usd(metrics.budget_usd))} budget: a {value:.0f}% "
+            f"chance the bill ends over it (spent {e(_usd(metrics.month_spent_usd))}, "
+            f"{e(_usd(metrics.month_expected_usd))} expected by the end; threshold "
+            f"{threshold:g}%)"
         )
     run = f" ({e(metrics.latest_run_id)})" if metrics.latest_run_id else ""
     return f"latest run{run} GPU utilization {value:.1%} (floor {threshold:.1%})"

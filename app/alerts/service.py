@@ -21,6 +21,7 @@ from app.alerts import digest, repository, rules, targets
 from app.alerts.rules import AlertKind
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.alerts.sender import WAKE
+from app.analytics.month import months
 from app.analytics.service import current_monthly_cost
 from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession
@@ -163,6 +164,15 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     if AlertKind.COST_OVER_BUDGET in kinds and pipeline.monthly_budget_usd:
         values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline)
         values["budget_usd"] = pipeline.monthly_budget_usd
+    if AlertKind.BUDGET_LIKELY_OVER in kinds and pipeline.monthly_budget_usd:
+        mtd = months(session, [pipeline]).get(pipeline.id)
+        if mtd is not None and mtd.p_over_budget is not None:
+            over = mtd.spend_to_date_usd > pipeline.monthly_budget_usd
+            values["month_p_over"] = 1.0 if over else mtd.p_over_budget
+            values["month_spent_usd"] = mtd.spend_to_date_usd
+            values["month_expected_usd"] = mtd.expected_end_of_month_usd
+            values["month_status"] = mtd.status.value if mtd.status else None
+            values["budget_usd"] = pipeline.monthly_budget_usd
     if AlertKind.GOODPUT_DROP in kinds:
         values.update(_two_weeks(session, pipeline))
     if AlertKind.UTILIZATION_FLOOR in kinds:

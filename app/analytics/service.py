@@ -14,7 +14,6 @@ from app.analytics.schemas import (
     CriterionOut,
     GateOut,
     GateResultOut,
-    MonthToDateOut,
     ProjectionOut,
     ScenarioOut,
 )
@@ -201,7 +200,7 @@ def projection(
         available_variants=available,
         scenario=echo(pipeline, scenario),
         windows=windows,
-        month_to_date=None if mtd is None else MonthToDateOut.model_validate(mtd),
+        month_to_date=mtd,
     )
 
 

@@ -289,7 +289,8 @@ class AlertRule(CreatedAt, Base):
 
     __table_args__ = (
         CheckConstraint(
-            "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor', 'weekly_digest')",
+            "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor', 'weekly_digest', "
+            "'budget_likely_over')",
             name="kind_known",
         ),
     )

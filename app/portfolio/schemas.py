@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from app.analytics.schemas import MonthToDateOut
-from app.planning.month_to_date import BudgetStatus
+from app.planning.month_to_date import BudgetStatus, MonthToDate
 from app.schemas_common import OutModel
 
 
@@ -42,7 +41,7 @@ class PortfolioRowOut(OutModel):
         description="This month's budget status (the same word as the pipeline page, the "
         "review and /metrics); null without a budget"
     )
-    month_to_date: MonthToDateOut
+    month_to_date: MonthToDate
     goodput_change_points: float | None = Field(
         description="Overall goodput of the last complete ISO week minus the week before's"
     )

@@ -39,6 +39,7 @@ KIND_LABELS = {
     AlertKind.COST_OVER_BUDGET: "Projected month over the budget (threshold: % of budget)",
     AlertKind.GOODPUT_DROP: "Weekly goodput drops (threshold: percentage points)",
     AlertKind.UTILIZATION_FLOOR: "A run's GPU utilization below (threshold: a fraction, 0.4)",
+    AlertKind.BUDGET_LIKELY_OVER: "This month likely over budget (threshold: % chance, 50)",
     AlertKind.WEEKLY_DIGEST: "Every Monday: the week that ended, what to fix first (threshold 0)",
 }
 DONE = {

@@ -18,6 +18,18 @@ class Decision:
     affordable: bool | None  # None: no budget or no projection to compare
     verdict: str | None  # PASS / FAIL / NOT YET, None without a gate
     reason: str | None
+    # The card's colour: "good" (fits and the gate passes, or no gate), "bad" (does not
+    # fit, or the gate fails), "neutral" otherwise. Never green beside a FAIL.
+    tone: str = "neutral"
+
+
+# The figure that decides "fits", the same one the gate's cost criterion reads
+# (the pipeline's gate_cost_basis): the expected bill, or its p90.
+BASIS_WORDS = {"median": "expected bill", "expected": "expected bill", "p90": "p90 bill"}
+
+
+def _figure(row: Mapping[str, Any], basis: str) -> float:
+    return float(row["p90"] if basis == "p90" else row["monthly_cost_usd"])
 
 
 def cadence_words(runs_per_week: float) -> str:
@@ -38,7 +50,7 @@ def _option(row: Mapping[str, Any], describe: Mapping[str, str]) -> str:
     name = row["variant"]
     about = describe.get(name)
     label = f"{name} ({about})" if about else name
-    return f"{label}: {_usd(row['monthly_cost_usd'])}/month, p90 {_usd(row['p90'])}"
+    return f"{label}: {_usd(row['monthly_cost_usd'])}/month expected, p90 {_usd(row['p90'])}"
 
 
 def decide(
@@ -47,9 +59,12 @@ def decide(
     gate: Any | None,
     runs_per_week: float,
     descriptions: Mapping[str, str] | None = None,
+    basis: str = "p90",
 ) -> Decision:
-    """Word the scenario's outcome. ``headline``: one row per variant (monthly cost, p90,
-    within_budget); ``gate``: a ``GateOut`` or None."""
+    """Word the scenario's outcome. ``headline``: one row per variant (monthly cost = the
+    expected bill, its p90); ``gate``: a ``GateOut`` or None; ``basis``: which of the two
+    decides "fits" (the gate's cost basis, so one sentence never says "fits" on one
+    figure and "over" on the other)."""
     describe = descriptions or {}
     when = cadence_words(runs_per_week)
     verdict = reason = None
@@ -67,25 +82,32 @@ def decide(
         options = "; ".join(_option(r, describe) for r in headline)
         cost = f"{when} costs {options}. No budget is set to compare with."
     else:
-        fits = [r for r in headline if r.get("within_budget")]
+        on = BASIS_WORDS.get(basis, "expected bill")
+        fits = [r for r in headline if _figure(r, basis) <= budget]
         affordable = bool(fits)
         if len(fits) == len(headline):
-            cost = f"{when} fits the {_usd(budget)} budget with every variant: " + "; ".join(
-                _option(r, describe) for r in fits
-            )
+            cost = f"{when} fits the {_usd(budget)} budget ({on}) with every variant: "
+            cost += "; ".join(_option(r, describe) for r in fits)
         elif fits:
-            cost = f"{when} fits the {_usd(budget)} budget only with " + "; ".join(
-                _option(r, describe) for r in fits
-            )
+            cost = f"{when} fits the {_usd(budget)} budget ({on}) only with "
+            cost += "; ".join(_option(r, describe) for r in fits)
         else:
-            cheapest = min(headline, key=lambda r: r["monthly_cost_usd"])
-            over = cheapest["monthly_cost_usd"] - budget
+            cheapest = min(headline, key=lambda r: _figure(r, basis))
+            over = _figure(cheapest, basis) - budget
             cost = (
                 f"{when} does not fit the {_usd(budget)} budget: the cheapest, "
-                f"{_option(cheapest, describe)}, is {_usd(over)} over"
+                f"{_option(cheapest, describe)}, is {_usd(over)} over on its {on}"
             )
         cost += "."
     safe = f" Gate: {verdict}, {reason}" if verdict else " Gate: no candidate to test yet."
     if verdict and not safe.endswith("."):
         safe += "."
-    return Decision(cost + safe, affordable, verdict, reason)
+    return Decision(cost + safe, affordable, verdict, reason, _tone(affordable, verdict))
+
+
+def _tone(affordable: bool | None, verdict: str | None) -> str:
+    if affordable is False or verdict == "FAIL":
+        return "bad"
+    if affordable and verdict in (None, "PASS"):
+        return "good"
+    return "neutral"

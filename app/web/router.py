@@ -182,7 +182,9 @@ def _whatif_context(
     target = p.target(pipeline.runs_per_week)
     budget = projection.scenario.budget_usd if projection else pipeline.monthly_budget_usd
     return {
-        "decision": decide(headline, budget, gate, target, descriptions),
+        "decision": decide(
+            headline, budget, gate, target, descriptions, basis=pipeline.gate_cost_basis
+        ),
         "descriptions": descriptions,
         "pipeline": pipeline,
         "p": p,

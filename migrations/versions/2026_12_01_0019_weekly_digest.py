@@ -1,4 +1,5 @@
-"""alert_rule.kind may be weekly_digest (every Monday, the review's week in one line).
+"""alert_rule.kind may be weekly_digest (every Monday, the review's week in one line) or
+budget_likely_over (this month's bill likely over the budget before it is spent).
 
 Revision ID: 0019
 Revises: 0018
@@ -15,7 +16,10 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 OLD = "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor')"
-NEW = "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor', 'weekly_digest')"
+NEW = (
+    "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor', 'weekly_digest', "
+    "'budget_likely_over')"
+)
 
 
 def upgrade() -> None:
@@ -25,7 +29,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DELETE FROM alert_rule WHERE kind = 'weekly_digest'")
+    op.execute("DELETE FROM alert_rule WHERE kind IN ('weekly_digest', 'budget_likely_over')")
     with op.batch_alter_table('alert_rule') as batch:
         batch.drop_constraint('kind_known', type_='check')
         batch.create_check_constraint('kind_known', OLD)
