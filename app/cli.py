@@ -19,6 +19,7 @@ from app.reporting.commands import add_parsers as add_reporting_parsers
 from app.reporting.evaluations import add_parser as add_evaluation_parser
 from app.server import PROTOCOL
 from app.settings import Settings, get_settings
+from app.sources.commands import add_parsers as add_source_parsers
 
 
 def _database(settings: Settings) -> Database:
@@ -161,6 +162,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
     add_import_parsers(sub)  # import mlflow: app/mlflow_import/command.py
+    add_source_parsers(sub)  # import slurm, enrich: app/sources/commands.py
     add_evaluation_parser(sub)  # report-evaluations: app/reporting/evaluations.py
     add_check_parser(sub)  # check: app/reporting/check.py
     return p
