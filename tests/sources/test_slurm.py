@@ -242,3 +242,35 @@ def test_no_token_exits_2(capsys: pytest.CaptureFixture[str], monkeypatch: Any) 
     monkeypatch.delenv("CADENCE_TOKEN", raising=False)
     assert slurm_command.run_import(args(FIXTURES / "sacct.json")) == 2
     assert "no token" in capsys.readouterr().err
+
+
+def fake_sacct(tmp_path: Path, body: str) -> None:
+    script = tmp_path / "sacct"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+
+
+def test_runs_sacct_in_utc_when_no_file_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A stand-in sacct that records how it was called and prints the recording.
+    fake_sacct(tmp_path, f'echo "TZ=$TZ $*" > {tmp_path}/called; cat {FIXTURES}/sacct-parsable.txt')
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    argv = ["import", "slurm", "--since", "2026-11-01", "--dry-run"]
+    assert slurm_command.run_import(cli.parser().parse_args(argv)) == 0
+    called = (tmp_path / "called").read_text()
+    assert called.startswith("TZ=UTC --allusers --duplicates --parsable2")
+    assert "--starttime=2026-11-01T00:00:00" in called
+    assert "would import 7" in capsys.readouterr().err
+
+
+def test_a_failing_sacct_exits_2_with_its_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_sacct(tmp_path, 'echo "sacct: error: Problem talking to the database" >&2; exit 1')
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    argv = ["import", "slurm", "--dry-run"]
+    assert slurm_command.run_import(cli.parser().parse_args(argv)) == 2
+    assert "sacct failed (exit 1): sacct: error: Problem talking to the database" in (
+        capsys.readouterr().err
+    )
