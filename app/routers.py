@@ -10,6 +10,7 @@ def all_routers() -> list[APIRouter]:
     from app.analytics.router import router as analytics_router
     from app.cadence.router import router as cadence_router
     from app.evaluations.router import router as evaluations_router
+    from app.measurements.router import router as measurements_router
     from app.portfolio.router import router as portfolio_router
     from app.web.review import router as review_router
     from app.web.router import router as pages_router
@@ -20,6 +21,7 @@ def all_routers() -> list[APIRouter]:
         analytics_router,
         cadence_router,
         evaluations_router,
+        measurements_router,
         portfolio_router,
         alerts_router,
         pages_router,

@@ -327,3 +327,20 @@ class PipelineChange(CreatedAt, Base):
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (Index("ix_pipeline_change_pipeline_created", "pipeline_id", "created_at"),)
+
+
+class RunMeasurementChange(CreatedAt, Base):
+    """One measurement of a stored run changed after ingest (``cadence enrich``, the
+    measurements endpoint): who (token name), when (``created_at``), which field, and the
+    old and new values as text (None: no value)."""
+
+    __tablename__ = "run_measurement_change"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    changed_by: Mapped[str] = mapped_column(String(200))
+    field: Mapped[str] = mapped_column(String(64))
+    old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+    new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (Index("ix_run_measurement_change_run_created", "run_pk", "created_at"),)
