@@ -1,11 +1,11 @@
-"""The sources' CLI: ``cadence import slurm`` and ``cadence enrich prometheus``."""
+"""The sources' CLI: ``cadence import slurm|kubernetes`` and ``cadence enrich prometheus``."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from app.sources import enrich_command, slurm_command
+from app.sources import enrich_command, kubernetes_command, slurm_command
 
 
 def add_parsers(sub: Any) -> None:
@@ -15,4 +15,5 @@ def add_parsers(sub: Any) -> None:
     # public accessor, and a second add_subparsers() call is refused.
     isub = next(a for a in imports._actions if isinstance(a, argparse._SubParsersAction))
     slurm_command.add_parser(isub)
+    kubernetes_command.add_parser(isub)
     enrich_command.add_parser(sub)

@@ -27,6 +27,7 @@ from app.reporting.commands import (
     OK,
     UNAVAILABLE,
     USAGE,
+    _connection_args,
     _exit_code,
     client_for,
 )
@@ -57,6 +58,13 @@ class Tally:
     created: int = 0
     existing: int = 0
     enriched: int = 0  # stored, with measurements filled in since
+
+
+def importer_args(p: argparse.ArgumentParser) -> None:
+    """The options every importer has: the variant, --dry-run, and where to post."""
+    p.add_argument("--variant", default="baseline", help="the variant of every run")
+    p.add_argument("--dry-run", action="store_true", help="print a summary table; post nothing")
+    _connection_args(p, "an ingest token (default: $CADENCE_TOKEN; not needed with --dry-run)")
 
 
 def for_server(payload: dict[str, Any]) -> dict[str, Any]:

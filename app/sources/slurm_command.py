@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.reporting.commands import USAGE, _connection_args
-from app.sources.posting import error, post_mapped
+from app.reporting.commands import USAGE
+from app.sources.posting import error, importer_args, post_mapped
 from app.sources.slurm import PARSABLE_FIELDS, Options, SacctError, map_all, parse
 
 SACCT_TIMEOUT = 600  # seconds: a year of a big site's accounting can take minutes
@@ -57,9 +57,7 @@ def add_parser(isub: Any) -> None:
         default="name",
         help="else each job's pipeline is its job name or account, as a slug (default: name)",
     )
-    p.add_argument("--variant", default="baseline", help="the variant of every run")
-    p.add_argument("--dry-run", action="store_true", help="print a summary table; post nothing")
-    _connection_args(p, "an ingest token (default: $CADENCE_TOKEN; not needed with --dry-run)")
+    importer_args(p)
     p.set_defaults(func=lambda _settings, args: run_import(args))
 
 
