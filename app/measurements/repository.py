@@ -30,15 +30,27 @@ def runs_by_run_id(session: WriteSession, pipeline: int, run_ids: Sequence[str])
 
 
 def change_runs(session: WriteSession, values: dict[int, dict[str, Any]]) -> None:
-    """Set these columns of these runs, and the rollups with them: each run's old terms
-    leave its rollup row (read from the stored row, in SQL), the row changes, and its new
-    terms are added back. Both steps also count a change of the run's variant, which the
-    values kept between requests are keyed by (app/db/memo.py)."""
+    """Set these columns of these runs, and the rollups with them: the runs' old terms
+    leave their rollup rows (summed in SQL from the stored rows), the rows change, and
+    the new terms go back in; their variants count a change, which the values kept
+    between requests are keyed by (app/db/memo.py)."""
     ids = sorted(values)
-    for pk in ids:
-        rollup.subtract_run(session, pk)
-        session.execute(update(Run).where(Run.id == pk).values(**values[pk]))
-    rollup.add_runs(session, ids)
+    rollup.shift_runs(session, ids, -1)
+    for fields in _same_fields(values):
+        session.execute(
+            update(Run).execution_options(synchronize_session=False),
+            [{"id": pk, **values[pk]} for pk in fields],
+        )
+    rollup.shift_runs(session, ids, +1)
+    rollup.count_changes(session, ids)
+
+
+def _same_fields(values: dict[int, dict[str, Any]]) -> list[list[int]]:
+    """Run ids grouped by the set of columns they change (one executemany each)."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for pk in sorted(values):
+        groups.setdefault(tuple(sorted(values[pk])), []).append(pk)
+    return list(groups.values())
 
 
 def add_changes(session: WriteSession, rows: list[dict[str, Any]]) -> None:

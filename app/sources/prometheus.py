@@ -21,7 +21,7 @@ PROFILING = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 LABEL = "cadence_metric"  # tells the two halves of the query's answer apart
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
-MAX_POINTS = 500  # a window is evaluated at most this many times
+MAX_POINTS = 120  # a window is evaluated at most this many times (cost grows with it)
 MIN_STEP_SECONDS = 1.0
 
 
