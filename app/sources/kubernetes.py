@@ -217,7 +217,7 @@ def map_job(
     gpu_type = _gpu_type(job, workloads)
     if gpu_type:
         payload["gpu_type"] = gpu_type
-    return Mapped(where, payload, gpu_hours=workers * hours(start, end))
+    return Mapped(where, payload)
 
 
 def _tags(job: dict[str, Any]) -> dict[str, str]:

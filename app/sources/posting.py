@@ -17,11 +17,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import httpx
 from cadence_client import CadenceAPIError, ConflictError, ServiceUnavailable
 
+from app.planning.imports import Attempt, totals
 from app.reporting.commands import (
     BATCH_SIZE,
     OK,
@@ -49,7 +51,6 @@ class Mapped:
     source: str  # how the user names it: "job 4242 (cluster hpc)"
     payload: dict[str, Any] | None = None
     reason: str = ""
-    gpu_hours: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -95,40 +96,33 @@ def report_unread(mapped: Sequence[Mapped]) -> int:
 
 
 def summary_table(mapped: Sequence[Mapped]) -> str:
-    """Per pipeline: attempts by outcome, GPU-hours, and runs without utilization."""
-    rows: dict[str, dict[str, float]] = {}
-    for m in mapped:
-        if m.payload is None:
-            continue
-        row = rows.setdefault(
-            m.payload["pipeline"],
-            {"attempts": 0, "succeeded": 0, "failed": 0, "preempted": 0, "cancelled": 0}
-            | {"gpu_hours": 0.0, "no_util": 0, "retrainings": 0},
-        )
-        row["attempts"] += 1
-        row[m.payload.get("outcome", "succeeded")] += 1
-        row["gpu_hours"] += m.gpu_hours
-        row["no_util"] += "gpu_utilization" not in m.payload
-    retrainings: dict[str, set[str]] = {}
-    for m in mapped:
-        if m.payload is not None:
-            key = m.payload.get("retraining_id", m.payload["run_id"])
-            retrainings.setdefault(m.payload["pipeline"], set()).add(key)
-    for name, row in rows.items():
-        row["retrainings"] = len(retrainings[name])
-    head = (
+    """Per pipeline: retrainings, attempts by outcome, GPU-hours, runs without utilization."""
+    rows = totals(attempt_of(m.payload) for m in mapped if m.payload is not None)
+    lines = [
         f"{'PIPELINE':<32} {'RETRAININGS':>11} {'ATTEMPTS':>8} {'OK':>6} {'FAILED':>6} "
         f"{'PREEMPT':>7} {'CANCEL':>6} {'GPU-HOURS':>11} {'NO UTIL':>7}"
-    )
-    lines = [head]
+    ]
     for name in sorted(rows):
-        r = rows[name]
+        r, n = rows[name], rows[name].by_outcome
         lines.append(
-            f"{name:<32} {r['retrainings']:>11.0f} {r['attempts']:>8.0f} {r['succeeded']:>6.0f} "
-            f"{r['failed']:>6.0f} {r['preempted']:>7.0f} {r['cancelled']:>6.0f} "
-            f"{r['gpu_hours']:>11.2f} {r['no_util']:>7.0f}"
+            f"{name:<32} {len(r.retrainings):>11} {r.attempts:>8} {n['succeeded']:>6} "
+            f"{n['failed']:>6} {n['preempted']:>7} {n['cancelled']:>6} "
+            f"{r.gpu_hours:>11.2f} {r.without_utilization:>7}"
         )
     return "\n".join(lines)
+
+
+def attempt_of(payload: dict[str, Any]) -> Attempt:
+    start = datetime.fromisoformat(payload["started_at"])
+    end = datetime.fromisoformat(payload["finished_at"])
+    return Attempt(
+        pipeline=payload["pipeline"],
+        retraining=payload.get("retraining_id", payload["run_id"]),
+        outcome=payload.get("outcome", "succeeded"),
+        workers=payload["workers"],
+        wall_clock_hours=(end - start).total_seconds() / 3600,
+        has_utilization="gpu_utilization" in payload,
+    )
 
 
 def post_mapped(

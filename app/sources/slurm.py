@@ -326,8 +326,7 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
     elif attempt.gpu_util:
         shown = ", ".join(f"{v:g}" for v in attempt.gpu_util)
         notes = (f"gres/gpuutil {shown} is not a plausible percentage: utilization unknown",)
-    gpu_hours = workers * hours(attempt.start, attempt.end)
-    return Mapped(where, payload, gpu_hours=gpu_hours, notes=notes)
+    return Mapped(where, payload, notes=notes)
 
 
 def _tags(attempt: Attempt) -> dict[str, str]:

@@ -18,9 +18,11 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database
+from app.planning.imports import totals
 from app.runs.schemas import RunIn
 from app.sources import kubernetes_command
 from app.sources.kubernetes import Options, map_all
+from app.sources.posting import attempt_of
 from tests.fixtures.builders import make_token
 from tests.sources.dcgm_stack import free_port
 from tests.system.test_client_package import through
@@ -161,7 +163,9 @@ def test_mapping_of_the_recorded_objects() -> None:
     f = runs[F].payload
     assert (f["outcome"], f["workers"]) == ("cancelled", 8)  # its Workload was deactivated
     # GPU-hours: 8 x 14 h = 112; 1 x 1 h 55 min = 1.9167; 1 x 2 h = 2; 8 x 2 h = 16.
-    assert [round(runs[k].gpu_hours, 4) for k in (A, B, C, F)] == [112.0, 1.9167, 2.0, 16.0]
+    rows = totals([attempt_of(runs[k].payload) for k in (A, B, C)])
+    assert rows["ranker"].gpu_hours == pytest.approx(112 + 115 / 60 + 2)
+    assert totals([attempt_of(runs[F].payload)])["vision"].gpu_hours == pytest.approx(16.0)
 
 
 def test_dry_run_through_the_real_client_and_a_kubeconfig(

@@ -12,9 +12,10 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database
+from app.planning.imports import totals
 from app.runs.schemas import RunIn
 from app.sources import slurm_command
-from app.sources.posting import measurement_only_conflicts
+from app.sources.posting import attempt_of, measurement_only_conflicts
 from app.sources.slurm import (
     Attempt,
     Options,
@@ -72,7 +73,8 @@ def test_recorded_parsable_output_maps_each_attempt() -> None:
     job6 = runs["slurm-cadence-6-20261201T160420Z"]
     assert job6.payload["scheduling_wait_hours"] == pytest.approx(7 / 3600, abs=1e-6)
     # Job 1: 2 GPUs for 16:04:07..16:04:11 = 4 s -> 8 GPU-seconds = 0.002222 GPU-hours.
-    assert runs["slurm-cadence-1-20261201T160407Z"].gpu_hours == pytest.approx(8 / 3600)
+    one = totals([attempt_of(runs["slurm-cadence-1-20261201T160407Z"].payload)])
+    assert one["ranker-train"].gpu_hours == pytest.approx(8 / 3600)
     assert job6.payload["gpu_type"] == "a100"
     assert job6.payload["tags"]["slurm_account"] == "vision"
     # No GPU accounting plugin ran: utilization is left unknown, not 0.
