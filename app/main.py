@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from app.alerts.sender import Sender
+from app.alerts.sweeper import Sweeper
 from app.assets import router as assets_router
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
@@ -52,8 +53,12 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
         run_sender = settings.alert_sender and not db.single_connection
         sender = Sender(db, settings) if run_sender else None
-        if sender is not None:  # alert webhooks go out from here, never from a request
-            sender.start()
+        # Alert webhooks go out from here, never from a request; the sweeper evaluates
+        # what an ingest left unjudged (a crash before its follow-up, a failed one).
+        sweeper = Sweeper(db, settings) if run_sender else None
+        for worker in (sender, sweeper):
+            if worker is not None:
+                worker.start()
         if database is None:
             # Everything alive now lives as long as the process (modules, Plotly's
             # validators: ~200,000 objects). Out of the collector's sight, a full
@@ -69,8 +74,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             # targets all met").
             gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
         yield
-        if sender is not None:
-            sender.stop()
+        for worker in (sweeper, sender):
+            if worker is not None:
+                worker.stop()
         if database is None:
             db.dispose()
 

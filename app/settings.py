@@ -92,6 +92,14 @@ class Settings(BaseSettings):
         "instead of per-pipeline ones, so a scrape stays small (0: always per team).",
     )
 
+    run_future_tolerance_hours: float = Field(
+        24.0,
+        ge=0,
+        le=24 * 366,
+        description="A run may start at most this many hours after the server's clock "
+        "(clock skew); later starts are refused with a 422 naming started_at.",
+    )
+
     alert_webhook_timeout_seconds: float = Field(
         5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."
     )
@@ -110,10 +118,26 @@ class Settings(BaseSettings):
         "flaps meanwhile sends its latest state.",
     )
     alert_sender: bool = Field(
-        True, description="Send queued alert webhooks from this process (a background thread)."
+        True,
+        description="Send queued alert webhooks from this process and evaluate rules left "
+        "unjudged (two background threads).",
     )
     alert_max_in_flight: int = Field(
         4, ge=1, le=64, description="Alert webhooks one process sends at the same time."
+    )
+    alert_sweep_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="How often each serving process looks for alert rules whose pipeline has "
+        "runs their last evaluation did not see (also once at start-up), and evaluates them.",
+    )
+    alert_reevaluate_seconds: float = Field(
+        3600.0,
+        gt=0,
+        le=7 * 86_400,
+        description="A rule not evaluated for this long is evaluated again even without new "
+        "runs (a month or week that turned, a budget that changed).",
     )
     webhook_allowed_hosts: str = Field(
         "",

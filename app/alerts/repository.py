@@ -21,9 +21,12 @@ from sqlalchemy.orm import Session
 from app.alerts import schedule
 from app.alerts.delivery import Attempt
 from app.db.engine import WriteSession
-from app.db.models import AlertDelivery, AlertRule, Pipeline, Run
+from app.db.models import AlertDelivery, AlertRule, Pipeline, Run, RunVariant
 
 OPEN = ("pending", "retrying")
+# An admin's "send a test" (app.alerts.admin): delivered like the others, outside the
+# state machine, so it never cancels or delays a firing/resolved notification.
+TEST_EVENT = "test"
 
 
 def _unclaimed(now: datetime) -> Any:
@@ -49,7 +52,11 @@ def enqueue(
     """
     waiting = session.scalar(
         select(AlertDelivery)
-        .where(AlertDelivery.rule_id == rule_id, AlertDelivery.status.in_(OPEN))
+        .where(
+            AlertDelivery.rule_id == rule_id,
+            AlertDelivery.status.in_(OPEN),
+            AlertDelivery.event != TEST_EVENT,  # a test send is no state to cancel
+        )
         .order_by(AlertDelivery.id.desc())
         .limit(1)
     )
@@ -65,7 +72,9 @@ def enqueue(
             return waiting
     last = session.scalar(
         select(func.max(AlertDelivery.scheduled_at)).where(
-            AlertDelivery.rule_id == rule_id, AlertDelivery.status != "superseded"
+            AlertDelivery.rule_id == rule_id,
+            AlertDelivery.status != "superseded",
+            AlertDelivery.event != TEST_EVENT,
         )
     )
     due = schedule.first_due(now, last, min_interval)
@@ -253,11 +262,69 @@ def latest_run_utilization(session: Session, pipeline_id: int) -> tuple[str, flo
     """(run_id, GPU utilization) of the pipeline's latest run."""
     row: Any = session.execute(
         select(Run.run_id, Run.gpu_utilization)
-        .where(Run.pipeline_id == pipeline_id)
+        .where(Run.pipeline_id == pipeline_id, Run.gpu_utilization.is_not(None))
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(1)
     ).first()
     return None if row is None else (row[0], row[1])
+
+
+def unjudged_pipelines(session: Session, *, evaluated_before: datetime) -> list[str]:
+    """Pipelines with an enabled rule that has not judged every run write: its pipeline's
+    run signature (the sum of its ``run_variant`` change counters, moved by each run
+    insert or delete in that write's own transaction) differs from what the rule's last
+    evaluation saw, or the rule has not been evaluated since ``evaluated_before``."""
+    ruled = select(AlertRule.pipeline_id).where(AlertRule.enabled.is_(True))
+    signature = (
+        select(RunVariant.pipeline_id, func.sum(RunVariant.changes).label("changes"))
+        .where(RunVariant.pipeline_id.in_(ruled))
+        .group_by(RunVariant.pipeline_id)
+        .subquery()
+    )
+    stmt = (
+        select(Pipeline.name)
+        .join(AlertRule, AlertRule.pipeline_id == Pipeline.id)
+        .join(signature, signature.c.pipeline_id == Pipeline.id)
+        .where(
+            AlertRule.enabled.is_(True),
+            or_(
+                AlertRule.evaluated_changes.is_(None),
+                AlertRule.evaluated_changes != signature.c.changes,
+                AlertRule.last_evaluated_at.is_(None),
+                AlertRule.last_evaluated_at < evaluated_before,
+            ),
+        )
+        .distinct()
+        .order_by(Pipeline.name)
+    )
+    return list(session.scalars(stmt))
+
+
+def rule_of(session: WriteSession, pipeline_id: int, rule_id: int) -> AlertRule | None:
+    """One rule of the pipeline, locked for the caller's change."""
+    return session.scalar(
+        select(AlertRule)
+        .where(AlertRule.id == rule_id, AlertRule.pipeline_id == pipeline_id)
+        .with_for_update()
+    )
+
+
+def enqueue_test(
+    session: WriteSession, rule_id: int, payload: dict[str, Any], *, now: datetime
+) -> AlertDelivery:
+    """Queue a test notification of the rule, due now."""
+    row = AlertDelivery(
+        rule_id=rule_id,
+        event=TEST_EVENT,
+        payload=payload,
+        status="pending",
+        attempts=0,
+        scheduled_at=now,
+        next_attempt_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return row
 
 
 def pipelines_with_enabled_rules(session: Session) -> frozenset[str]:

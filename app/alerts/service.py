@@ -25,6 +25,7 @@ from app.analytics.service import current_monthly_cost
 from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession
 from app.db.models import AlertDelivery, AlertRule, Pipeline
+from app.db.rollup_reads import signatures
 from app.exceptions import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week
@@ -215,10 +216,21 @@ def apply(
 
 
 def evaluate(
-    db: Database, settings: Settings, name: str, *, now: datetime | None = None
+    db: Database,
+    settings: Settings,
+    name: str,
+    *,
+    now: datetime | None = None,
+    unless_judged_since: datetime | None = None,
 ) -> list[int]:
     """Evaluate a pipeline's enabled rules; queue a webhook per state change, in the
     transaction that changes the state (so neither happens without the other).
+
+    Each rule records the pipeline's run signature it judged (``evaluated_changes``),
+    read after the rules are locked and before the metrics, so a run committed meanwhile
+    leaves the rule visibly behind and the sweeper evaluates it again. With
+    ``unless_judged_since`` (the sweeper's), rules that already judged the current
+    signature since that moment are left alone: another process got there first.
 
     Returns the ids of the notifications queued or cancelled (empty: nothing changed).
     """
@@ -228,8 +240,15 @@ def evaluate(
         rows = repository.lock_enabled_rules(session, pipeline.id)
         if not rows:
             return []
+        changes = signatures(session, [pipeline.id]).get(pipeline.id)
+        if unless_judged_since is not None and all(
+            _judged(r, changes, unless_judged_since) for r in rows
+        ):
+            return []
         metrics = read_metrics(session, pipeline, {r.kind for r in rows})
         notes = apply(rows, metrics, pipeline.name, now)
+        for rule in rows:
+            rule.evaluated_changes = changes
         ids = [
             repository.enqueue(
                 session,
@@ -245,6 +264,11 @@ def evaluate(
         WAKE.set()  # this process's sender looks at once
         log.info("alerts of %s: %s notification(s) queued", name, len(ids))
     return ids
+
+
+def _judged(rule: AlertRule, changes: int | None, since: datetime) -> bool:
+    evaluated = rule.last_evaluated_at
+    return rule.evaluated_changes == changes and evaluated is not None and evaluated >= since
 
 
 RULE_INDEX_SECONDS = 5.0
@@ -273,7 +297,9 @@ def forget_rule_index(db: Database) -> None:
 
 
 def evaluate_after_ingest(db: Database, settings: Settings, names: list[str]) -> None:
-    """Background task after a successful ingest: never raises into the server."""
+    """Background task after a successful ingest: never raises into the server. It is
+    the fast path only: if it never runs (the process died) or fails, the runs it was
+    for are still unjudged in the database, and the sweeper evaluates them."""
     try:
         for name in names:
             evaluate(db, settings, name)

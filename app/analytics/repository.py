@@ -47,6 +47,12 @@ class RunRow:
     utilization_source: str | None = None
 
 
+# The runs a planning window holds: succeeded attempts with a utilization figure (the
+# per-run model needs it). Failed attempts and unmeasured ones count in recorded spend
+# and badput (the rollups), not here.
+PLANNING_ATTEMPTS = (Run.outcome == "succeeded", Run.gpu_utilization.is_not(None))
+
+
 @per_session
 def recent_runs(
     session: Session,
@@ -81,7 +87,7 @@ def recent_runs(
             Run.utilization_source,
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline_id)
+        .where(Run.pipeline_id == pipeline_id, *PLANNING_ATTEMPTS)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
     )
@@ -131,7 +137,7 @@ def median_costs(session: Session, variants: dict[int, str], limit: int = 12) ->
     recent = (
         select(cost.label("cost"))
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant)
+        .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant, *PLANNING_ATTEMPTS)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
         .lateral()

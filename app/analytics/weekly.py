@@ -86,6 +86,6 @@ def recorded_spend(
 # /metrics through this.
 
 
-def latest_weeks(session: Session) -> dict[int, WeekTotals]:
-    """Every pipeline's latest ISO week with runs, by pipeline id."""
-    return rollup_reads.latest_weeks(session)
+def week_of(session: Session, monday: date) -> dict[int, WeekTotals]:
+    """Every pipeline's totals for the ISO week starting ``monday``, by pipeline id."""
+    return rollup_reads.week_of(session, monday)

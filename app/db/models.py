@@ -81,7 +81,13 @@ class Run(CreatedAt, Base):
     workers: Mapped[int] = mapped_column(Integer)
     gpu_type: Mapped[str] = mapped_column(String(64), default="")
     gpu_hours: Mapped[float] = mapped_column(Double)
-    gpu_utilization: Mapped[float] = mapped_column(Double)
+    # None: not measured (a crash before it was known): the attempt counts in spend and
+    # badput, never in utilization averages (app.planning.rollup.terms).
+    gpu_utilization: Mapped[float | None] = mapped_column(Double, nullable=True)
+    # An attempt's outcome (app.runs.schemas.OUTCOMES) and the scheduled retraining it
+    # belongs to (default: its own run_id): a retraining costs the sum of its attempts.
+    outcome: Mapped[str] = mapped_column(String(16), default="succeeded")
+    retraining_id: Mapped[str] = mapped_column(String(200))
     # One of app.runs.schemas.UTILIZATION_SOURCES (checked by the API), or unknown.
     utilization_source: Mapped[str | None] = mapped_column(String(32), nullable=True)
     price_per_gpu_hour: Mapped[float | None] = mapped_column(Double, nullable=True)
@@ -121,6 +127,10 @@ class Run(CreatedAt, Base):
         CheckConstraint(
             "gpu_utilization >= 0 AND gpu_utilization <= 1", name="utilization_fraction"
         ),
+        CheckConstraint(
+            "outcome IN ('succeeded', 'failed', 'preempted', 'cancelled')", name="outcome_known"
+        ),
+        Index("ix_run_pipeline_retraining", "pipeline_id", "retraining_id"),
     )
 
     @property
@@ -271,6 +281,11 @@ class AlertRule(CreatedAt, Base):
     since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_value: Mapped[float | None] = mapped_column(Double, nullable=True)
     last_evaluated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The pipeline's run signature (the sum of its run_variant change counters) that the
+    # last evaluation saw. Every acknowledged run write moves the signature in its own
+    # transaction, so a rule whose value differs has runs it has not judged: the sweeper
+    # (app/alerts/sweeper.py) evaluates it, after a crash or a failed evaluation too.
+    evaluated_changes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (
         CheckConstraint(

@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, case, cast, func
+from sqlalchemy import ColumnElement, Float, and_, case, cast, func
 
 from app.db.models import Run
 from app.planning.goodput import GoodputTotals
+from app.planning.rollup import SUCCEEDED
 
 
 def wall_clock(dialect: str) -> ColumnElement[Any]:
@@ -53,7 +54,8 @@ def run_terms(
     backend: str,
 ) -> tuple[dict[str, ColumnElement[float]], dict[str, ColumnElement[float]]]:
     """Per-run goodput terms and badput GPU-hours by cause, as SQL expressions: the
-    definitions of :func:`app.planning.rollup.terms` (which documents them)."""
+    definitions of :func:`app.planning.rollup.terms` (which documents them, attempts
+    that did not succeed and unmeasured ones included)."""
     t = wall_clock(backend)
     # op('/'): a plain float8 division, without the NUMERIC cast SQLAlchemy adds to '/'.
     weff = Run.gpu_hours.op("/", return_type=Float)(t.self_group())
@@ -68,30 +70,55 @@ def run_terms(
         ),
         0.0,
     )
-    busy = greatest(Run.gpu_utilization * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
+    failed = Run.outcome != SUCCEEDED
+    unmeasured = Run.gpu_utilization.is_(None)
+    u = func.coalesce(Run.gpu_utilization, 0.0)
+    busy = greatest(u * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
     program = case(
-        (Run.mfu.is_not(None), Run.mfu * progress), (busy > progress, progress), else_=busy
+        (failed, 0.0),
+        (Run.mfu.is_not(None), Run.mfu * progress),
+        (unmeasured, 0.0),
+        (busy > progress, progress),
+        else_=busy,
     )
-    idle = (1.0 - Run.gpu_utilization) * Run.gpu_hours
+    measured_idle = (1.0 - u) * Run.gpu_hours
     failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
     named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
-    scale = case((named > idle, idle / greatest(named, 1e-12)), else_=1.0)
+    scale = case((named > measured_idle, measured_idle / greatest(named, 1e-12)), else_=1.0)
+
+    def measured(value: ColumnElement[float]) -> ColumnElement[float]:
+        """``value`` for a succeeded attempt with a utilization figure, else 0."""
+        return case((failed, 0.0), (unmeasured, 0.0), else_=value)
+
     causes: dict[str, ColumnElement[float]] = {
-        "productive": Run.gpu_utilization * Run.gpu_hours,
-        "idle": idle,
-        "data_stall": Run.data_stall_hours * weff * scale,
-        "checkpoint": Run.checkpoint_hours * weff * scale,
-        "failure": failure_hours * weff * scale,
-        "other_idle": greatest(idle - named, 0.0),
+        "productive": measured(u * Run.gpu_hours),
+        "idle": case((failed, Run.gpu_hours), (unmeasured, 0.0), else_=measured_idle),
+        "data_stall": measured(Run.data_stall_hours * weff * scale),
+        "checkpoint": measured(Run.checkpoint_hours * weff * scale),
+        "failure": measured(failure_hours * weff * scale),
+        "other_idle": measured(greatest(measured_idle - named, 0.0)),
+        "failed": case((failed, Run.gpu_hours), else_=0.0),
     }
+    held = weff * (t - Run.reschedule_hours)
+    runtime_loss = weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)
     terms: dict[str, ColumnElement[float]] = {
         "gpu_hours": cast(Run.gpu_hours, Float),
         "period": weff * (Run.scheduling_wait_hours + t),
         "unavailable": weff * (Run.scheduling_wait_hours + Run.reschedule_hours),
-        "held": weff * (t - Run.reschedule_hours),
-        "runtime_loss": weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours),
+        "held": held,
+        "runtime_loss": case((failed, held), else_=runtime_loss),
         "program": cast(program, Float),
-        "mfu_hours": case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0),
+        "mfu_hours": case(
+            (Run.mfu.is_not(None), Run.gpu_hours),
+            (failed, Run.gpu_hours),
+            (unmeasured, Run.gpu_hours),
+            else_=0.0,
+        ),
+        "unmeasured": case(
+            (failed, 0.0),
+            (and_(unmeasured, Run.mfu.is_(None)), held - runtime_loss),
+            else_=0.0,
+        ),
     }
     return terms, causes
 
@@ -107,6 +134,7 @@ def goodput_totals(m: Any) -> GoodputTotals:
         runtime_loss_gpu_hours=m["runtime_loss"],
         program_gpu_hours=m["program"],
         mfu_gpu_hours=float(m["mfu_hours"]),
+        unmeasured_progress_gpu_hours=float(m["unmeasured"]),
     )
 
 

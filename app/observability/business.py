@@ -8,9 +8,11 @@ For every pipeline (none is left out), in one read-only transaction of four quer
   what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too,
   computed for all pipelines in one query (the median cost per run, one LATERAL scan);
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
-- ``cadence_pipeline_weekly_goodput``: overall goodput of the latest ISO week with runs,
-  from ``run_rollup``;
-- ``cadence_pipeline_weekly_badput_gpu_hours{cause}``: that week's idle GPU-hours by cause;
+- ``cadence_pipeline_weekly_goodput{week}``: overall goodput of the last complete ISO week
+  (UTC; the week the review and the overview show), from ``run_rollup``; absent for a
+  pipeline with no runs that week;
+- ``cadence_pipeline_weekly_badput_gpu_hours{cause,week}``: that week's idle GPU-hours by
+  cause;
 - ``cadence_alert_deliveries_total{status}``: webhook notifications stored, delivered or
   failed, counted from the database (so every replica reports the same total; deleting
   a rule deletes its deliveries, which Prometheus reads as a counter reset);
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from datetime import date
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -38,10 +41,11 @@ from sqlalchemy.orm import Session
 
 from app.alerts.service import delivery_counts
 from app.analytics.service import current_monthly_costs
-from app.analytics.weekly import latest_weeks
+from app.analytics.weekly import week_of
+from app.db.base import utcnow
 from app.pipelines import service as pipelines_service
 from app.planning.goodput import goodput_from_totals
-from app.planning.weekly import BADPUT_CAUSES
+from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -49,12 +53,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("cadence.observability")
 
 
-def gauges(session: Session) -> Iterator[tuple[str, str, str, float]]:
+def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, float]]:
     """(gauge, pipeline name, team, value) for every pipeline, by name; the team is the
-    pipeline's owner ("unassigned" when empty)."""
+    pipeline's owner ("unassigned" when empty). Weekly gauges are for the ISO week of
+    ``monday``."""
     pipelines = pipelines_service.briefs(session)
     costs = current_monthly_costs(session, pipelines)
-    weeks = latest_weeks(session)
+    weeks = week_of(session, monday)
     for p in pipelines:
         team = p.owner or "unassigned"
         if p.monthly_budget_usd is not None:
@@ -117,7 +122,9 @@ class BusinessCollector(Collector):
                 total = pipelines_service.count(session)
                 per_team = total > limit
                 families = _families("team" if per_team else "pipeline")
-                rows = gauges(session)
+                monday = last_complete_week(utcnow().date())
+                week = iso_week(monday)
+                rows = gauges(session, monday)
                 pairs = (
                     sorted(by_team(rows).items())
                     if per_team
@@ -125,7 +132,9 @@ class BusinessCollector(Collector):
                 )
                 for (gauge, label), value in pairs:
                     kind, _, cause = gauge.partition(":")
-                    families[kind].add_metric([label, cause] if cause else [label], value)
+                    labels = [label, cause] if cause else [label]
+                    weekly = kind in ("goodput", "badput")
+                    families[kind].add_metric([*labels, week] if weekly else labels, value)
                 counts = delivery_counts(session)
                 for status in ("delivered", "failed"):
                     deliveries.add_metric([status], counts.get(status, 0))
@@ -155,15 +164,15 @@ def _families(level: str) -> dict[str, GaugeMetricFamily]:
         ),
         "goodput": GaugeMetricFamily(
             f"cadence_{level}_weekly_goodput",
-            "Overall goodput (0..1) of the latest ISO week with runs"
+            "Overall goodput (0..1) of the last complete ISO week (UTC, the week label)"
             + ("." if level == "pipeline" else "; the mean over the team's pipelines."),
-            labels=(level,),
+            labels=(level, "week"),
         ),
     }
     families["badput"] = GaugeMetricFamily(
         f"cadence_{level}_weekly_badput_gpu_hours",
-        f"Idle GPU-hours of the latest ISO week with runs, by cause; {each}.",
-        labels=(level, "cause"),
+        f"Idle GPU-hours of the last complete ISO week (UTC), by cause; {each}.",
+        labels=(level, "cause", "week"),
     )
     if level == "team":
         families["pipelines"] = GaugeMetricFamily(

@@ -105,6 +105,18 @@ def apply(
     return row, changes
 
 
+def record(
+    session: WriteSession, pipeline_id: int, who: str, field: str, old: str | None, new: str | None
+) -> None:
+    """One audited change that is not a setting (an alert rule added, paused, deleted)."""
+    session.add(
+        PipelineChange(
+            pipeline_id=pipeline_id, changed_by=who, field=field, old_value=old, new_value=new
+        )
+    )
+    session.flush()
+
+
 def recent(session: Session, pipeline_id: int, limit: int = RECENT_CHANGES) -> list[ChangeRecord]:
     """The latest changes, newest first, labelled as the form labels them."""
     return [

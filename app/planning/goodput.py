@@ -56,6 +56,11 @@ class GoodputTotals:
                                                - weff * lost_progress_hours, 0, progress))
         mfu_gpu_hours         = SUM(CASE WHEN mfu IS NOT NULL THEN gpu_hours ELSE 0 END)
 
+    Attempts that did not succeed and succeeded ones without a utilization figure are
+    the exceptions :func:`app.planning.rollup.terms` documents (all held time lost; no
+    program term); ``unmeasured_progress_gpu_hours`` is the forward progress of the
+    unmeasured ones without MFU, which the program factor leaves out.
+
     Note ``weff * T = gpu_hours``, so e.g. period_gpu_hours can also be written
     ``SUM(gpu_hours + gpu_hours * scheduling_wait_hours / T)``. Group by ISO week of
     ``started_at`` and pass each row to :func:`goodput_from_totals`.
@@ -69,6 +74,7 @@ class GoodputTotals:
     runtime_loss_gpu_hours: float
     program_gpu_hours: float
     mfu_gpu_hours: float
+    unmeasured_progress_gpu_hours: float = 0.0
 
     def __add__(self, other: GoodputTotals) -> GoodputTotals:
         return GoodputTotals(
@@ -80,6 +86,8 @@ class GoodputTotals:
             runtime_loss_gpu_hours=self.runtime_loss_gpu_hours + other.runtime_loss_gpu_hours,
             program_gpu_hours=self.program_gpu_hours + other.program_gpu_hours,
             mfu_gpu_hours=self.mfu_gpu_hours + other.mfu_gpu_hours,
+            unmeasured_progress_gpu_hours=self.unmeasured_progress_gpu_hours
+            + other.unmeasured_progress_gpu_hours,
         )
 
 
@@ -161,8 +169,9 @@ def goodput_from_totals(t: GoodputTotals) -> Goodput:
 
     - scheduling = (period - unavailable) / period
     - runtime    = (held - runtime_loss) / held   (0 if nothing was held)
-    - program    = program_gpu_hours / (held - runtime_loss), the forward-progress
-      GPU-hours (MFU-weighted, or the utilization proxy's useful busy GPU-hours)
+    - program    = program_gpu_hours / (held - runtime_loss - unmeasured_progress), the
+      forward-progress GPU-hours (MFU-weighted, or the utilization proxy's useful busy
+      GPU-hours) of the attempts whose program term is known
     - overall    = scheduling * runtime * program
 
     Each factor is clamped to [0, 1]. With ``runs == 0`` every factor is None.
@@ -171,7 +180,12 @@ def goodput_from_totals(t: GoodputTotals) -> Goodput:
         return Goodput(None, None, None, None, program_is_proxy=False)
     scheduling = _share(t.period_gpu_hours - t.unavailable_gpu_hours, t.period_gpu_hours)
     runtime = _share(t.held_gpu_hours - t.runtime_loss_gpu_hours, t.held_gpu_hours)
-    program = _share(t.program_gpu_hours, t.held_gpu_hours - t.runtime_loss_gpu_hours)
+    forward = t.held_gpu_hours - t.runtime_loss_gpu_hours - t.unmeasured_progress_gpu_hours
+    program = _share(t.program_gpu_hours, forward)
+    if forward <= 1e-12 and t.unmeasured_progress_gpu_hours > 0:
+        # Every attempt that made progress is unmeasured: the program factor is unknown,
+        # and overall goodput is scheduling x runtime (the factors the timings give).
+        program = 1.0
     proxy = t.mfu_gpu_hours < t.gpu_hours * (1.0 - 1e-9)
     return Goodput(
         scheduling=scheduling,

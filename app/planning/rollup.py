@@ -22,7 +22,15 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-CAUSES = ("productive", "idle", "data_stall", "checkpoint", "failure", "other_idle")
+CAUSES = (
+    "productive",
+    "idle",
+    "data_stall",
+    "checkpoint",
+    "failure",
+    "other_idle",
+    "failed",
+)
 GOODPUT_SUMS = (
     "gpu_hours",
     "period",
@@ -31,7 +39,9 @@ GOODPUT_SUMS = (
     "runtime_loss",
     "program",
     "mfu_hours",
+    "unmeasured",
 )
+SUCCEEDED = "succeeded"
 PRICED = ("cost", *(f"u_{c}" for c in CAUSES))
 SUMS = (*GOODPUT_SUMS, *(f"g_{c}" for c in CAUSES), *PRICED)
 KEY = ("pipeline_id", "variant", "week_start", "month_start")
@@ -53,10 +63,18 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
     and nothing else: weff = 2, idle = 1, named = 1, scale = 1, g_data_stall = 1 GPU-h,
     g_other_idle = 0, period = 2 * (0 + 2) = 4, held = 4, progress = 2 * 2 = 4,
     busy = 0.75 * 4 = 3, program = min(3, 4) = 3.
+
+    Attempts (methodology.md §2): an attempt that did not succeed made no progress that
+    counts, so all of its GPU-hours are idle, under the cause ``failed`` (failed
+    attempts); its held time is all runtime loss and its program term is 0 (the same
+    2 x 2 h attempt, failed: g_idle = g_failed = 4, runtime_loss = 4, program = 0). A
+    succeeded attempt without a utilization figure is unmeasured: its GPU-hours are
+    neither productive nor idle (gpu_hours - productive - idle is the unmeasured share,
+    so no sum of its own), and without MFU its forward progress (``unmeasured``) leaves
+    the program factor's denominator, so it moves no utilization-based figure.
     """
     t = (run["finished_at"] - run["started_at"]).total_seconds() / 3600.0
     g = float(run["gpu_hours"])
-    u = float(run["gpu_utilization"])
     weff = g / t
     lost, resume, resched = run["lost_progress_hours"], run["resume_hours"], run["reschedule_hours"]
     stall, ckpt, wait = (
@@ -64,11 +82,58 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         run["checkpoint_hours"],
         run["scheduling_wait_hours"],
     )
-    failure = lost + resume + resched
+    succeeded = run.get("outcome", SUCCEEDED) == SUCCEEDED
+    measured = run["gpu_utilization"] is not None
+    progress = max(weff * (t - resched - resume - lost - ckpt), 0.0)
+    mfu = run["mfu"]
+    if not succeeded:
+        causes = {**_no_causes(), "idle": g, "failed": g}
+        program, runtime_loss, unmeasured_progress = 0.0, weff * (t - resched), 0.0
+    elif not measured:
+        causes = _no_causes()
+        program = mfu * progress if mfu is not None else 0.0
+        runtime_loss = weff * (resume + lost + ckpt)
+        unmeasured_progress = weff * (t - resched) - runtime_loss if mfu is None else 0.0
+    else:
+        u = float(run["gpu_utilization"])
+        causes = _measured_causes(u, g, weff, stall, ckpt, lost + resume + resched)
+        busy = max(u * g - weff * lost, 0.0)
+        program = mfu * progress if mfu is not None else min(busy, progress)
+        runtime_loss = weff * (resume + lost + ckpt)
+        unmeasured_progress = 0.0
+    price = float(run["billed_price_per_gpu_hour"])
+    out = {
+        "gpu_hours": g,
+        "period": weff * (wait + t),
+        "unavailable": weff * (wait + resched),
+        "held": weff * (t - resched),
+        "runtime_loss": runtime_loss,
+        "program": program,
+        # GPU-hours whose program term needs no utilization proxy (MFU given, or no
+        # program to measure: a failed attempt, an unmeasured one).
+        "mfu_hours": g if (mfu is not None or not succeeded or not measured) else 0.0,
+        "unmeasured": unmeasured_progress,
+        "cost": g * price,
+    }
+    for c, v in causes.items():
+        out[f"g_{c}"] = v
+        out[f"u_{c}"] = v * price
+    return out
+
+
+def _no_causes() -> dict[str, float]:
+    return dict.fromkeys(CAUSES, 0.0)
+
+
+def _measured_causes(
+    u: float, g: float, weff: float, stall: float, ckpt: float, failure: float
+) -> dict[str, float]:
+    """A succeeded, measured attempt's GPU-hours by cause (see :func:`terms`)."""
     idle = (1.0 - u) * g
     named = (stall + ckpt + failure) * weff
     scale = idle / max(named, 1e-12) if named > idle else 1.0
-    causes = {
+    return {
+        **_no_causes(),
         "productive": u * g,
         "idle": idle,
         "data_stall": stall * weff * scale,
@@ -76,22 +141,3 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         "failure": failure * weff * scale,
         "other_idle": max(idle - named, 0.0),
     }
-    # Program goodput's numerator (app.planning.goodput): useful time that made progress.
-    progress = max(weff * (t - resched - resume - lost - ckpt), 0.0)
-    busy = max(u * g - weff * lost, 0.0)
-    mfu = run["mfu"]
-    price = float(run["billed_price_per_gpu_hour"])
-    out = {
-        "gpu_hours": g,
-        "period": weff * (wait + t),
-        "unavailable": weff * (wait + resched),
-        "held": weff * (t - resched),
-        "runtime_loss": weff * (resume + lost + ckpt),
-        "program": mfu * progress if mfu is not None else min(busy, progress),
-        "mfu_hours": g if mfu is not None else 0.0,
-        "cost": g * price,
-    }
-    for c, v in causes.items():
-        out[f"g_{c}"] = v
-        out[f"u_{c}"] = v * price
-    return out

@@ -12,7 +12,9 @@ from datetime import UTC, date, datetime, timedelta
 
 from app.planning.goodput import EMPTY_TOTALS, Goodput, GoodputTotals, goodput_from_totals
 
-BADPUT_CAUSES = ("data_stall", "checkpoint", "failure", "other_idle")
+# Idle GPU-hours by cause; "failed" is every GPU-hour of attempts that did not succeed
+# (failed, preempted, cancelled: methodology.md §2), the others split measured idle time.
+BADPUT_CAUSES = ("data_stall", "checkpoint", "failure", "other_idle", "failed")
 
 
 def iso_week(day: date) -> str:

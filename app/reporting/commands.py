@@ -47,7 +47,9 @@ RUN_FLAGS: dict[str, tuple[str, type, str]] = {
     "started_at": ("started_at", str, "ISO 8601 with an offset (required)"),
     "finished_at": ("finished_at", str, "ISO 8601 with an offset (required)"),
     "workers": ("workers", int, "number of workers (required)"),
-    "utilization": ("gpu_utilization", float, "busy fraction 0..1, e.g. 0.38 (required)"),
+    "utilization": ("gpu_utilization", float, "busy fraction 0..1, e.g. 0.38 (omit if unknown)"),
+    "outcome": ("outcome", str, "succeeded (default), failed, preempted or cancelled"),
+    "retraining_id": ("retraining_id", str, "the retraining this attempt belongs to"),
     "utilization_source": (
         "utilization_source",
         str,
@@ -64,7 +66,7 @@ RUN_FLAGS: dict[str, tuple[str, type, str]] = {
     "mfu": ("mfu", float, "model FLOPs utilization, 0..1"),
 }
 METAVARS = {str: "TEXT", int: "N", float: "X"}
-REQUIRED_FLAGS = ("pipeline", "run_id", "started_at", "finished_at", "workers", "utilization")
+REQUIRED_FLAGS = ("pipeline", "run_id", "started_at", "finished_at", "workers")
 FIELD_PATH = re.compile(r"^runs\.(\d+)(\..*)?$")
 
 

@@ -32,7 +32,7 @@ def record_run(
     """
     result = None
     if not db.is_sqlite:
-        service.check_one(run, token)  # (the general path checks again: a few us)
+        service.check_one(run, token, settings)  # (the general path checks again: a few us)
         with db.one_statement() as cursor:
             result = service.insert_new(cursor, run)
     if result is not None:

@@ -14,7 +14,8 @@ from app.runs.schemas import InterruptionOut, RunOut
 # fmt: off
 ROW_FIELDS = (
     "id", "pipeline", "pipeline_price", "pipeline_metric", "run_id", "variant",
-    "started_at", "finished_at", "workers", "gpu_type", "gpu_utilization",
+    "started_at", "finished_at", "workers", "gpu_type", "outcome", "retraining_id",
+    "gpu_utilization",
     "utilization_source", "gpu_hours", "price_per_gpu_hour", "billed_price_per_gpu_hour",
     "quality_metric", "quality_value", "data_stall_hours", "checkpoint_hours",
     "scheduling_wait_hours", "mfu", "tags", "created_at", "interruption_count",
@@ -41,6 +42,8 @@ def out_dict(row: Sequence[Any], interruptions: list[Any]) -> dict[str, Any]:
         finished_at,
         workers,
         gpu_type,
+        outcome,
+        retraining_id,
         gpu_utilization,
         utilization_source,
         gpu_hours,
@@ -65,6 +68,8 @@ def out_dict(row: Sequence[Any], interruptions: list[Any]) -> dict[str, Any]:
         "finished_at": finished_at,
         "workers": workers,
         "gpu_type": gpu_type,
+        "outcome": outcome,
+        "retraining_id": retraining_id,
         "gpu_utilization": gpu_utilization,
         "utilization_source": utilization_source,
         "gpu_hours": gpu_hours,
@@ -89,7 +94,14 @@ def out_dict(row: Sequence[Any], interruptions: list[Any]) -> dict[str, Any]:
         "wall_clock_hours": (finished_at - started_at).total_seconds() / 3600.0,
         "effective_price_per_gpu_hour": price,
         "cost_usd": gpu_hours * price,
-        "idle_gpu_hours": (1.0 - gpu_utilization) * gpu_hours,
+        # Unknown without a utilization figure; all of a failed attempt's hours are idle.
+        "idle_gpu_hours": (
+            gpu_hours
+            if outcome != "succeeded"
+            else None
+            if gpu_utilization is None
+            else (1.0 - gpu_utilization) * gpu_hours
+        ),
     }
 
 

@@ -8,16 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import (
-    Select,
-    Table,
-    and_,
-    func,
-    insert,
-    or_,
-    select,
-    tuple_,
-)
+from sqlalchemy import Select, Table, and_, func, insert, or_, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from app.db import rollup
@@ -96,6 +87,8 @@ PG_TYPES = {
     "finished_at": "timestamptz",
     "workers": "int4",
     "gpu_type": "text",
+    "outcome": "text",
+    "retraining_id": "text",
     "gpu_hours": "float8",
     "gpu_utilization": "float8",
     "utilization_source": "text",
@@ -263,6 +256,8 @@ _OUT_COLUMNS = (
     Run.finished_at,
     Run.workers,
     Run.gpu_type,
+    Run.outcome,
+    Run.retraining_id,
     Run.gpu_utilization,
     Run.utilization_source,
     Run.gpu_hours,

@@ -41,6 +41,12 @@ UtilizationSource = Literal[
 ]
 
 
+# An attempt's outcome (methodology.md §2): every attempt is paid for; only a succeeded
+# one delivers a model. Kubernetes' and spot reclaimers' SIGTERM is "preempted".
+OUTCOMES = ("succeeded", "failed", "preempted", "cancelled")
+Outcome = Literal["succeeded", "failed", "preempted", "cancelled"]
+
+
 class InterruptionIn(StrictModel):
     lost_progress_hours: NonNegative = Field(
         0.0, description="Progress lost since the last checkpoint (tch), hours."
@@ -62,7 +68,22 @@ class RunIn(StrictModel):
     finished_at: Timestamp
     workers: int = Field(ge=1, le=100_000)
     gpu_type: Annotated[Identifier, Field(max_length=64)] = ""
-    gpu_utilization: float = Field(description="Average busy fraction, 0..1 (0.38, not 38).")
+    outcome: Outcome = Field(
+        "succeeded",
+        description="How the attempt ended. Failed, preempted and cancelled attempts are "
+        "paid for too: they count in spend and as badput ('failed attempts').",
+    )
+    retraining_id: Annotated[Identifier, Field(min_length=1, max_length=200)] | None = Field(
+        None,
+        description="The scheduled retraining this attempt belongs to (default: the run_id). "
+        "Give a retry the id of the attempt it retries: a retraining costs all its attempts.",
+    )
+    gpu_utilization: float | None = Field(
+        None,
+        description="Average busy fraction, 0..1 (0.38, not 38). Omit it when unknown (a "
+        "crash before it was measured): the attempt counts in spend and badput, never in "
+        "utilization averages.",
+    )
     utilization_source: UtilizationSource | None = Field(
         None, description="Where gpu_utilization came from (which metric measured it)."
     )
@@ -83,7 +104,9 @@ class RunIn(StrictModel):
 
     @field_validator("gpu_utilization")
     @classmethod
-    def _fraction(cls, value: float) -> float:
+    def _fraction(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
         if 1 < value <= 100:
             raise ValueError(
                 f"must be a fraction between 0 and 1; {value:g} looks like a percentage: "
@@ -114,7 +137,9 @@ class RunOut(OutModel):
     finished_at: datetime
     workers: int
     gpu_type: str
-    gpu_utilization: float
+    outcome: str
+    retraining_id: str
+    gpu_utilization: float | None
     utilization_source: str | None
     gpu_hours: float
     price_per_gpu_hour: float | None
@@ -131,7 +156,7 @@ class RunOut(OutModel):
     wall_clock_hours: float
     effective_price_per_gpu_hour: float
     cost_usd: float
-    idle_gpu_hours: float
+    idle_gpu_hours: float | None
 
 
 class RunPage(OutModel):

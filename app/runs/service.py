@@ -22,7 +22,12 @@ from app.runs import repository
 from app.runs.output import ROW_FIELDS, to_out
 from app.runs.repository import PipelineRef
 from app.runs.schemas import RunIn, RunOut
-from app.runs.validation import cross_field_errors, interruption_values, stored_values
+from app.runs.validation import (
+    cross_field_errors,
+    future_start_error,
+    interruption_values,
+    stored_values,
+)
 from app.settings import Settings
 
 COMPARED = (
@@ -31,6 +36,8 @@ COMPARED = (
     "finished_at",
     "workers",
     "gpu_type",
+    "outcome",
+    "retraining_id",
     "gpu_hours",
     "gpu_utilization",
     "utilization_source",
@@ -70,7 +77,7 @@ def ingest(
     interruptions. Only runs the insert skipped (retries) are read back and compared.
     """
     prefix = (lambda i: f"runs.{i}.") if batch else (lambda i: "")
-    _check(runs, token, prefix)
+    _check(runs, token, prefix, settings)
 
     # The first occurrence of a (pipeline, run_id) in a batch wins; later identical
     # copies are retries, later different copies are errors.
@@ -145,10 +152,10 @@ def billed_price(run: RunIn, pipeline: PipelineRef) -> float:
     return pipeline.price_per_gpu_hour
 
 
-def check_one(run: RunIn, token: TokenInfo | None) -> None:
+def check_one(run: RunIn, token: TokenInfo | None, settings: Settings) -> None:
     """What :func:`ingest` checks first, for one run: call it before :func:`insert_new`,
     so that a refused run never holds a pooled connection."""
-    _check([run], token, lambda i: "")
+    _check([run], token, lambda i: "", settings)
 
 
 def insert_new(cursor: Any, run: RunIn) -> Ingested | None:
@@ -186,19 +193,22 @@ def created_out(item: Ingested) -> RunOut:
     return to_out(tuple(values[name] for name in ROW_FIELDS), interruptions)
 
 
-def _check(runs: list[RunIn], token: TokenInfo | None, prefix: Any) -> None:
+def _check(runs: list[RunIn], token: TokenInfo | None, prefix: Any, settings: Settings) -> None:
     """What the schemas cannot check, and the token's pipeline limit."""
-    _validate(runs, prefix)
+    _validate(runs, prefix, utcnow(), settings.run_future_tolerance_hours)
     if token is not None:
         for name in sorted({r.pipeline for r in runs}):
             check_pipeline_allowed(token, name)
 
 
-def _validate(runs: list[RunIn], prefix: Any) -> None:
+def _validate(runs: list[RunIn], prefix: Any, now: datetime, future_hours: float) -> None:
     fields = [
         {"field": prefix(i) + name, "reason": reason}
         for i, run in enumerate(runs)
-        for name, reason in cross_field_errors(run)
+        for name, reason in [
+            *cross_field_errors(run),
+            *filter(None, [future_start_error(run, now, future_hours)]),
+        ]
     ]
     if fields:
         summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])

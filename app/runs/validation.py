@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from app.runs.schemas import RunIn
@@ -13,6 +14,21 @@ GPU_HOURS_TOLERANCE = 0.01
 
 def wall_clock_hours(run: RunIn) -> float:
     return (run.finished_at - run.started_at).total_seconds() / 3600.0
+
+
+def future_start_error(run: RunIn, now: datetime, tolerance_hours: float) -> tuple[str, str] | None:
+    """A run that starts more than ``tolerance_hours`` after ``now`` (the server's clock)
+    would become the pipeline's newest run for years: a clock or a year typed wrong.
+    Example: now 2026-12-01 12:00, tolerance 24 h: a start at 2026-12-02 13:00 is refused."""
+    latest = now + timedelta(hours=tolerance_hours)
+    if run.started_at <= latest:
+        return None
+    return (
+        "started_at",
+        f"{run.started_at.isoformat()} is more than {tolerance_hours:g} h after the server's "
+        f"clock ({now.isoformat(timespec='seconds')}): check the job's clock and the year "
+        "(CADENCE_RUN_FUTURE_TOLERANCE_HOURS sets the limit)",
+    )
 
 
 def cross_field_errors(run: RunIn) -> list[tuple[str, str]]:
@@ -59,6 +75,8 @@ def stored_values(run: RunIn) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "workers": run.workers,
         "gpu_type": run.gpu_type,
+        "outcome": run.outcome,
+        "retraining_id": run.retraining_id or run.run_id,
         "gpu_hours": run.gpu_hours if run.gpu_hours is not None else run.workers * hours,
         "gpu_utilization": run.gpu_utilization,
         "utilization_source": run.utilization_source,

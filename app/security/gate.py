@@ -118,3 +118,36 @@ class ReadAccessGate:
         if SESSION_COOKIE in request.cookies:  # expired, tampered or revoked: drop it
             self.security.clear_session(response, request)
         return response
+
+
+class AdminSessions:
+    """Open read mode: reads need no credential, but an admin may sign in (``/login``
+    takes only admin tokens there) to edit settings and alert rules in the browser.
+
+    A request without a session cookie passes untouched (API clients pay nothing); with
+    one, its live token is kept on the request as the read gate keeps it, so pages know
+    the admin. An expired or revoked session is simply not signed in: reads stay open.
+    """
+
+    def __init__(self, app: ASGIApp, security: Security) -> None:
+        self.app = app
+        self.security = security
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        token = None
+        if SESSION_COOKIE in request.cookies:
+            try:
+                token = await authenticator.session_token(request)
+            except (OperationalError, PoolTimeout) as exc:  # reads are open: go on
+                log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
+        if token is not None:
+            scope.setdefault("state", {})[authenticator.TOKEN_STATE] = token
+            cookie = self.security.csrf_cookie(request)
+            if cookie is not None:  # the sign-in set one; without it no form can post
+                signed_in = SignedIn(name=token.name, csrf=self.security.csrf_field(cookie))
+                scope["state"][STATE_KEY] = signed_in
+        await self.app(scope, receive, send)

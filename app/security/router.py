@@ -82,6 +82,7 @@ def login_page(
             "csrf": security.csrf_field(cookie),
             "error": error,
             "session_hours": security.settings.session_hours,
+            "open_reads": not security.token_mode,
         },
         status_code=status,
     )
@@ -101,8 +102,8 @@ async def login_form(
 ) -> Response:
     security = security_of(request)
     target = safe_next(next_)
-    if not security.token_mode or await session_token(request) is not None:
-        return redirect(target)  # nothing to sign in to, or already signed in
+    if await session_token(request) is not None:
+        return redirect(target)  # already signed in
     return login_page(request, security, target)
 
 
@@ -111,8 +112,6 @@ async def login(request: Request) -> Response:
     security = security_of(request)
     form = await read_form(request)
     target = safe_next(form.get("next"))
-    if not security.token_mode:
-        return redirect(target)
     if not security.csrf_ok(request, form.get(CSRF_FIELD)):
         # A fresh CSRF cookie with the form, so signing in again just works.
         return login_page(request, security, target, error=CSRF_FAILED, status=403, fresh=True)
@@ -124,6 +123,13 @@ async def login(request: Request) -> Response:
     except Unauthorized as exc:
         message = f"Sign-in failed: {exc.message}. Check the token and try again."
         return login_page(request, security, target, error=message, status=401)
+    if not security.token_mode and "admin" not in token.scopes:
+        message = (
+            f"Sign-in failed: token {token.name!r} is not an admin token (scopes: "
+            f"{', '.join(token.scopes)}). Reading needs no sign-in here; signing in is "
+            "for admins, to edit settings and alerts."
+        )
+        return login_page(request, security, target, error=message, status=403)
     if not can_read(token):
         message = (
             f"Sign-in failed: token {token.name!r} has no read access (scopes: "

@@ -43,6 +43,13 @@ CAUSES: tuple[tuple[str, str, str], ...] = (
 )
 """Stack order of a GPU-time breakdown: (Badput field / by-cause key, label, colour)."""
 
+WEEK_CAUSES: tuple[tuple[str, str, str], ...] = (
+    *CAUSES,
+    ("failed", "Failed attempts", PALETTE["purple"]),
+)
+"""A week's breakdown adds the attempts that did not succeed (all their GPU time); a
+single run's (a planning window's succeeded attempt) has no such share."""
+
 UNIT_LABELS: dict[str, tuple[str, str]] = {
     "gpu_hours": ("GPU-hours", "%{y:,.1f} GPU-hours"),
     "usd": ("USD", "%{y:$,.2f}"),

@@ -14,6 +14,7 @@ from app.web.figures_base import (
     CAUSES,
     PALETTE,
     REFERENCE,
+    WEEK_CAUSES,
     Figure,
     amount_axis,
     axis,
@@ -150,11 +151,12 @@ def _breakdown_traces(
     value_format: str,
     customdata: Sequence[list[Any]],
     detail: str,
+    causes: Sequence[tuple[str, str, str]] = CAUSES,
 ) -> list[dict[str, Any]]:
-    totals = [sum(a.get(key, 0.0) for key, _, _ in CAUSES) for a in amounts]
+    totals = [sum(a.get(key, 0.0) for key, _, _ in causes) for a in amounts]
     share = len(customdata[0]) if customdata else 0  # the share goes after the caller's columns
     traces = []
-    for key, name, colour in CAUSES:
+    for key, name, colour in causes:
         ys = [float(a.get(key, 0.0)) for a in amounts]
         shares = [y / t if t > 0 else 0.0 for y, t in zip(ys, totals, strict=True)]
         traces.append(
@@ -206,7 +208,8 @@ def badput_by_run_figure(rows: Sequence[RunBadputRow], unit: Unit) -> Figure:
 
 
 def badput_by_week_figure(weeks: Sequence[WeekSummary], unit: Unit) -> Figure:
-    """Stacked bars per ISO week (productive + four causes); weeks without runs are zero."""
+    """Stacked bars per ISO week (productive, four causes of idle time and failed
+    attempts); weeks without runs are zero."""
     unit_name, value_format = unit_label(unit)
     amounts = [w.gpu_hours_by_cause if unit == "gpu_hours" else w.usd_by_cause for w in weeks]
     data = _breakdown_traces(
@@ -214,11 +217,13 @@ def badput_by_week_figure(weeks: Sequence[WeekSummary], unit: Unit) -> Figure:
         amounts,
         value_format,
         [[w.runs] for w in weeks],
-        "<br>runs this week: %{customdata[0]}",
+        "<br>attempts this week: %{customdata[0]}",
+        WEEK_CAUSES,
     )
     note = (
-        "Per ISO week (Monday first), the sum over runs started that week of productive = "
-        "utilization × GPU-hours and of each cause of idle time; weeks without runs show zero."
+        "Per ISO week (Monday first), the sum over attempts started that week of productive = "
+        "utilization × GPU-hours and of each cause of idle time; failed attempts = every "
+        "GPU-hour of attempts that did not succeed; weeks without runs show zero."
     )
     return {
         "data": data,

@@ -25,6 +25,7 @@ CAUSE_LABELS = {
     "checkpoint": "Checkpoint writes",
     "failure": "Failures",
     "other_idle": "Other idle",
+    "failed": "Failed attempts",
 }
 
 

@@ -26,6 +26,8 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("variant", "Variant"),
     ("started_at", "Started (UTC)"),
     ("finished_at", "Finished (UTC)"),
+    ("outcome", "Outcome"),
+    ("retraining_id", "Retraining"),
     ("wall_clock_hours", "Wall clock (h)"),
     ("workers", "Workers (GPUs)"),
     ("gpu_type", "GPU type"),

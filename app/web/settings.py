@@ -1,6 +1,6 @@
 """Pipeline settings in the browser: a form for admins, the values for everyone else.
 
-An admin signed in with an admin token (``CADENCE_READ_ACCESS=token``, ``/login``) edits
+An admin signed in with an admin token (``/login``, in either read-access mode) edits
 the settings in ``app.pipelines.changes.EDITABLE``; the POST carries the CSRF double
 submit of ``app.security``, is validated by the API's own ``PipelineUpdate`` (so the
 form and ``PUT /api/v1/pipelines/{name}`` accept the same values), and every change is
@@ -130,7 +130,7 @@ def _page(
             "fields": changes.EDITABLE,
             "history": history,
             "editable": can_edit(viewer, name),
-            "token_mode": auth is not None,
+            "signed_in": bool(auth and auth["user"]),
             "csrf": auth["csrf"] if auth else None,
             "saved": request.query_params.get("saved"),
             "descriptions_text": (form or {}).get(DESCRIPTIONS)

@@ -20,8 +20,10 @@ from app.db import rollup as rollups
 from app.db import rollup_reads
 from app.db.engine import Database
 from app.db.models import Pipeline
+from app.db.run_terms import goodput_totals
 from app.observability import business
-from app.planning.rollup import KEY, SUMS, buckets, terms
+from app.planning.goodput import goodput_from_totals
+from app.planning.rollup import GOODPUT_SUMS, KEY, SUMS, buckets, terms
 from app.planning.weekly import fill_weeks, monday_of
 from tests.fixtures.builders import make_run, make_token
 
@@ -54,7 +56,9 @@ def runs(draw: Any) -> dict[str, Any]:
         started_at=started.isoformat(),
         finished_at=(started + timedelta(hours=hours)).isoformat(),
         workers=workers,
-        gpu_utilization=draw(st.floats(0, 1)),
+        # Attempts of every outcome, and some without a utilization figure.
+        outcome=draw(st.sampled_from(["succeeded", "succeeded", "failed", "preempted"])),
+        gpu_utilization=draw(st.none() | st.floats(0, 1)),
         price_per_gpu_hour=draw(st.none() | st.floats(0.5, 8)),
         mfu=draw(st.none() | st.floats(0, 1)),
         data_stall_hours=draw(st.floats(0, hours / 4)),
@@ -208,6 +212,39 @@ def test_a_week_across_two_months_splits_into_two_rows(client: TestClient, db: D
         for name in SUMS:
             assert abs(row[name] - one[name]) < 1e-9, name
     assert_rollups_match(db)
+
+
+def test_failed_and_unmeasured_attempts_terms() -> None:
+    """The worked example of app.planning.rollup.terms as attempts: 2 workers x 2 h at
+    $2.5, gpu_hours 4, 0.5 h stall."""
+    start = datetime(2026, 11, 30, 8, tzinfo=UTC)
+    base = {
+        "variant": "baseline", "gpu_hours": 4.0, "gpu_utilization": 0.75,
+        "billed_price_per_gpu_hour": 2.5, "data_stall_hours": 0.5, "checkpoint_hours": 0.0,
+        "scheduling_wait_hours": 0.0, "mfu": None, "lost_progress_hours": 0.0,
+        "resume_hours": 0.0, "reschedule_hours": 0.0, "started_at": start,
+        "finished_at": start + timedelta(hours=2),
+    }  # fmt: skip
+    # Failed: all 4 GPU-hours ($10) idle and under "failed", none productive, none
+    # explained by the stall; held 4 GPU-h all lost (runtime 0), program 0.
+    failed = terms({**base, "outcome": "failed"})
+    assert failed["g_failed"] == failed["g_idle"] == 4.0 and failed["u_failed"] == 10.0
+    assert failed["g_productive"] == failed["g_data_stall"] == 0.0
+    assert failed["runtime_loss"] == failed["held"] == 4.0 and failed["program"] == 0.0
+    assert failed["cost"] == 10.0 and failed["unmeasured"] == 0.0
+    # Succeeded without utilization: spend $10, neither productive nor idle; its forward
+    # progress, held 4 - loss 0 = 4 GPU-h, leaves the program factor.
+    unmeasured = terms({**base, "gpu_utilization": None})
+    assert unmeasured["cost"] == 10.0 and unmeasured["g_productive"] == unmeasured["g_idle"] == 0
+    assert unmeasured["unmeasured"] == 4.0 and unmeasured["program"] == 0.0
+    # With both beside the measured run, program goodput is the measured run's alone:
+    # program 3 / (held 12 - loss 4 - unmeasured 4) = 0.75; runtime (12 - 4) / 12.
+    measured = terms(base)
+    total = goodput_totals(
+        {"runs": 3, **{k: failed[k] + unmeasured[k] + measured[k] for k in GOODPUT_SUMS}}
+    )
+    got = goodput_from_totals(total)
+    assert got.program == 0.75 and abs((got.runtime or 0) - 8 / 12) < 1e-12
 
 
 def test_rebuilt_variant_counters_never_repeat_a_seen_value(

@@ -88,9 +88,13 @@ def test_serve_refuses_outdated_schema(
     assert "Traceback" not in err
 
 
-def test_0012_fills_run_variant_from_existing_runs(empty_url: str) -> None:
-    """Runs stored before 0012 are counted: per variant, how many and the newest start."""
+def test_backfills_of_runs_stored_before_0012(empty_url: str) -> None:
+    """Runs stored before 0012 are counted: per variant, how many and the newest start;
+    0018 makes each a succeeded attempt of its own retraining and rebuilds the rollups,
+    equal to a recomputation from the runs."""
     from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import column, select, table
 
     from app.db import rollup
     from app.db.models import Pipeline, Run
@@ -115,8 +119,11 @@ def test_0012_fills_run_variant_from_existing_runs(empty_url: str) -> None:
                   "price_per_gpu_hour": 2.5, "runs_per_week": 1.0, "quality_metric": "q",
                   "higher_is_better": True, "created_at": start}],
             )  # fmt: skip
+            # The run table as it was at 0011 (the model's has columns added since).
+            names = [*run, "pipeline_id", "run_id", "variant", "started_at", "finished_at"]
+            old_run = table("run", *(column(c, Run.__table__.c[c].type) for c in names))
             conn.execute(
-                Run.__table__.insert(),
+                old_run.insert(),
                 [
                     {**run, "pipeline_id": 1, "run_id": f"r{i}", "variant": variant,
                      "started_at": start + timedelta(days=i),
@@ -133,5 +140,9 @@ def test_0012_fills_run_variant_from_existing_runs(empty_url: str) -> None:
         assert held == expected
         assert {k[1]: v[0] for k, v in held.items()} == {"baseline": 2, "candidate": 1}
         assert held[(1, "baseline")][1] == start + timedelta(days=1)
+        with Session(engine) as s:
+            attempts = s.execute(select(Run.run_id, Run.retraining_id, Run.outcome)).all()
+            assert sorted(attempts) == [(f"r{i}", f"r{i}", "succeeded") for i in range(3)]
+            assert rollup.stored(s) == rollup.recompute(s) and len(rollup.stored(s)) == 2
     finally:
         engine.dispose()

@@ -325,7 +325,9 @@ def test_badput_by_run_rejects_a_unit_mismatch() -> None:
 def test_badput_by_week_stacks_causes_and_zero_fills_empty_weeks() -> None:
     ws = weeks()
     fig = badput_by_week_figure(ws, "gpu_hours")
-    assert [t["name"] for t in fig["data"]] == CAUSE_NAMES  # idle itself is not stacked
+    # idle itself is not stacked; a week adds the attempts that did not succeed (none here)
+    assert [t["name"] for t in fig["data"]] == [*CAUSE_NAMES, "Failed attempts"]
+    assert fig["data"][-1]["y"] == [0.0, 0.0, 0.0]
     assert fig["data"][0]["x"] == ["2026-W45", "2026-W46", "2026-W47"]
     # W45: productive 2 x 42.56 = 85.12; stall 24 (one run); W46 empty -> zeros
     assert fig["data"][0]["y"] == pytest.approx([85.12, 0.0, 0.38 * 104])

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from app.db.engine import Database
 from app.main import create_app
 from app.pipelines.changes import Change, diff, shown
+from app.settings import Settings
 from app.web.settings import descriptions_text, parse_descriptions
 from tests.fixtures.builders import make_token
 from tests.security.test_web import HTML, csrf_value, sign_in, token_settings
@@ -106,16 +107,35 @@ def test_csrf_and_admin_scope_are_required(
     assert token_client.get(f"/api/v1/pipelines/{ranker}").json()["display_name"] == "Ranker"
 
 
-def test_open_mode_shows_values_not_a_form(
-    client: TestClient, admin_headers: dict[str, str]
+def test_open_mode_shows_values_until_an_admin_signs_in(
+    db: Database, settings: Settings, admin_headers: dict[str, str]
 ) -> None:
-    r = client.put("/api/v1/pipelines/p1", json={"monthly_budget_usd": 10}, headers=admin_headers)
-    assert r.status_code == 200
-    page = client.get("/pipelines/p1/settings", headers=HTML)
-    assert page.status_code == 200 and '<form class="panel settings-form"' not in page.text
-    assert "CADENCE_READ_ACCESS=token" in page.text
-    # The API PUT is audited too (by token name).
-    assert 'data-change="monthly_budget_usd"' in page.text
+    """Reads stay open (no sign-in, no redirect); an admin signs in to edit a budget."""
+    with TestClient(create_app(settings, database=db), follow_redirects=False) as client:
+        r = client.put(
+            "/api/v1/pipelines/p1", json={"monthly_budget_usd": 10}, headers=admin_headers
+        )
+        assert r.status_code == 200
+        page = client.get("/pipelines/p1/settings", headers=HTML)
+        assert page.status_code == 200 and '<form class="panel settings-form"' not in page.text
+        assert "sign in with an admin token" in page.text and "Admin sign-in" in page.text
+        # The API PUT is audited too (by token name).
+        assert 'data-change="monthly_budget_usd"' in page.text
+        # A read token cannot sign in where reads are open: signing in is for admins.
+        refused = sign_in(client, make_token(db, "read", name="bob"))
+        assert refused.status_code == 403 and "not an admin token" in refused.text
+        sign_in(client, make_token(db, "admin", name="alice"))
+        page = client.get("/pipelines/p1/settings", headers=HTML)
+        assert "Save settings" in page.text and "Signed in as alice" in page.text
+        form = {**FORM, "csrf": csrf_value(page.text)}
+        r = client.post("/pipelines/p1/settings", data=form)
+        assert r.status_code == 303, r.text
+        assert client.get("/api/v1/pipelines/p1").json()["monthly_budget_usd"] == 1500
+        after = client.get("/pipelines/p1", headers=HTML).text
+        assert "<td>alice</td><td>Monthly budget (USD)</td><td>10</td><td>1500</td>" in after
+        # Other readers, without the cookie, still read without signing in.
+        client.cookies.clear()
+        assert client.get("/pipelines/p1", headers=HTML).status_code == 200
 
 
 def test_descriptions_as_text_and_back() -> None:

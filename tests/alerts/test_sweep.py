@@ -1,0 +1,269 @@
+"""No alert lost: an acknowledged run is judged by the alert rules even when the
+evaluation that follows its response never happens (the process died) or fails (the
+database errored). The sweeper finds such rules by the run signature they last judged.
+
+``test_a_kill_between_acknowledgement_and_evaluation_loses_no_alert`` does it for real on
+PostgreSQL: a `cadence serve` process acknowledges a run whose evaluation waits on a rule
+lock held by the test, is killed with SIGKILL, and the next process delivers the webhook.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from app.alerts import service
+from app.alerts.sweeper import sweep
+from app.db.base import utcnow
+from app.db.engine import Database
+from app.db.models import AlertDelivery, AlertRule
+from app.settings import PROJECT_ROOT
+from tests.alerts import test_alerts
+from tests.alerts.test_alerts import Receiver, add_rule, drain, setup_pipeline
+from tests.conftest import BACKEND, postgres_url
+from tests.fixtures.builders import make_run
+
+receiver = test_alerts.receiver
+app_client = test_alerts.app_client
+
+
+def rules(db: Database) -> list[AlertRule]:
+    with db.read_latest() as s:
+        return list(s.scalars(select(AlertRule).order_by(AlertRule.id)))
+
+
+def delivery_events(db: Database) -> list[str]:
+    with db.read_latest() as s:
+        return list(s.scalars(select(AlertDelivery.event).order_by(AlertDelivery.id)))
+
+
+def failing_once(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The next evaluation's metrics read raises, as a database error would."""
+    calls: list[int] = []
+    real = service.read_metrics
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the database went away mid-evaluation")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "read_metrics", flaky)
+    return calls
+
+
+def test_a_failed_evaluation_is_done_again_by_the_sweep(
+    app_client: TestClient,
+    admin_headers: dict[str, str],
+    ingest_headers: dict[str, str],
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    c, db = app_client, app_client.app.state.database  # type: ignore[attr-defined]
+    settings = c.app.state.settings  # type: ignore[attr-defined]
+    setup_pipeline(c, admin_headers, budget=None)
+    add_rule(c, admin_headers, kind="utilization_floor", threshold=0.4, webhook_url=receiver.url)
+    calls = failing_once(monkeypatch)
+    low = make_run(run_id="low", gpu_utilization=0.3)
+    assert c.post("/api/v1/runs", json=low, headers=ingest_headers).status_code == 201
+    # The follow-up ran and failed: the rule did not judge the run, nothing is queued.
+    assert len(calls) == 1
+    [rule] = rules(db)
+    assert not rule.firing and rule.evaluated_changes is None and delivery_events(db) == []
+    assert sweep(db, settings) == {"ranker": 1}
+    [rule] = rules(db)
+    assert rule.firing and rule.evaluated_changes is not None
+    drain(c)
+    assert [h["event"] for h in receiver.requests] == ["firing"]
+    assert "GPU utilization 30.0% (floor 40.0%)" in receiver.requests[0]["text"]
+    # Judged now: a second sweep evaluates nothing (no metrics read at all).
+    assert sweep(db, settings) == {} and len(calls) == 2
+
+
+def test_the_sweep_judges_only_what_moved_and_rules_gone_stale(
+    app_client: TestClient,
+    admin_headers: dict[str, str],
+    ingest_headers: dict[str, str],
+    receiver: Receiver,
+) -> None:
+    c, db = app_client, app_client.app.state.database  # type: ignore[attr-defined]
+    settings = c.app.state.settings  # type: ignore[attr-defined]
+    setup_pipeline(c, admin_headers, budget=None)
+    add_rule(c, admin_headers, kind="utilization_floor", threshold=0.4, webhook_url=receiver.url)
+    # A rule on a pipeline with no runs has nothing to judge.
+    assert sweep(db, settings) == {}
+    r = c.post("/api/v1/runs", json=make_run(), headers=ingest_headers)
+    assert r.status_code == 201, r.text
+    judged = rules(db)[0].evaluated_changes
+    assert judged is not None  # the follow-up judged it (38% is above the floor)
+    assert sweep(db, settings) == {}
+    # Deleting a run moves the signature too.
+    r = c.delete(f"/api/v1/runs/{r.json()['id']}", headers=admin_headers)
+    assert r.status_code == 204, r.text
+    with db.write() as s:  # as if the follow-up of the delete had been lost
+        s.get(AlertRule, rules(db)[0].id).evaluated_changes = judged  # type: ignore[union-attr]
+    assert sweep(db, settings) == {"ranker": 0}
+    assert rules(db)[0].evaluated_changes != judged
+    # Nothing moved, but the last evaluation is older than alert_reevaluate_seconds.
+    later = utcnow() + timedelta(seconds=settings.alert_reevaluate_seconds + 1)
+    assert sweep(db, settings, now=later) == {"ranker": 0}
+    assert rules(db)[0].last_evaluated_at == later
+
+
+# --- a real process, killed between the 201 and the evaluation ---------------------------
+
+PG_ONLY = pytest.mark.skipif(
+    BACKEND != "postgresql",
+    reason="a real kill under a row lock: in the PostgreSQL pass",
+)
+
+
+@pytest.fixture
+def scratch_database() -> Iterator[str]:
+    """A database of its own on the test server, dropped afterwards."""
+    url = make_url(postgres_url())
+    name = f"cadence_crash_{uuid.uuid4().hex[:8]}"
+    admin_dsn = f"host={url.host} port={url.port or 5432} user={url.username} dbname={url.database}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class Served:
+    """`cadence serve` in a subprocess; ``kill`` is SIGKILL, as the OOM killer does."""
+
+    def __init__(self, url: str, port: int) -> None:
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CADENCE_")}
+        self.env.update(
+            CADENCE_DATABASE_URL=url,
+            CADENCE_LOG_LEVEL="warning",
+            CADENCE_WORKERS="1",
+            CADENCE_HOST="127.0.0.1",
+            CADENCE_PORT=str(port),
+            CADENCE_WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
+            CADENCE_ALERT_MIN_INTERVAL_SECONDS="0",
+            CADENCE_ALERT_SWEEP_SECONDS="0.5",
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def cadence(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "app.cli", *args],
+            cwd=PROJECT_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, f"cadence {args}: {done.stdout}{done.stderr}"
+        return done.stdout.strip().splitlines()[-1]
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve"],
+            cwd=PROJECT_ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        ready = threading.Event()
+        with httpx.Client(base_url=self.base_url, timeout=2) as http:
+            for _ in range(300):  # bounded: 30 s
+                assert self.proc.poll() is None, "cadence serve exited"
+                try:
+                    if http.get("/readyz").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                ready.wait(0.1)
+        raise AssertionError("cadence serve never became ready")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_until(predicate: Any, what: str, seconds: float = 30) -> None:
+    pause = threading.Event()
+    for _ in range(int(seconds * 10)):
+        if predicate():
+            return
+        pause.wait(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@PG_ONLY
+def test_a_kill_between_acknowledgement_and_evaluation_loses_no_alert(
+    scratch_database: str, receiver: Receiver
+) -> None:
+    from tests.system.test_outage import free_port
+
+    served = Served(scratch_database, free_port())
+    served.cadence("migrate")
+    tokens = {
+        s: served.cadence("token", "create", "--name", s, "--scope", s) for s in ("admin", "ingest")
+    }
+    admin = {"Authorization": f"Bearer {tokens['admin']}"}
+    ingest = {"Authorization": f"Bearer {tokens['ingest']}"}
+    dsn = make_url(scratch_database).set(drivername="postgresql").render_as_string(False)
+    served.start()
+    try:
+        with httpx.Client(base_url=served.base_url, timeout=10) as http:
+            settings = {"price_per_gpu_hour": 2.5, "runs_per_week": 1}
+            assert http.put("/api/v1/pipelines/ranker", json=settings, headers=admin).is_success
+            rule = {"kind": "utilization_floor", "threshold": 0.4, "webhook_url": receiver.url}
+            r = http.post("/api/v1/pipelines/ranker/alerts", json=rule, headers=admin)
+            assert r.status_code == 201, r.text
+            with psycopg.connect(dsn) as lock, psycopg.connect(dsn, autocommit=True) as probe:
+                lock.execute("SELECT id FROM alert_rule FOR UPDATE")  # the evaluation waits
+                low = make_run(run_id="low", gpu_utilization=0.3)
+                assert http.post("/api/v1/runs", json=low, headers=ingest).status_code == 201
+
+                def evaluation_waits() -> bool:
+                    q = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    row = probe.execute(q + " AND datname = current_database()").fetchone()
+                    return bool(row and row[0] > 0)
+
+                wait_until(evaluation_waits, "the evaluation to wait on the rule lock")
+                served.kill()  # acknowledged, never evaluated
+                lock.rollback()
+                firing, queued = probe.execute(
+                    "SELECT bool_or(firing), (SELECT count(*) FROM alert_delivery) FROM alert_rule"
+                ).fetchone() or (None, None)
+                assert firing is False and queued == 0
+        served.start()  # the next process finds the unjudged run at start-up
+        wait_until(lambda: len(receiver.requests) == 1, "the webhook after the restart")
+        [hook] = receiver.requests
+        assert hook["event"] == "firing" and "GPU utilization 30.0%" in hook["text"]
+    finally:
+        served.stop()
