@@ -33,14 +33,12 @@ from app.reporting.commands import (
     _exit_code,
     client_for,
 )
-from app.runs.schemas import RunIn
 
 # Fields `cadence enrich` may change on a stored run: a re-import that differs only here
 # is the same run.
 MEASUREMENTS = frozenset(
     {"gpu_utilization", "utilization_source", "mfu", "data_stall_hours", "checkpoint_hours"}
 )
-ATTEMPT_FIELDS = ("outcome", "retraining_id")
 FIELD_PATH = re.compile(r"^runs\.(\d+)\.(.+)$")
 
 
@@ -66,18 +64,6 @@ def importer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", default="baseline", help="the variant of every run")
     p.add_argument("--dry-run", action="store_true", help="print a summary table; post nothing")
     _connection_args(p, "an ingest token (default: $CADENCE_TOKEN; not needed with --dry-run)")
-
-
-def for_server(payload: dict[str, Any]) -> dict[str, Any]:
-    """The payload as this server's run schema takes it.
-
-    ``outcome`` and ``retraining_id`` are in the run record from the release that adds
-    attempts; a server without them would refuse them as unknown fields. Once RunIn
-    has them this returns the payload unchanged.
-    """
-    if "outcome" in RunIn.model_fields:
-        return payload
-    return {k: v for k, v in payload.items() if k not in ATTEMPT_FIELDS}
 
 
 def error(message: str) -> None:
@@ -172,7 +158,7 @@ def post_mapped(
 
 
 def _post_chunk(client: Any, chunk: list[Mapped], tally: Tally) -> None:
-    payloads = [for_server(m.payload) for m in chunk if m.payload]
+    payloads = [m.payload for m in chunk if m.payload]
     try:
         result = client.post_runs(payloads, batch_size=BATCH_SIZE)
     except ConflictError as exc:

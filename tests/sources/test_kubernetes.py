@@ -19,7 +19,6 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.db.engine import Database
 from app.planning.imports import totals
-from app.runs.schemas import RunIn
 from app.sources import kubernetes_command
 from app.sources.kubernetes import Options, map_all
 from app.sources.posting import attempt_of
@@ -225,9 +224,6 @@ def test_a_missing_kubeconfig_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "kubeconfig:" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    "outcome" not in RunIn.model_fields, reason="needs the run record's outcome (merged from main)"
-)
 def test_import_then_reimport_stores_nothing_twice(
     api: str, tmp_path: Path, client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:

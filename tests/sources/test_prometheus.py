@@ -69,9 +69,11 @@ def args(stack_url: str, *argv: str) -> Any:
     return cli.parser().parse_args(["enrich", "prometheus", *flags, *argv])
 
 
-def store_runs(client: TestClient, headers: dict[str, str]) -> None:
-    """Runs over the last 3 s (the exporter has been scraped for longer), stored at 10 %:
-    a server without optional utilization needs a value, which --overwrite replaces."""
+def store_runs(
+    client: TestClient, headers: dict[str, str], utilization: float | None = None
+) -> None:
+    """Runs over the last 3 s (the exporter has been scraped for longer), stored without
+    utilization (or with it, to see --overwrite)."""
     end = datetime.now(UTC).replace(microsecond=0)
     start = end - timedelta(seconds=3)
     base = {
@@ -79,7 +81,7 @@ def store_runs(client: TestClient, headers: dict[str, str]) -> None:
         "started_at": start.isoformat(),
         "finished_at": end.isoformat(),
         "workers": 2,
-        "gpu_utilization": 0.1,
+        "gpu_utilization": utilization,
         "data_stall_hours": 0.0,
         "checkpoint_hours": 0.0,
         "interruptions": [],
@@ -105,8 +107,7 @@ def test_enrich_from_a_real_prometheus(
     token = make_token(db, "ingest")
     store_runs(client, {"Authorization": f"Bearer {token}"})
     code = enrich_command.run_enrich(
-        args(dcgm_prometheus.url, "--overwrite", "--token", token),
-        transport=through(client, []),
+        args(dcgm_prometheus.url, "--token", token), transport=through(client, [])
     )
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -114,13 +115,19 @@ def test_enrich_from_a_real_prometheus(
     assert values["ranker-a"] == (pytest.approx(0.5), "dcgm_gr_engine_active")
     assert values["ranker-b"] == (pytest.approx(0.8), "dcgm_gpu_util")
     assert values["ranker-c"] == (pytest.approx(0.45), "dcgm_gpu_util")
-    assert values["ranker-d"] == (0.1, None)  # no series: left as it was, and listed
-    assert values["ranker-e"] == (0.1, None)
+    assert values["ranker-d"] == (None, None)  # no series: left unknown, and listed
+    assert values["ranker-e"] == (None, None)
     assert "not enriched: run ranker-d: no DCGM series in the run's window" in err
     assert "not enriched: run ranker-e: --match needs tag 'namespace'; the run has none" in err
     assert "note: run ranker-b: DCGM_FI_PROF_GR_ENGINE_ACTIVE reads 0.000" in err
     assert "enriched 3 runs (0 already had these values), 2 not enriched" in out
-    # Again: the same values, nothing changes.
+    # Again: only the two unread runs lack utilization; with --overwrite the same values
+    # come back and nothing changes.
+    again = enrich_command.run_enrich(
+        args(dcgm_prometheus.url, "--token", token), transport=through(client, [])
+    )
+    assert again == 0
+    assert "2 stored runs to enrich" in capsys.readouterr().err
     again = enrich_command.run_enrich(
         args(dcgm_prometheus.url, "--overwrite", "--token", token),
         transport=through(client, []),
@@ -133,7 +140,7 @@ def test_without_overwrite_runs_with_utilization_are_left_alone(
     dcgm_prometheus: Stack, client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
     token = make_token(db, "ingest")
-    store_runs(client, {"Authorization": f"Bearer {token}"})
+    store_runs(client, {"Authorization": f"Bearer {token}"}, utilization=0.1)
     code = enrich_command.run_enrich(
         args(dcgm_prometheus.url, "--token", token), transport=through(client, [])
     )
@@ -146,7 +153,7 @@ def test_dry_run_shows_the_changes_and_posts_nothing(
     dcgm_prometheus: Stack, client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
     token = make_token(db, "ingest")
-    store_runs(client, {"Authorization": f"Bearer {token}"})
+    store_runs(client, {"Authorization": f"Bearer {token}"}, utilization=0.1)
     code = enrich_command.run_enrich(
         args(dcgm_prometheus.url, "--overwrite", "--dry-run"), transport=through(client, [])
     )

@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.db.engine import Database
 from app.planning.imports import totals
-from app.runs.schemas import RunIn
 from app.sources import slurm_command
 from app.sources.posting import attempt_of, measurement_only_conflicts
 from app.sources.slurm import (
@@ -32,7 +31,6 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "slurm"
 PARSABLE = (FIXTURES / "sacct-parsable.txt").read_text()
 JSON = (FIXTURES / "sacct.json").read_text()
 URL = "http://testserver"
-ATTEMPTS_IN_SCHEMA = "outcome" in RunIn.model_fields
 
 
 def by_run_id(text: str, **options: Any) -> dict[str, dict[str, Any]]:
@@ -186,8 +184,7 @@ def test_unreadable_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def succeeded_with_utilization(tmp_path: Path) -> Path:
-    """Jobs 1 and 6 (succeeded) with gres/gpuutil written into their srun steps by hand:
-    a server without attempts (outcome) or optional utilization takes these."""
+    """Jobs 1 and 6 (succeeded) with gres/gpuutil written into their srun steps by hand."""
     keep = []
     for line in PARSABLE.splitlines():
         job = line.split("|")[0].split(".")[0]
@@ -225,9 +222,6 @@ def test_import_then_reimport_stores_nothing_twice(
     assert statuses == [201, 200]  # one batch each time
 
 
-@pytest.mark.skipif(
-    not ATTEMPTS_IN_SCHEMA, reason="needs the run record's outcome (merged from main)"
-)
 def test_whole_recording_imports_with_outcomes(
     client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -235,9 +229,24 @@ def test_whole_recording_imports_with_outcomes(
     code = slurm_command.run_import(
         args(FIXTURES / "sacct.json", "--token", token), transport=through(client, [])
     )
-    assert code == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "read 9, imported 7 (7 created / 0 already there), could not read 2" in out
     runs = client.get("/api/v1/runs", params={"pipeline": "ranker-nightly"}).json()["runs"]
     assert sorted(r["outcome"] for r in runs) == ["preempted", "succeeded"]
+    assert {r["retraining_id"] for r in runs} == {"slurm-cadence-4"}
+    assert [r["gpu_utilization"] for r in runs] == [None, None]  # unknown, not 0
+    # Enriched since (cadence enrich): a re-import differs in utilization only, and
+    # counts it as already there instead of failing the batch with a conflict.
+    url = "/api/v1/pipelines/ranker-nightly/runs/slurm-cadence-4-20261201T160626Z/measurements"
+    headers = {"Authorization": f"Bearer {token}"}
+    body = {"gpu_utilization": 0.7, "utilization_source": "dcgm_gr_engine_active"}
+    assert client.patch(url, json=body, headers=headers).status_code == 200
+    again = slurm_command.run_import(
+        args(FIXTURES / "sacct.json", "--token", token), transport=through(client, [])
+    )
+    assert again == 0
+    assert "(0 created / 7 already there, 1 of them enriched since)" in capsys.readouterr().out
 
 
 def test_no_token_exits_2(capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
