@@ -40,6 +40,7 @@ MEASUREMENTS = frozenset(
     {"gpu_utilization", "utilization_source", "mfu", "data_stall_hours", "checkpoint_hours"}
 )
 FIELD_PATH = re.compile(r"^runs\.(\d+)\.(.+)$")
+PROGRESS_EVERY = 10 * BATCH_SIZE  # runs between two progress lines
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,9 @@ def post_mapped(
                     _refused(exc, chunk)
                     _done(len(mapped), tally, skipped, partial=True)
                     return _exit_code(exc)
-                if len(ready) > BATCH_SIZE:
-                    print(f"posted {offset + len(chunk)}/{len(ready)}", file=sys.stderr)
+                done = offset + len(chunk)
+                if len(ready) > BATCH_SIZE and (done % PROGRESS_EVERY == 0 or done == len(ready)):
+                    print(f"posted {done:,}/{len(ready):,}", file=sys.stderr)
     except ServiceUnavailable as exc:
         error(f"Cadence unreachable at {exc.url}: {exc.message}")
         _done(len(mapped), tally, skipped, partial=True)

@@ -285,3 +285,27 @@ def test_a_failing_sacct_exits_2_with_its_message(
     assert "sacct failed (exit 1): sacct: error: Problem talking to the database" in (
         capsys.readouterr().err
     )
+
+
+def test_a_long_import_posts_in_batches_with_progress(
+    client: TestClient, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1,001 generated records in the recorded format: three batches of at most 500.
+    header, job = PARSABLE.splitlines()[0], PARSABLE.splitlines()[1]
+    fields = job.split("|")
+    lines = [header]
+    for n in range(1, 1002):
+        fields[0] = fields[1] = str(1000 + n)
+        lines.append("|".join(fields))
+    path = tmp_path / "many.txt"
+    path.write_text("\n".join(lines) + "\n")
+    token = make_token(db, "ingest")
+    statuses: list[int] = []
+    argv = args(path, "--token", token, "--pipeline", "many")
+    assert slurm_command.run_import(argv, transport=through(client, statuses)) == 0
+    out, err = capsys.readouterr()
+    assert "posted 1,001/1,001" in err
+    assert "imported 1001 (1001 created / 0 already there)" in out
+    assert statuses == [201, 201, 201]
+    assert slurm_command.run_import(argv, transport=through(client, statuses)) == 0
+    assert "(0 created / 1001 already there)" in capsys.readouterr().out
