@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +23,7 @@ from cadence_client import CadenceAPIError, ServiceUnavailable
 
 from app.planning.dcgm import Choice
 from app.reporting.commands import OK, UNAVAILABLE, USAGE, _connection_args, _exit_code, client_for
-from app.sources.posting import error
+from app.sources.posting import Mapped, error, post_mapped
 from app.sources.prometheus import TemplateError, Window, check_template, choice, window
 from app.sources.prometheus_api import PrometheusClient, PrometheusError
 
@@ -193,3 +193,58 @@ def post(cadence: Any, found: Found, unread: int) -> int:
         updated, unchanged = updated + totals["updated"], unchanged + totals["unchanged"]
     print(f"enriched {updated} runs ({unchanged} already had these values), {unread} not enriched")
     return OK
+
+
+# -- the importers' --prometheus-url: utilization filled in before the runs are posted --
+
+
+def prometheus_args(p: argparse.ArgumentParser, default_match: str) -> None:
+    p.add_argument(
+        "--prometheus-url",
+        help="fill utilization from DCGM metrics in this Prometheus before posting",
+    )
+    p.add_argument(
+        "--match",
+        default=default_match,
+        help=f"with --prometheus-url: the label matcher (default: {default_match})",
+    )
+    p.add_argument("--prometheus-token", help="bearer token for Prometheus ($PROMETHEUS_TOKEN)")
+
+
+def fill_utilization(
+    args: argparse.Namespace,
+    mapped: Sequence[Mapped],
+    transport: httpx.BaseTransport | None = None,
+) -> None:
+    """Give the readable records that lack utilization the DCGM value of their window
+    (as ``cadence enrich prometheus`` would); those without series stay unknown, listed.
+    Raises PrometheusError (unreachable, refused) or TemplateError."""
+    if not args.prometheus_url:
+        return
+    check_template(args.match)
+    runs = [m.payload for m in mapped if m.payload and m.payload.get("gpu_utilization") is None]
+    token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
+    with PrometheusClient(args.prometheus_url, token, transport=transport) as prom:
+        found, unread = measure(prom, args.match, runs, 4)
+    for run, picked in found:
+        run["gpu_utilization"], run["utilization_source"] = picked.utilization, picked.source
+        if picked.note:
+            print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
+    for run_id, reason in unread:
+        print(f"utilization unknown: run {run_id}: {reason}", file=sys.stderr)
+    print(f"utilization from Prometheus: {len(found)} of {len(runs)} runs", file=sys.stderr)
+
+
+def fill_and_post(
+    args: argparse.Namespace,
+    mapped: Sequence[Mapped],
+    prometheus_transport: httpx.BaseTransport | None = None,
+    **post: Any,
+) -> int:
+    """An importer's last step: utilization from Prometheus if asked, then the posts."""
+    try:
+        fill_utilization(args, mapped, prometheus_transport)
+    except (PrometheusError, TemplateError) as exc:
+        error(str(exc))
+        return USAGE
+    return post_mapped(args, mapped, **post)

@@ -7,9 +7,10 @@ import sys
 from typing import Any
 
 from app.reporting.commands import USAGE
+from app.sources.enrich_command import fill_and_post, prometheus_args
 from app.sources.kubernetes import Options, map_all
 from app.sources.kubernetes_api import KubeError, KubeSource
-from app.sources.posting import error, importer_args, post_mapped
+from app.sources.posting import error, importer_args
 
 
 def add_parser(isub: Any) -> None:
@@ -35,11 +36,12 @@ def add_parser(isub: Any) -> None:
         help="Job label grouping attempts into one retraining (default: cadence.dev/retraining;"
         " else a CronJob's scheduled time)",
     )
+    prometheus_args(p, 'namespace="{k8s_namespace}", pod=~"{k8s_job}-.*"')
     importer_args(p)
     p.set_defaults(func=lambda _settings, args: run_import(args))
 
 
-def run_import(args: argparse.Namespace, **post: Any) -> int:
+def run_import(args: argparse.Namespace, prometheus_transport: Any = None, **post: Any) -> int:
     try:
         source = KubeSource(args.kubeconfig, args.context, args.namespace)
         where = source.namespace or "every namespace"
@@ -59,4 +61,5 @@ def run_import(args: argparse.Namespace, **post: Any) -> int:
         retraining_label=args.retraining_label,
         variant=args.variant,
     )
-    return post_mapped(args, map_all(jobs, pods, workloads, options), **post)
+    mapped = map_all(jobs, pods, workloads, options)
+    return fill_and_post(args, mapped, prometheus_transport, **post)

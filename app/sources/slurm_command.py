@@ -17,7 +17,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.reporting.commands import USAGE
-from app.sources.posting import error, importer_args, post_mapped
+from app.sources.enrich_command import fill_and_post, prometheus_args
+from app.sources.posting import error, importer_args
 from app.sources.slurm import PARSABLE_FIELDS, Options, SacctError, map_all, parse
 
 SACCT_TIMEOUT = 600  # seconds: a year of a big site's accounting can take minutes
@@ -57,11 +58,12 @@ def add_parser(isub: Any) -> None:
         default="name",
         help="else each job's pipeline is its job name or account, as a slug (default: name)",
     )
+    prometheus_args(p, 'hpc_job="{slurm_job_id}"')
     importer_args(p)
     p.set_defaults(func=lambda _settings, args: run_import(args))
 
 
-def run_import(args: argparse.Namespace, **post: Any) -> int:
+def run_import(args: argparse.Namespace, prometheus_transport: Any = None, **post: Any) -> int:
     try:
         tz = ZoneInfo(args.timezone)
     except (ZoneInfoNotFoundError, ValueError):
@@ -77,7 +79,8 @@ def run_import(args: argparse.Namespace, **post: Any) -> int:
         pipeline=args.pipeline, pipeline_from=args.pipeline_from, variant=args.variant
     )
     print(f"read {len(attempts)} Slurm job records", file=sys.stderr)
-    return post_mapped(args, map_all(attempts, options), **post)
+    mapped = map_all(attempts, options)
+    return fill_and_post(args, mapped, prometheus_transport, **post)
 
 
 def read_file(path: Path) -> str:

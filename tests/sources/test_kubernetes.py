@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -235,3 +236,35 @@ def test_import_then_reimport_stores_nothing_twice(
     assert "(4 created / 0 already there)" in capsys.readouterr().out
     assert kubernetes_command.run_import(argv, transport=through(client, [])) == 0
     assert "(0 created / 4 already there)" in capsys.readouterr().out
+
+
+def test_prometheus_url_fills_utilization_before_posting(
+    api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries: list[str] = []
+
+    def prometheus(request: httpx.Request) -> httpx.Response:
+        query = parse_qs(request.content.decode())["query"][0]
+        queries.append(query)
+        series = []
+        if "ranker-train-29012345-" in query:  # one Job's pods have DCGM series
+            values = [[1793600000, "0.6"], [1793600060, "0.4"]]  # mean 0.5
+            series = [{"metric": {"cadence_metric": "profiling"}, "values": values}]
+        data = {"resultType": "matrix", "result": series}
+        return httpx.Response(200, json={"status": "success", "data": data})
+
+    argv = args(
+        kubeconfig(tmp_path, api),
+        "--pipeline-label",
+        "cadence.dev/pipeline",
+        "--prometheus-url",
+        "http://prometheus.test:9090",
+        "--dry-run",
+    )
+    code = kubernetes_command.run_import(argv, prometheus_transport=httpx.MockTransport(prometheus))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert 'namespace="ml", pod=~"ranker-train-29012345-.*"' in queries[0]
+    assert "utilization from Prometheus: 1 of 4 runs" in err
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+    assert rows["ranker"][-1] == "2"  # of three attempts, two still without utilization
