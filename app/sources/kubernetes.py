@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from app.sources.posting import Mapped
+from app.sources.posting import tags as clean_tags
 from app.sources.slurm import hours, slug
 
 GPU = "nvidia.com/gpu"
@@ -232,7 +233,7 @@ def _tags(job: dict[str, Any]) -> dict[str, str]:
         "k8s_cronjob": cronjob,
         "kueue_queue": (meta.get("labels") or {}).get(QUEUE_LABEL),
     }
-    return {k: str(v)[:500] for k, v in tags.items() if v}
+    return clean_tags(tags)
 
 
 def map_all(

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 from cadence_client import CadenceAPIError, ConflictError, ServiceUnavailable
 
+from app.measurements.schemas import MEASUREMENT_FIELDS
 from app.planning.imports import Attempt, totals
 from app.reporting.commands import (
     BATCH_SIZE,
@@ -33,12 +34,12 @@ from app.reporting.commands import (
     _exit_code,
     client_for,
 )
+from app.schemas_common import CONTROL_CHARACTERS
 
 # Fields `cadence enrich` may change on a stored run: a re-import that differs only here
 # is the same run.
-MEASUREMENTS = frozenset(
-    {"gpu_utilization", "utilization_source", "mfu", "data_stall_hours", "checkpoint_hours"}
-)
+MEASUREMENTS = frozenset(MEASUREMENT_FIELDS)
+CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 FIELD_PATH = re.compile(r"^runs\.(\d+)\.(.+)$")
 PROGRESS_EVERY = 10 * BATCH_SIZE  # runs between two progress lines
 
@@ -58,6 +59,13 @@ class Tally:
     created: int = 0
     existing: int = 0
     enriched: int = 0  # stored, with measurements filled in since
+
+
+def tags(values: dict[str, Any]) -> dict[str, str]:
+    """Tags from a source's names: empty ones left out, control characters (which the
+    run record refuses) removed, each cut to the 500 characters a tag value holds."""
+    cleaned = {k: CONTROL.sub("", str(v))[:500] for k, v in values.items() if v}
+    return {k: v for k, v in cleaned.items() if v}
 
 
 def importer_args(p: argparse.ArgumentParser) -> None:

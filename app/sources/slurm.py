@@ -26,6 +26,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from app.sources.posting import Mapped
+from app.sources.posting import tags as clean_tags
 
 # Slurm state -> attempt outcome. A requeued attempt was taken away and started again.
 OUTCOMES = {
@@ -339,7 +340,7 @@ def _tags(attempt: Attempt) -> dict[str, str]:
         "slurm_cluster": attempt.cluster,
         "slurm_state": attempt.state.upper(),
     }
-    return {k: v[:500] for k, v in tags.items() if v}
+    return clean_tags(tags)
 
 
 def map_all(attempts: Iterable[Attempt], options: Options) -> list[Mapped]:

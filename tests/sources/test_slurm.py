@@ -309,3 +309,12 @@ def test_a_long_import_posts_in_batches_with_progress(
     assert statuses == [201, 201, 201]
     assert slurm_command.run_import(argv, transport=through(client, statuses)) == 0
     assert "(0 created / 1001 already there)" in capsys.readouterr().out
+
+
+def test_control_characters_in_names_are_removed_from_tags() -> None:
+    header, job = PARSABLE.splitlines()[0], PARSABLE.splitlines()[1]
+    text = header + "\n" + job.replace("ranker-train", "ranker\x1b[31m-train\x07", 1)
+    [mapped] = map_all(parse(text), Options())
+    assert mapped.payload is not None
+    assert mapped.payload["tags"]["slurm_job_name"] == "ranker[31m-train"
+    assert mapped.payload["pipeline"] == "ranker-31m-train"  # a slug of what is left
