@@ -6,12 +6,13 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CADENCE := $(VENV)/bin/cadence
 FOCUS_VENV ?= .venv-focus
+DOCS_VENV ?= .venv-docs
 PYTEST_ARGS ?=
 FUZZ_EXAMPLES ?= 100
 export CADENCE_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 
 .DEFAULT_GOAL := help
-.PHONY: help run serve migrate demo test test-sqlite test-postgres fuzz lint fmt bench bench-quick clean
+.PHONY: help run serve migrate demo docs test test-sqlite test-postgres fuzz lint fmt bench bench-quick clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -37,6 +38,16 @@ $(FOCUS_VENV)/.ok:
 	test -x $(FOCUS_VENV)/bin/python || $(PYTHON) -m venv $(FOCUS_VENV)
 	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
 	@touch $@
+
+# MkDocs and its Material theme in a venv of their own: the site is built, never served by
+# the app, and Material brings Pygments, Babel and more that the app has no use for.
+$(DOCS_VENV)/.ok: docs/requirements.txt
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install --quiet -r docs/requirements.txt
+	@touch $@
+
+docs: $(DOCS_VENV)/.ok ## Build the documentation site into site/ (mkdocs build --strict: a broken link fails)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 # Logs for a person at a terminal; production keeps JSON lines (CADENCE_LOG_FORMAT=json).
 run: export CADENCE_LOG_FORMAT ?= text
@@ -65,7 +76,7 @@ fmt: $(VENV)/.dev ## Format and autofix
 	$(VENV)/bin/ruff format app tests bench migrations clients/python
 	$(VENV)/bin/ruff check --fix app tests bench migrations clients/python
 
-test: lint test-sqlite test-postgres ## Lint, then the whole suite on SQLite and on PostgreSQL
+test: lint docs test-sqlite test-postgres ## Lint, build the docs (--strict), then the suite on SQLite and on PostgreSQL
 
 test-sqlite: $(VENV)/.dev ## The suite on SQLite, browser tests included
 	CADENCE_TEST_BACKEND=sqlite $(PY) -m pytest $(PYTEST_ARGS)
@@ -73,7 +84,7 @@ test-sqlite: $(VENV)/.dev ## The suite on SQLite, browser tests included
 test-postgres: $(VENV)/.dev ## The suite on PostgreSQL (CADENCE_TEST_DATABASE_URL)
 	@$(PY) -m tests.services postgres; rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
-	  CADENCE_TEST_BACKEND=postgresql $(PY) -m pytest -m "not browser" \
+	  CADENCE_TEST_BACKEND=postgresql $(PY) -m pytest -m "not browser and not docs" \
 	    --ignore=tests/planning $(PYTEST_ARGS); \
 	elif [ $$rc -eq 1 ]; then echo "PostgreSQL pass SKIPPED (see above)"; \
 	else exit 1; fi
@@ -92,4 +103,4 @@ bench-quick: $(VENV)/.dev ## A smaller benchmark run (~1 min) to check the harne
 	$(PY) -m bench --quick
 
 clean: ## Remove the venv, the SQLite database and caches
-	rm -rf $(VENV) $(FOCUS_VENV) var .pytest_cache .mypy_cache .ruff_cache tests/artifacts
+	rm -rf $(VENV) $(FOCUS_VENV) $(DOCS_VENV) site var .pytest_cache .mypy_cache .ruff_cache tests/artifacts

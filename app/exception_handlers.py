@@ -50,11 +50,57 @@ def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
+def _n(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+# pydantic's wording ("Input should be greater than or equal to 1e-09") in a person's:
+# the rule and what to send. By error type; ``{x}`` are the error's context values.
+PLAIN: dict[str, Any] = {
+    "missing": lambda c: "required: add this field",
+    "greater_than_equal": lambda c: f"must be at least {_n(c['ge'])}",
+    "greater_than": lambda c: f"must be more than {_n(c['gt'])}",
+    "less_than_equal": lambda c: f"must be at most {_n(c['le'])}",
+    "less_than": lambda c: f"must be less than {_n(c['lt'])}",
+    "float_parsing": lambda c: "must be a number, e.g. 0.38 or 14",
+    "float_type": lambda c: "must be a number, e.g. 0.38 or 14 (not text or true/false)",
+    "int_parsing": lambda c: "must be a whole number, e.g. 8",
+    "int_type": lambda c: "must be a whole number, e.g. 8 (not text or true/false)",
+    "int_from_float": lambda c: "must be a whole number, e.g. 8",
+    "string_type": lambda c: "must be text in quotes",
+    "string_too_short": lambda c: (
+        "must not be empty"
+        if c.get("min_length") == 1
+        else f"must be at least {c.get('min_length')} characters"
+    ),
+    "string_too_long": lambda c: f"must be at most {c.get('max_length')} characters",
+    "too_long": lambda c: f"at most {c.get('max_length')} items",
+    "too_short": lambda c: f"at least {c.get('min_length')} item(s)",
+    "literal_error": lambda c: f"must be one of {c.get('expected')}",
+    "enum": lambda c: f"must be one of {c.get('expected')}",
+    "bool_type": lambda c: "must be true or false",
+    "dict_type": lambda c: 'must be an object, e.g. {"key": "value"}',
+    "list_type": lambda c: "must be a list, e.g. [...]",
+    "json_invalid": lambda c: "the body is not valid JSON: check quotes and commas",
+}
+
+
+def plain_reason(err: Any) -> str:
+    """The reason for one validation error in plain words (see :data:`PLAIN`)."""
+    reason = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    words = PLAIN.get(str(err.get("type")))
+    if words is None:
+        return reason
+    try:
+        return str(words(err.get("ctx") or {}))
+    except KeyError:
+        return reason
+
+
 def validation_fields(errors: Any) -> list[dict[str, Any]]:
     fields = []
     for err in errors:
-        reason = str(err.get("msg", "invalid"))
-        reason = reason.removeprefix("Value error, ")
+        reason = plain_reason(err)
         if err.get("type") == "extra_forbidden":
             reason = "unknown field (check the spelling; see /docs for the accepted fields)"
         elif err.get("type") == "string_pattern_mismatch":

@@ -17,7 +17,7 @@ from app.db.revision import schema_state
 from app.deps import refuse_control_characters
 from app.exception_handlers import install_error_handlers
 from app.health.router import router as health_router
-from app.middleware import BodySizeLimit
+from app.middleware import BodySizeLimit, Compression
 from app.observability import configure_logging, install_observability
 from app.openapi import install_openapi
 from app.pipelines.router import router as pipelines_router
@@ -96,6 +96,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_security(app, settings)  # /login, /logout; in token mode the read gate
+    # Inside the telemetry layer, which counts the status and time of what is sent.
+    app.add_middleware(Compression)
     # Outermost of the add_middleware layers: request id, metrics, access log, /metrics.
     install_observability(app, settings)
     for router in (health_router, runs_router, pipelines_router):

@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     run_future_tolerance_hours: float = Field(
         24.0,
         ge=0,
-        le=24 * 366,
+        le=1e7,  # about 1,100 years: "no limit" for data dated on purpose (simulations)
         description="A run may start at most this many hours after the server's clock "
         "(clock skew); later starts are refused with a 422 naming started_at.",
     )

@@ -80,11 +80,21 @@
     return params;
   }
 
+  // The what-if form is closed in the markup so that a phone opens on the answer; from
+  // data-open-from pixels up there is room for both, and it opens.
+  function openWideDetails() {
+    document.querySelectorAll("details[data-open-from]").forEach(function (el) {
+      var from = parseInt(el.getAttribute("data-open-from"), 10);
+      if (window.matchMedia("(min-width: " + from + "px)").matches) { el.open = true; }
+    });
+  }
+
   function setupWhatIf() {
     var form = document.getElementById("whatif-form");
     if (!form) { return; }
     var target = document.getElementById("whatif-sections");
     var engineer = document.getElementById("whatif-engineer");  // checkpoints, further down
+    var decision = document.getElementById("whatif-decision");  // the answer, above the form
     var status = document.getElementById("whatif-status");
     var range = form.querySelector("input[type=range]");
     var output = document.getElementById("ut-out");
@@ -113,6 +123,9 @@
       }).then(function (body) {
         target.innerHTML = body.html;
         render(target);
+        if (decision && typeof body.decision_html === "string") {
+          decision.innerHTML = body.decision_html;
+        }
         if (engineer && typeof body.engineer_html === "string") {
           engineer.innerHTML = body.engineer_html;
           render(engineer);
@@ -191,6 +204,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    openWideDetails();
     render(document);
     setupWhatIf();
     setupGateForm();

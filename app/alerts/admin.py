@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.alerts import repository, service
+from app.alerts import digest, repository, service
 from app.alerts.rules import AlertKind, chat_escape
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut
 from app.db.engine import WriteSession
@@ -19,13 +19,15 @@ THRESHOLD_WORDS = {
     AlertKind.COST_OVER_BUDGET: "{:g}% of the budget",
     AlertKind.GOODPUT_DROP: "a drop of {:g} points",
     AlertKind.UTILIZATION_FLOOR: "utilization below {:.0%}",
+    AlertKind.WEEKLY_DIGEST: "every Monday",
 }
 
 
 def summary(rule_id: int, kind: str, threshold: float, enabled: bool = True) -> str:
     """``#3 utilization floor at utilization below 40%`` (paused ones say so)."""
     words = THRESHOLD_WORDS.get(AlertKind(kind), "{:g}").format(threshold)
-    return f"#{rule_id} {kind.replace('_', ' ')} at {words}" + ("" if enabled else " (paused)")
+    joint = ", " if kind == AlertKind.WEEKLY_DIGEST else " at "
+    return f"#{rule_id} {kind.replace('_', ' ')}{joint}{words}" + ("" if enabled else " (paused)")
 
 
 def create(
@@ -83,6 +85,9 @@ def send_test(session: WriteSession, pipeline: Pipeline, rule_id: int, who: str)
     (``app.alerts.sender.WAKE``) after the commit."""
     rule = _rule(session, pipeline, rule_id)
     now = datetime.now(UTC)
+    if rule.kind == AlertKind.WEEKLY_DIGEST:  # the real content, marked as a test
+        payload = digest.content(session, pipeline, rule.id, now, repository.TEST_EVENT)
+        return repository.enqueue_now(session, rule.id, repository.TEST_EVENT, payload, now=now).id
     text = (
         f"[Cadence] {chat_escape(pipeline.name)}: test of alert rule "
         f"{summary(rule.id, rule.kind, rule.threshold)}, sent by {chat_escape(who)}"
@@ -96,4 +101,4 @@ def send_test(session: WriteSession, pipeline: Pipeline, rule_id: int, who: str)
         "url": f"/pipelines/{pipeline.name}#alerts",
         "evaluated_at": now.isoformat(),
     }
-    return repository.enqueue_test(session, rule.id, payload, now=now).id
+    return repository.enqueue_now(session, rule.id, repository.TEST_EVENT, payload, now=now).id

@@ -24,8 +24,10 @@ from app.db.engine import WriteSession
 from app.db.models import AlertDelivery, AlertRule, Pipeline, Run, RunVariant
 
 OPEN = ("pending", "retrying")
-# An admin's "send a test" (app.alerts.admin): delivered like the others, outside the
-# state machine, so it never cancels or delays a firing/resolved notification.
+# Events of a rule's state; an admin's "send a test" (app.alerts.admin) and the weekly
+# digest (app.alerts.digest) are delivered like them but outside the state machine, so
+# they never cancel or delay a firing/resolved notification.
+STATE_EVENTS = ("firing", "resolved")
 TEST_EVENT = "test"
 
 
@@ -55,7 +57,7 @@ def enqueue(
         .where(
             AlertDelivery.rule_id == rule_id,
             AlertDelivery.status.in_(OPEN),
-            AlertDelivery.event != TEST_EVENT,  # a test send is no state to cancel
+            AlertDelivery.event.in_(STATE_EVENTS),  # a test or digest is no state to cancel
         )
         .order_by(AlertDelivery.id.desc())
         .limit(1)
@@ -74,22 +76,11 @@ def enqueue(
         select(func.max(AlertDelivery.scheduled_at)).where(
             AlertDelivery.rule_id == rule_id,
             AlertDelivery.status != "superseded",
-            AlertDelivery.event != TEST_EVENT,
+            AlertDelivery.event.in_(STATE_EVENTS),
         )
     )
     due = schedule.first_due(now, last, min_interval)
-    row = AlertDelivery(
-        rule_id=rule_id,
-        event=event,
-        payload=payload,
-        status="pending",
-        attempts=0,
-        scheduled_at=due,
-        next_attempt_at=due,
-    )
-    session.add(row)
-    session.flush()
-    return row
+    return _queued(session, rule_id, event, payload, due)
 
 
 @dataclass(frozen=True)
@@ -309,18 +300,24 @@ def rule_of(session: WriteSession, pipeline_id: int, rule_id: int) -> AlertRule 
     )
 
 
-def enqueue_test(
-    session: WriteSession, rule_id: int, payload: dict[str, Any], *, now: datetime
+def enqueue_now(
+    session: WriteSession, rule_id: int, event: str, payload: dict[str, Any], *, now: datetime
 ) -> AlertDelivery:
-    """Queue a test notification of the rule, due now."""
+    """Queue a notification that is not a state change (a test, a weekly digest), due now."""
+    return _queued(session, rule_id, event, payload, now)
+
+
+def _queued(
+    session: Session, rule_id: int, event: str, payload: dict[str, Any], due: datetime
+) -> AlertDelivery:
     row = AlertDelivery(
         rule_id=rule_id,
-        event=TEST_EVENT,
+        event=event,
         payload=payload,
         status="pending",
         attempts=0,
-        scheduled_at=now,
-        next_attempt_at=now,
+        scheduled_at=due,
+        next_attempt_at=due,
     )
     session.add(row)
     session.flush()

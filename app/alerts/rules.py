@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import date
 from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -28,7 +29,14 @@ class AlertKind(StrEnum):
     COST_OVER_BUDGET = "cost_over_budget"
     GOODPUT_DROP = "goodput_drop"
     UTILIZATION_FLOOR = "utilization_floor"
+    # Not a condition: every Monday, the week that ended, as the review says it.
+    WEEKLY_DIGEST = "weekly_digest"
 
+
+# The kinds that fire and resolve (a state); the digest is sent on a schedule instead.
+STATE_KINDS = frozenset(
+    {AlertKind.COST_OVER_BUDGET, AlertKind.GOODPUT_DROP, AlertKind.UTILIZATION_FLOOR}
+)
 
 Event = Literal["firing", "resolved"]
 
@@ -37,6 +45,7 @@ THRESHOLD_RANGES: dict[str, tuple[float, float, str]] = {
     AlertKind.COST_OVER_BUDGET: (0.0, 10_000.0, "percent of the monthly budget, e.g. 100"),
     AlertKind.GOODPUT_DROP: (0.0, 100.0, "points of weekly goodput, e.g. 10"),
     AlertKind.UTILIZATION_FLOOR: (0.0, 1.0, "a utilization fraction, e.g. 0.4"),
+    AlertKind.WEEKLY_DIGEST: (-1.0, 0.0, "0: a weekly digest has no threshold"),
 }
 MAX_URL_LENGTH = 2000
 
@@ -48,6 +57,8 @@ def threshold_problem(kind: str, threshold: float) -> str | None:
     low, high, unit = THRESHOLD_RANGES[kind]
     if not math.isfinite(threshold):
         return "must be a finite number"
+    if kind == AlertKind.WEEKLY_DIGEST:
+        return None if threshold == 0 else f"must be 0 ({unit})"
     if low < threshold <= high:
         return None
     hint = ""
@@ -117,7 +128,49 @@ class Metrics:
             return 100.0 * (self.goodput_previous - self.goodput_latest)
         if kind == AlertKind.UTILIZATION_FLOOR:
             return self.latest_utilization
+        if kind == AlertKind.WEEKLY_DIGEST:
+            return None  # no state: sent on a schedule (digest_due)
         raise ValueError(f"unknown alert kind {kind!r}")
+
+
+def digest_due(last_sent: float | None, monday: date) -> bool:
+    """Whether the digest of the ISO week starting ``monday`` (the last complete one) is
+    still to send; ``last_sent`` is the Monday (as ``date.toordinal()``) of the last one
+    sent. Once a week, whatever the number of evaluations or processes (the rule row is
+    locked while this is decided)."""
+    return last_sent is None or monday.toordinal() > last_sent
+
+
+def digest_payload(
+    *,
+    pipeline: str,
+    rule_id: int,
+    week: str,
+    sentence: str,
+    actions: list[tuple[str, str, float]],
+    at: str,
+    event: str = "digest",
+) -> dict[str, Any]:
+    """The weekly digest: the review's week in one line and the top actions (label,
+    remedy, saving per month if halved), Slack-compatible text plus the structured fields."""
+    e = chat_escape
+    lines = [f"[Cadence] {e(pipeline)}, week {e(week)}: {e(sentence)}"]
+    lines += [
+        f"{n}. {e(label)}: {e(remedy)} (halving it saves {_usd(saving)}/month)"
+        for n, (label, remedy, saving) in enumerate(actions, start=1)
+    ]
+    return {
+        "text": "\n".join(lines),
+        "pipeline": pipeline,
+        "rule_id": rule_id,
+        "kind": AlertKind.WEEKLY_DIGEST.value,
+        "event": event,
+        "week": week,
+        "summary": sentence,
+        "actions": [{"label": a, "remedy": r, "saving_usd_per_month": s} for a, r, s in actions],
+        "url": f"/review?week={week}",
+        "evaluated_at": at,
+    }
 
 
 def _usd(value: float | None) -> str:

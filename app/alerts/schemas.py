@@ -18,12 +18,13 @@ class AlertRuleIn(StrictModel):
         strict=False,
         description="cost_over_budget: projected monthly cost at the current cadence vs "
         "the budget; goodput_drop: latest ISO week vs the previous one; utilization_floor: "
-        "the latest run's GPU utilization.",
+        "the latest run's GPU utilization; weekly_digest: every Monday (UTC), the week that "
+        "ended as the weekly review says it, with the top actions.",
     )
     threshold: float = Field(
         description="cost_over_budget: percent of the budget (100 = at budget); "
         "goodput_drop: points (10 = 10 percentage points); utilization_floor: a fraction "
-        "(0.4)."
+        "(0.4); weekly_digest: 0."
     )
     webhook_url: str = Field(
         min_length=1, max_length=2000, description="http(s) URL that receives the JSON POST"

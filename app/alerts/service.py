@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.alerts import repository, rules, targets
+from app.alerts import digest, repository, rules, targets
 from app.alerts.rules import AlertKind
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.alerts.sender import WAKE
@@ -94,6 +94,9 @@ def create_rule(
         webhook_url=rule.webhook_url,
         enabled=rule.enabled,
         firing=False,
+        last_value=digest.first_week(datetime.now(UTC))
+        if rule.kind == AlertKind.WEEKLY_DIGEST
+        else None,
     )
     session.add(row)
     session.flush()
@@ -245,11 +248,15 @@ def evaluate(
             _judged(r, changes, unless_judged_since) for r in rows
         ):
             return []
-        metrics = read_metrics(session, pipeline, {r.kind for r in rows})
-        notes = apply(rows, metrics, pipeline.name, now)
+        states = [r for r in rows if r.kind in rules.STATE_KINDS]
+        metrics = read_metrics(session, pipeline, {r.kind for r in states})
+        notes = apply(states, metrics, pipeline.name, now)
+        digests = [r for r in rows if r.kind == AlertKind.WEEKLY_DIGEST]
+        sent = digest.send_due(session, pipeline, digests, now) if digests else []
         for rule in rows:
             rule.evaluated_changes = changes
-        ids = [
+            rule.last_evaluated_at = now
+        ids = sent + [
             repository.enqueue(
                 session,
                 n.rule_id,

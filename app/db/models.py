@@ -289,7 +289,7 @@ class AlertRule(CreatedAt, Base):
 
     __table_args__ = (
         CheckConstraint(
-            "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor')",
+            "kind IN ('cost_over_budget', 'goodput_drop', 'utilization_floor', 'weekly_digest')",
             name="kind_known",
         ),
     )

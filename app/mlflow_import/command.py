@@ -57,7 +57,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--tracking-uri", required=True, help="e.g. http://127.0.0.1:5000")
     p.add_argument("--experiment", required=True, help="the MLflow experiment's name")
     p.add_argument("--pipeline", required=True, help="the Cadence pipeline slug")
-    p.add_argument("--mapping", type=Path, help="TOML mapping file (see README)")
+    p.add_argument("--mapping", type=Path, help="TOML mapping file (see docs/importers.md)")
     p.add_argument(
         "--variant-tag", help="MLflow tag holding the variant (default: variant; else baseline)"
     )

@@ -38,6 +38,7 @@ KIND_LABELS = {
     AlertKind.COST_OVER_BUDGET: "Projected month over the budget (threshold: % of budget)",
     AlertKind.GOODPUT_DROP: "Weekly goodput drops (threshold: percentage points)",
     AlertKind.UTILIZATION_FLOOR: "A run's GPU utilization below (threshold: a fraction, 0.4)",
+    AlertKind.WEEKLY_DIGEST: "Every Monday: the week that ended, what to fix first (threshold 0)",
 }
 DONE = {
     "created": "Alert rule added.",
@@ -53,11 +54,10 @@ def _page(
     db: Database,
     name: str,
     viewer: TokenInfo | None,
-    *,
-    form: dict[str, str] | None = None,
-    errors: dict[str, str] | None = None,
-    status: int = 200,
+    refused: tuple[dict[str, str], dict[str, str]] | None = None,
 ) -> HTMLResponse:
+    """The page; ``refused``: a form sent back (what was typed, a message per field)."""
+    form, errors = refused or ({}, {})
     editable = can_edit(viewer, name)
     with db.read() as session:
         pipeline = get_by_name(session, name)
@@ -74,11 +74,11 @@ def _page(
             "editable": editable,
             "signed_in": bool(auth and auth["user"]),
             "csrf": auth["csrf"] if auth else None,
-            "form": form or {},
-            "errors": errors or {},
+            "form": form,
+            "errors": errors,
             "done": DONE.get(request.query_params.get("done", "")),
         },
-        status_code=status,
+        status_code=422 if errors else 200,
     )
 
 
@@ -145,9 +145,7 @@ async def add_rule(
             errors = {str(f["field"]): str(f["reason"]) for f in exc.fields or []}
             errors = errors or {"kind": exc.message}
     if errors:
-        return await run_in_threadpool(
-            _page, request, db, name, viewer, form=form, errors=errors, status=422
-        )
+        return await run_in_threadpool(_page, request, db, name, viewer, (form, errors))
     return RedirectResponse(f"/pipelines/{name}/alerts?done=created", status_code=303)
 
 

@@ -24,7 +24,6 @@ from app.web.figures_cost import (
     badput_by_week_figure,
     cadence_label,
     cost_projection_figure,
-    sparkline_figure,
 )
 from app.web.figures_scaling import checkpoint_figure, scaling_figure
 from app.web.figures_trend import RunPoint, goodput_trend_figure, utilization_quality_figure
@@ -44,7 +43,6 @@ __all__ = [
     "goodput_trend_figure",
     "has_data",
     "scaling_figure",
-    "sparkline_figure",
     "to_json",
     "utilization_quality_figure",
 ]

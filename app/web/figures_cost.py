@@ -1,4 +1,4 @@
-"""Cost figures: monthly cost by cadence, GPU-time breakdowns per run and per week, sparkline."""
+"""Cost figures: monthly cost by cadence, GPU-time breakdowns per run and per week."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from app.web.figures_base import (
     amount_axis,
     axis,
     category_axis,
-    finite_or_none,
     layout,
     plot_time,
     series_colour,
@@ -235,37 +234,4 @@ def badput_by_week_figure(weeks: Sequence[WeekSummary], unit: Unit) -> Figure:
             xaxis=axis("ISO week", type="category"),
             yaxis=amount_axis(f"{unit_name} per week", unit),
         ),
-    }
-
-
-def sparkline_figure(values: Sequence[float], label: str) -> Figure:
-    """A tiny line of cost per run (oldest first) for an overview card: no axes, no legend.
-
-    The layout has no height: size the container with CSS, and hide the mode bar
-    (``{displayModeBar: false}`` in the config).
-    """
-    n = len(values)
-    spark = layout(
-        "sparkline_cost_per_run",
-        label,
-        "Cost per run = billed GPU-hours × USD per GPU-hour, oldest run first.",
-        margin={"l": 2, "r": 2, "t": 18, "b": 2, "pad": 0},
-        showlegend=False,
-        xaxis=axis("run (oldest first)", visible=False, fixedrange=True),
-        yaxis=axis("USD per run", visible=False, fixedrange=True),
-    )
-    spark["title"]["font"] = {"size": 11}
-    return {
-        "data": [
-            {
-                "type": "scatter",
-                "mode": "lines+markers" if n == 1 else "lines",
-                "name": label,
-                "x": list(range(1, n + 1)),
-                "y": [finite_or_none(v) for v in values],
-                "line": {"color": PALETTE["blue"], "width": 1.5},
-                "hovertemplate": "Run %{x}: $%{y:,.0f}<extra></extra>",
-            }
-        ],
-        "layout": spark,
     }

@@ -21,19 +21,20 @@ from app.auth.service import TokenInfo, visible_pipelines
 from app.deps import DatabaseDep, Viewer
 from app.exceptions import Invalid
 from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week, monday_of, week_monday
-from app.schemas_common import EARLIEST, RANGE_REASON
-from app.spreadsheet import cell_from_text
-from app.templating import templates
-from app.web.figures_trend import review_trend_figure
-from app.web.review_data import Action, ReviewData, load_review, top_actions
-from app.web.review_view import (
+from app.review.lines import (
     CAUSE_LABELS,
     EXPORT_FIELDS,
     ReviewLine,
     export_row,
     lines_of,
     total_of,
+    week_in_one_line,
 )
+from app.review.service import Action, ReviewData, load_review, top_actions
+from app.schemas_common import EARLIEST, RANGE_REASON
+from app.spreadsheet import cell_from_text
+from app.templating import templates
+from app.web.figures_trend import review_trend_figure
 
 router = APIRouter(include_in_schema=False)
 WeekQuery = Annotated[str | None, Query(max_length=10)]
@@ -124,6 +125,7 @@ def weekly_review(
             "size": REVIEW_PAGE,
             "sunday": monday + timedelta(days=6),
             "causes": [(c, CAUSE_LABELS[c]) for c in BADPUT_CAUSES],
+            "summary": week_in_one_line(review.total, iso_week(monday - timedelta(weeks=1))),
             "previous": iso_week(monday - timedelta(weeks=1)),
             "next": iso_week(following) if following <= latest else None,
             "trend": review_trend_figure(weeks) if any(w.runs for w in weeks) else None,

@@ -187,10 +187,12 @@ def whatif_fragment(
         context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
+    decision = env.get_template("_decision.html").render(request=request, **context)
     engineer = env.get_template("_whatif_engineer.html").render(request=request, **context)
     return JSONResponse(
         {
             "html": html,
+            "decision_html": decision,
             "engineer_html": engineer,
             "figures": {"cost": context["cost"].figure, "checkpoint": context["checkpoint"].figure},
         }

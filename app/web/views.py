@@ -28,6 +28,7 @@ from app.planning.economics import badput
 from app.planning.scenario import RUN_WINDOW, Scenario
 from app.planning.weekly import WeekSummary, last_complete_week, monday_of
 from app.web import figures
+from app.web.sparkline import sparkline_svg
 
 CHART_RUNS = 52
 TREND_WEEKS = 12
@@ -135,7 +136,7 @@ def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
 
 def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
     rows = reads.recent_runs(session, pipeline, limit=CHART_RUNS)
-    hint = "No runs yet: post one to /api/v1/runs (see the README) or run `cadence demo`."
+    hint = "No runs yet: post one to /api/v1/runs (see docs/reporting.md) or run `cadence demo`."
     gpu = [
         figures.RunBadputRow(r.run_id, r.variant, r.started_at, badput(r.facts)) for r in rows[-26:]
     ]
@@ -258,14 +259,13 @@ class Card:
     last_week: float | None
     verdict: str | None
     verdict_note: str
-    sparkline: dict[str, Any] | None
+    spark_values: list[float]  # cost per run, oldest first
+    sparkline: str  # the same as inline SVG ("" when there is nothing to draw)
     runs: int
 
 
-def _card_parts(
-    session: Session, pipeline: Pipeline
-) -> tuple[str | None, str, dict[str, Any] | None, int]:
-    """A card's gate verdict and its reason, cost-per-run sparkline and run count."""
+def _card_parts(session: Session, pipeline: Pipeline) -> tuple[str | None, str, list[float], int]:
+    """A card's gate verdict and its reason, cost per run (oldest first) and run count."""
     rows = reads.recent_runs(session, pipeline, limit=12)
     verdict, note = None, "no candidate runs yet"
     gate, message = gate_section(session, pipeline, GateParams(), Scenario())
@@ -274,8 +274,7 @@ def _card_parts(
         verdict, note = gate.result.verdict, gate.headline.split(": ", 1)[-1]
     elif message:
         note = message.split(".")[0]
-    spark = figures.sparkline_figure([r.facts.cost_usd for r in rows], "Cost per run")
-    return verdict, note, spark if figures.has_data(spark) else None, len(rows)
+    return verdict, note, [r.facts.cost_usd for r in rows], len(rows)
 
 
 def cards(
@@ -300,7 +299,7 @@ def cards(
         found = kept.get(pipeline.id)
         if found is None or found[0] != key:
             found = kept[pipeline.id] = (key, _card_parts(session, pipeline))
-        verdict, note, spark, runs = found[1]
+        verdict, note, costs, runs = found[1]
         out.append(
             Card(
                 pipeline=pipeline,
@@ -310,7 +309,8 @@ def cards(
                 last_week=window.overall(pipeline.id, prev),
                 verdict=verdict,
                 verdict_note=note,
-                sparkline=spark,
+                spark_values=costs,
+                sparkline=sparkline_svg(costs, f"Cost per run, last {len(costs)} runs"),
                 runs=runs,
             )
         )

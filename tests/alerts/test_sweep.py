@@ -26,11 +26,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
-from app.alerts import service
+from app.alerts import admin, service
 from app.alerts.sweeper import sweep
 from app.db.base import utcnow
 from app.db.engine import Database
 from app.db.models import AlertDelivery, AlertRule
+from app.pipelines.service import get_by_name
 from app.settings import PROJECT_ROOT
 from tests.alerts import test_alerts
 from tests.alerts.test_alerts import Receiver, add_rule, drain, setup_pipeline
@@ -267,3 +268,57 @@ def test_a_kill_between_acknowledgement_and_evaluation_loses_no_alert(
         assert hook["event"] == "firing" and "GPU utilization 30.0%" in hook["text"]
     finally:
         served.stop()
+
+
+# --- the weekly digest ---------------------------------------------------------------------
+
+
+def test_the_weekly_digest_goes_once_a_week_with_the_reviews_line(
+    app_client: TestClient,
+    admin_headers: dict[str, str],
+    ingest_headers: dict[str, str],
+    receiver: Receiver,
+) -> None:
+    from tests.fixtures.builders import demo_monday, last_week_day
+
+    c, db = app_client, app_client.app.state.database  # type: ignore[attr-defined]
+    settings = c.app.state.settings  # type: ignore[attr-defined]
+    setup_pipeline(c, admin_headers, budget=None)
+    for day in (0, 2):  # two runs of the worked example in the last complete week
+        run = make_run(run_id=f"w{day}", **last_week_day(day))
+        assert c.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
+    refused = c.post(
+        "/api/v1/pipelines/ranker/alerts",
+        json={"kind": "weekly_digest", "threshold": 5, "webhook_url": receiver.url},
+        headers=admin_headers,
+    )
+    assert refused.status_code == 422 and "must be 0" in refused.text
+    add_rule(c, admin_headers, kind="weekly_digest", threshold=0, webhook_url=receiver.url)
+    # Created now: the week that just ended counts as sent; the first goes next Monday.
+    assert sweep(db, settings) == {"ranker": 0}
+    monday = demo_monday() + timedelta(weeks=1)  # the Monday the next week ends
+    next_monday = utcnow().replace(
+        year=monday.year, month=monday.month, day=monday.day, hour=6
+    ) + timedelta(weeks=1)
+    assert sweep(db, settings, now=next_monday) == {"ranker": 1}
+    # Evaluated again the same week (hourly, or another process): nothing more.
+    later = next_monday + timedelta(seconds=settings.alert_reevaluate_seconds + 1)
+    assert sweep(db, settings, now=later) == {"ranker": 0}
+    drain(c, now=later)
+    [hook] = receiver.requests
+    assert hook["event"] == "digest" and hook["kind"] == "weekly_digest"
+    # That Monday's last complete week is the one after the runs' week: no runs, $0.
+    assert hook["summary"].startswith("0 runs cost $0 (−$")
+    assert hook["url"] == f"/review?week={hook['week']}"
+    assert delivery_events(db) == ["digest"]
+    [rule] = rules(db)
+    assert not rule.firing  # a digest has no state
+    # A test send shows this week's digest at once: the runs' week, in the review's words
+    # (2 runs of 112 GPU-h at $2.50 = $560), with what to fix first.
+    with db.write() as s:
+        pipeline = get_by_name(s, "ranker")
+        admin.send_test(s, pipeline, rule.id, "alice")
+    drain(c)
+    test = receiver.requests[-1]
+    assert test["event"] == "test" and test["summary"].startswith("2 runs cost $560;")
+    assert test["actions"] and "halving it saves" in test["text"]

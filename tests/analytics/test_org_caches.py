@@ -198,8 +198,12 @@ def test_overview_cards_follow_new_runs(
     client: TestClient, db: Database, headers: dict[str, str]
 ) -> None:
     seed(client, headers)  # kept-a: 8 runs; kept-b: 9 (two variants)
+
+    def sparklines(n: int) -> int:  # the inline SVG names itself in aria-label and <title>
+        return page.count(f'aria-label="Cost per run, last {n} runs"')
+
     page = client.get("/", headers=headers).text
-    assert (page.count("last 8 runs"), page.count("last 9 runs")) == (1, 1)
+    assert (sparklines(8), sparklines(9)) == (1, 1)
     post(client, headers, [at("kept-a", 40, LAST + timedelta(days=1))])
     page = client.get("/", headers=headers).text
-    assert (page.count("last 8 runs"), page.count("last 9 runs")) == (0, 2)
+    assert (sparklines(8), sparklines(9)) == (0, 2)

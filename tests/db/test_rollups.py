@@ -125,7 +125,7 @@ def assert_rollups_match(db: Database) -> None:
                 assert close(got.cost_usd, want.cost_usd, 10 * (1 + want.gpu_hours))
         # /metrics' and the overview's monthly cost (a SQL median on PostgreSQL, kept
         # between requests) equals the projection endpoint's, for every pipeline.
-        gauges = {(g, name): v for g, name, _, v in business.gauges(s)}
+        gauges = {(g, name): v for g, name, _, v in business.gauges(s, last)}
         for p in s.scalars(select(Pipeline).where(Pipeline.name.in_(PIPELINES))):
             expected = current_monthly_cost(s, p)
             assert (expected is None) == (("cost", p.name) not in gauges)

@@ -82,7 +82,8 @@ def test_power_cost_of_always_valid_quality() -> None:
     looks = range(DESIGN.min_runs, MAX_RUNS + 1)
     sequential_n = next(n for i, n in enumerate(looks) if ever[:, i].mean() >= 0.8)
     fixed_n = next(n for i, n in enumerate(looks) if fixed[:, i].mean() >= 0.8)
-    # Measured: fixed 14, sequential 15 runs per arm (README, "A gate that stays honest").
+    # Measured: fixed 14, sequential 15 runs per arm (docs/planning-api.md, "A gate that
+    # stays honest").
     assert fixed_n == 14 and sequential_n == 15
     assert ever[:, -1].mean() == pytest.approx(0.83, abs=0.02)
 

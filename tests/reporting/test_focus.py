@@ -117,7 +117,7 @@ def test_the_export_passes_the_focus_validator(
         make_run(pipeline="focus-a", run_id="a-2", gpu_type="", tags={}, interruptions=[]),
         make_run(
             pipeline="focus-b", run_id="b-1", price_per_gpu_hour=4.0,
-            started_at="2026-12-31T20:00:00+00:00", finished_at="2027-01-01T04:00:00+00:00",
+            started_at="2025-12-31T20:00:00+00:00", finished_at="2026-01-01T04:00:00+00:00",
             data_stall_hours=1.0, interruptions=[],
         ),
     ]  # fmt: skip
@@ -131,7 +131,7 @@ def test_the_export_passes_the_focus_validator(
     assert sorted(r["x_RunId"] for r in ours) == ["a-1", "a-2", "b-1"]
     b1 = next(r for r in ours if r["x_RunId"] == "b-1")
     assert float(b1["BilledCost"]) == pytest.approx(8 * 8 * 4.0)  # 8 workers x 8 h x $4
-    assert b1["BillingPeriodStart"] == "2026-12-01T00:00:00Z"  # the month it started in
+    assert b1["BillingPeriodStart"] == "2025-12-01T00:00:00Z"  # the month it started in
 
     report_text = validate(target)
     assert "Validation succeeded." in report_text, report_text

@@ -36,9 +36,13 @@ def through(app_client: TestClient, statuses: list[int]) -> httpx.MockTransport:
             request.method, str(request.url), content=request.content, headers=request.headers
         )
         statuses.append(answer.status_code)
-        return httpx.Response(
-            answer.status_code, headers=list(answer.headers.multi_items()), content=answer.content
-        )
+        # ``content`` is decoded already: the headers that describe the encoded bytes go.
+        headers = [
+            (k, v)
+            for k, v in answer.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length")
+        ]
+        return httpx.Response(answer.status_code, headers=headers, content=answer.content)
 
     return httpx.MockTransport(handle)
 
@@ -93,11 +97,11 @@ except ImportError:
 
 
 def readme_example() -> str:
-    """The README's Python example, as a reader would paste it."""
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### From Python: the `cadence-client` package") :]
+    """The docs' Python example (docs/reporting.md), as a reader would paste it."""
+    page = (PROJECT_ROOT / "docs" / "reporting.md").read_text(encoding="utf-8")
+    section = page[page.index("## From Python: the `cadence-client` package") :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "no Python example in the README's client section"
+    assert match, "no Python example in the client section of docs/reporting.md"
     return match.group(1)
 
 
@@ -105,7 +109,7 @@ def test_a_fresh_virtualenv_with_only_the_client_records_a_run(
     committed_db: Database, settings: Settings, tmp_path: Path
 ) -> None:
     """Done-when of issue 15: ``pip install ./clients/python`` in a new virtualenv, then
-    the README's example (one ``with`` block) records a run on a live server. pip may
+    the docs' example (one ``with`` block) records a run on a live server. pip may
     reuse its cache; the package index is needed only for httpx and its dependencies."""
     source = tmp_path / "src"
     shutil.copytree(CLIENT_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
@@ -132,14 +136,14 @@ def test_a_fresh_virtualenv_with_only_the_client_records_a_run(
             timeout=120,
         )
         assert job.returncode == 0, job.stderr[-2000:]
-        found = re.fullmatch(r"recorded run (\d+) of my-training-job\n", job.stdout)
+        found = re.fullmatch(r"recorded run (\d+) of example-job\n", job.stdout)
         assert found, job.stdout
         stored = httpx.get(f"{base}/api/v1/runs/{found.group(1)}", timeout=10).json()
     isolation = subprocess.run(
         [str(python), "-I", "-c", ISOLATION], capture_output=True, text=True, env=env
     )
     assert isolation.stdout == "no fastapi\n"  # the server's dependencies did not come along
-    assert stored["pipeline"] == "my-training-job" and stored["run_id"].startswith("run-")
+    assert stored["pipeline"] == "example-job" and stored["run_id"].startswith("run-")
     assert stored["gpu_utilization"] == 0.38 and stored["workers"] == 8
     assert stored["utilization_source"] == "dcgm_sm_active"
     assert stored["tags"] == {"git_sha": "4f1c2e9"}

@@ -20,7 +20,6 @@ from app.planning.projection import Projection, project_costs
 from app.planning.scaling import ScalingPoint, fit_usl, scaling_table
 from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks
 from app.web.figures import (
-    PALETTE,
     RunBadputRow,
     RunPoint,
     badput_by_run_figure,
@@ -30,7 +29,6 @@ from app.web.figures import (
     goodput_trend_figure,
     has_data,
     scaling_figure,
-    sparkline_figure,
     to_json,
     utilization_quality_figure,
 )
@@ -135,7 +133,6 @@ def all_figures() -> dict[str, dict[str, Any]]:
         "goodput": goodput_trend_figure(weeks()),
         "util_quality": utilization_quality_figure(run_points(), "accuracy"),
         "scaling": scaling_figure(table, fit_usl(PROBE)),
-        "sparkline": sparkline_figure([280.0, 290.0, 270.0], "Cost per run"),
         "checkpoint": checkpoint_figure(advice(), **ADVICE_ARGS),
     }
 
@@ -161,7 +158,7 @@ def test_every_figure_is_valid_plotly_and_self_describing(key: str) -> None:
     axes = [k for k in layout if k.startswith(("xaxis", "yaxis"))]
     assert {"xaxis", "yaxis"} <= set(axes)
     for name in axes:
-        if layout[name].get("visible") is False and key != "sparkline":
+        if layout[name].get("visible") is False:
             continue  # the budget line's hidden x axis
         assert layout[name].get("title", {}).get("text"), f"{key}.{name} has no title"
     assert fig["data"] and has_data(fig)
@@ -493,20 +490,7 @@ def test_checkpoint_figure_without_failures_has_only_the_current_marker() -> Non
     json.loads(to_json(fig))
 
 
-# --- sparkline and emptiness -------------------------------------------------------------
-
-
-def test_sparkline_is_bare() -> None:
-    fig = sparkline_figure([280.0, math.nan, 270.0], "Cost per run")
-    t = fig["data"][0]
-    assert t["y"] == [280.0, None, 270.0]
-    assert t["hovertemplate"].startswith("Run %{x}: $%{y:,.0f}")
-    assert t["line"]["color"] == PALETTE["blue"]
-    layout = fig["layout"]
-    assert layout["showlegend"] is False
-    assert layout["xaxis"]["visible"] is False and layout["yaxis"]["visible"] is False
-    assert layout["margin"]["l"] <= 4
-    assert has_data(fig)
+# --- emptiness ---------------------------------------------------------------------------
 
 
 EMPTY: dict[str, Callable[[], dict[str, Any]]] = {
@@ -519,8 +503,6 @@ EMPTY: dict[str, Callable[[], dict[str, Any]]] = {
         fill_weeks([], date(2026, 11, 2), date(2026, 11, 20))
     ),
     "util_quality": lambda: utilization_quality_figure([], "accuracy"),
-    "sparkline": lambda: sparkline_figure([], "Cost per run"),
-    "sparkline_nan": lambda: sparkline_figure([math.nan], "Cost per run"),
 }
 
 

@@ -22,7 +22,8 @@ def test_overview_cards(demo: TestClient) -> None:
     assert "Recommendations ranker" in html and "Fraud detector" in html
     assert 'data-pipeline="recsys-ranker"' in html
     assert "verdict-pass" in html  # the demo candidate passes the gate
-    assert html.count('class="spark"') == 2
+    assert html.count('class="spark"') == 2 and html.count('<svg class="sparkline"') == 2
+    assert "plotly" not in html.lower()  # the portfolio needs no chart library
 
 
 def test_overview_empty(client: TestClient) -> None:
@@ -110,7 +111,8 @@ def test_pipeline_page_puts_the_managers_sections_first(demo: TestClient) -> Non
 
 def test_whatif_fragment_re_renders_the_checkpoint_section_too(demo: TestClient) -> None:
     body = demo.get("/pipelines/recsys-ranker/whatif", params={"failure_rate": 0.01}).json()
-    assert 'id="decision"' in body["html"] and 'id="checkpoints"' not in body["html"]
+    assert 'id="decision"' in body["decision_html"] and 'id="decision"' not in body["html"]
+    assert 'id="projection"' in body["html"] and 'id="checkpoints"' not in body["html"]
     assert 'id="checkpoints"' in body["engineer_html"]
     assert 'data-figure="fig-checkpoint"' in body["engineer_html"]
 

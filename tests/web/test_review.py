@@ -8,15 +8,16 @@ from datetime import date, timedelta
 
 from app.planning.goodput import GoodputTotals
 from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks, last_complete_week
-from app.templating import signed_usd
-from app.web.review_view import (
+from app.review.lines import (
     MonthSpend,
     PipelineInfo,
     ReviewLine,
     export_row,
     lines_of,
     total_of,
+    week_in_one_line,
 )
+from app.templating import signed_usd
 
 MON = date(2026, 11, 23)  # ISO week 2026-W48
 PREV = MON - timedelta(weeks=1)
@@ -124,3 +125,17 @@ def test_signed_usd() -> None:
     assert signed_usd(-1234.0) == "−$1,234"
     assert signed_usd(0.2) == "$0"
     assert signed_usd(None) == "–"
+
+
+def test_the_week_in_one_line() -> None:
+    # Week before: 1 run, $30, goodput 0.5, badput $1 + $2 = $3; this week: 2 runs, $80,
+    # goodput 0.5 (+0.0 points), badput $7 stall + $2 other idle = $9; spend +$50.
+    data = {"a": [totals(PREV, 1, 10, 30, 1), totals(MON, 2, 20, 80, 7)]}
+    [line] = review_lines([info("a")], data)
+    assert week_in_one_line(line, "2026-W47") == (
+        "2 runs cost $80 (+$50 on 2026-W47); goodput 50.0% (+0.0 points); "
+        "$9 paid for GPU time that did no training."
+    )
+    # No runs the week before: no change is claimed.
+    [first] = review_lines([info("a")], {"a": [totals(MON, 2, 20, 80, 7)]})
+    assert week_in_one_line(first, "2026-W47").startswith("2 runs cost $80; goodput 50.0%;")

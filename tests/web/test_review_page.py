@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.planning.weekly import iso_week, last_complete_week
-from app.web.review_view import EXPORT_FIELDS
+from app.review.lines import EXPORT_FIELDS
 from tests.fixtures.builders import demo_week
 
 WEEK = demo_week()

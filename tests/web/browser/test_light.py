@@ -17,6 +17,7 @@ AXE_JS = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 PAGES = [
     "/",
+    f"/pipelines/{RANKER}/settings",
     f"/pipelines/{RANKER}",
     f"/pipelines/{FRAUD}",
     f"/pipelines/{EMPTY_PIPELINE}",
@@ -56,6 +57,14 @@ def test_a_cold_pipeline_page_transfers_under_1_5_mb(page, problems, live_server
     total, sizes = transferred_bytes(page, live_server.url(f"/pipelines/{RANKER}"))
     assert any("plotly-basic.min.js" in u for u in sizes), sizes  # the charts' library came
     assert 0 < total < 1_500_000, sizes
+    problems.assert_clean()
+
+
+def test_a_cold_portfolio_transfers_under_100_kb(page, problems, live_server):
+    total, sizes = transferred_bytes(page, live_server.url("/"))
+    # Sparklines are SVG in the page: no chart library, no script at all.
+    assert not [u for u in sizes if ".js" in u], sizes
+    assert 0 < total < 100_000, sizes
     problems.assert_clean()
 
 

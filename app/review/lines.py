@@ -142,6 +142,32 @@ EXPORT_FIELDS = (
 )
 
 
+def week_in_one_line(line: ReviewLine, previous_week: str) -> str:
+    """The week in one sentence, as the review page says it and the weekly digest sends
+    it. Example: 12 runs at $280 ($3,360), 10 the week before ($2,800), goodput 0.41
+    then 0.39, badput $1,980: "12 runs cost $3,360 (+$560 on 2026-W47); goodput 41.0%
+    (+2.0 points); $1,980 paid for GPU time that did no training." """
+    this = line.this
+    text = f"{this.runs} runs cost {_usd(this.cost_usd)}"
+    if line.previous.runs:
+        text += f" ({_signed_usd(line.spend_change_usd)} on {previous_week})"
+    overall = this.goodput.overall
+    text += "; goodput " + ("–" if overall is None else f"{100 * overall:.1f}%")
+    if line.goodput_change_points is not None:
+        text += f" ({line.goodput_change_points:+.1f} points)"
+    return text + f"; {_usd(line.badput_usd)} paid for GPU time that did no training."
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.0f}"
+
+
+def _signed_usd(value: float) -> str:
+    """``12.4`` -> ``+$12``, ``-80`` -> ``−$80``, ``0`` -> ``$0`` (the page's format)."""
+    sign = "+" if value > 0.5 else "−" if value < -0.5 else ""
+    return f"{sign}${abs(value):,.0f}"
+
+
 def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 

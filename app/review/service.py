@@ -19,7 +19,7 @@ from app.exceptions import CadenceError
 from app.pipelines import service as pipelines
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary
-from app.web.review_view import MonthSpend, PipelineInfo, ReviewLine
+from app.review.lines import MonthSpend, PipelineInfo, ReviewLine
 
 ACTION_PIPELINES = 5  # levers are computed for the pipelines with the largest badput
 TOP_ACTIONS = 5
