@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from app.runs.schemas import UtilizationSource
-from app.schemas_common import Fraction, Identifier, NonNegative, OutModel, StrictModel
+from app.schemas_common import (
+    Fraction,
+    Identifier,
+    NonNegative,
+    OutModel,
+    StrictModel,
+    snap_tiny,
+)
 
 # The fields this endpoint may change: what was measured about the run, never what
 # identifies, bills or schedules it.
@@ -24,13 +31,28 @@ MAX_BATCH = 1000
 class MeasurementsIn(StrictModel):
     """Only the fields sent are changed; ``null`` clears ``utilization_source`` or ``mfu``."""
 
-    gpu_utilization: Fraction | None = Field(
+    gpu_utilization: float | None = Field(
         None, description="Average busy fraction, 0..1 (0.38, not 38)."
     )
     utilization_source: UtilizationSource | None = None
     mfu: Fraction | None = None
     data_stall_hours: NonNegative | None = None
     checkpoint_hours: NonNegative | None = None
+
+    @field_validator("gpu_utilization")
+    @classmethod
+    def _fraction(cls, value: float | None) -> float | None:
+        # As the run record says it: a percentage is named as one.
+        if value is None:
+            return None
+        if 1 < value <= 100:
+            raise ValueError(
+                f"must be a fraction between 0 and 1; {value:g} looks like a percentage: "
+                f"send {value / 100:g}"
+            )
+        if not 0 <= value <= 1:
+            raise ValueError("must be a fraction between 0 and 1")
+        return snap_tiny(value)
 
 
 class RunMeasurementsIn(MeasurementsIn):
