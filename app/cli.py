@@ -1,5 +1,5 @@
 """`cadence serve | migrate | demo | token create|list|revoke | report | export | import |
-check`."""
+enrich | check`."""
 
 from __future__ import annotations
 
