@@ -6,14 +6,13 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from app.runs.schemas import UtilizationSource
+from app.runs.schemas import RunIn, UtilizationSource
 from app.schemas_common import (
     Fraction,
     Identifier,
     NonNegative,
     OutModel,
     StrictModel,
-    snap_tiny,
 )
 
 # The fields this endpoint may change: what was measured about the run, never what
@@ -42,17 +41,8 @@ class MeasurementsIn(StrictModel):
     @field_validator("gpu_utilization")
     @classmethod
     def _fraction(cls, value: float | None) -> float | None:
-        # As the run record says it: a percentage is named as one.
-        if value is None:
-            return None
-        if 1 < value <= 100:
-            raise ValueError(
-                f"must be a fraction between 0 and 1; {value:g} looks like a percentage: "
-                f"send {value / 100:g}"
-            )
-        if not 0 <= value <= 1:
-            raise ValueError("must be a fraction between 0 and 1")
-        return snap_tiny(value)
+        # The run record's own check: a percentage is named as one ("send 0.38").
+        return RunIn._fraction(value)
 
 
 class RunMeasurementsIn(MeasurementsIn):
