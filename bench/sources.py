@@ -39,15 +39,22 @@ HEADER = (
     "JobIDRaw|JobID|JobName|Account|Cluster|Partition|User|State|Submit|Eligible|Start|End|"
     "AllocTRES|TRESUsageInAve"
 )
-T0 = datetime(2026, 11, 1, tzinfo=UTC)
+STEP = timedelta(minutes=1)  # between two jobs' starts
 TARGET_S = 60.0
 
 
-def sacct_file(path: Path, records: int, enriched: int) -> None:
+def first_start(records: int) -> datetime:
+    """Early enough that the last job ends a day before now (the server refuses runs
+    from more than 24 h ahead of its clock)."""
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    return now - records * STEP - timedelta(days=2)
+
+
+def sacct_file(path: Path, records: int, enriched: int, t0: datetime) -> None:
     """`records` jobs of one hour each, 4 GPUs, the first `enriched` in account bench-dcgm."""
     lines = [HEADER]
     for i in range(records):
-        start = T0 + timedelta(minutes=7 * i)
+        start = t0 + i * STEP
         submit, end = start - timedelta(minutes=3), start + timedelta(hours=1)
         account = "bench-dcgm" if i < enriched else f"bench-{i % 20}"
         t = [x.strftime("%Y-%m-%dT%H:%M:%S") for x in (submit, submit, start, end)]
@@ -63,13 +70,13 @@ def sacct_file(path: Path, records: int, enriched: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def openmetrics_file(path: Path, runs: int) -> None:
+def openmetrics_file(path: Path, runs: int, t0: datetime) -> None:
     """Both DCGM metrics for the enriched runs' GPUs (job_id label = the Slurm job id)."""
     out: list[str] = []
     for metric, value in (("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.5), ("DCGM_FI_DEV_GPU_UTIL", 70.0)):
         out.append(f"# TYPE {metric} gauge")
         for i in range(runs):
-            start = T0 + timedelta(minutes=7 * i)
+            start = t0 + i * STEP
             for gpu in (0, 1):
                 labels = f'{{job_id="{i + 1}",gpu="{gpu}",Hostname="node-{i % 64}"}}'
                 for minute in range(0, 60, 5):
@@ -140,8 +147,9 @@ def run_sources(cfg: Config, out: list[dict[str, Any]]) -> None:
         url = sqlalchemy_url(cfg.pg, cfg.sources_db)
         migrate(cadence_env(url, 8000, 1))
         token = create_token(cadence_env(url, 8000, 1), "admin")
-        sacct_file(WORK / "sacct.txt", records, enriched)
-        openmetrics_file(WORK / "dcgm.om", enriched)
+        t0 = first_start(records)
+        sacct_file(WORK / "sacct.txt", records, enriched, t0)
+        openmetrics_file(WORK / "dcgm.om", enriched, t0)
         data = WORK / "tsdb"
         shutil.rmtree(data, ignore_errors=True)
         subprocess.run(
