@@ -27,16 +27,23 @@ $(VENV)/.runtime: pyproject.toml clients/python/pyproject.toml
 	$(PIP) install --quiet -e .
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok
+$(VENV)/.dev: $(VENV)/.runtime $(FOCUS_VENV)/.ok-2.2.1
 	$(PIP) install --quiet -e '.[dev]'
 	@touch $@
 
-# The FinOps FOCUS validator, for tests/reporting/test_focus.py, in a venv of its own: its release
-# for Python < 3.12 (1.0.0) pins pandas/pandera/numpy versions the app must not share, and
-# pandera 0.17 does not import with multimethod 2.
-$(FOCUS_VENV)/.ok:
-	test -x $(FOCUS_VENV)/bin/python || $(PYTHON) -m venv $(FOCUS_VENV)
-	$(FOCUS_VENV)/bin/pip install --quiet 'focus-validator==1.0.0' 'multimethod<1.10'
+# The FinOps FOCUS validator 2.2.1 (the FOCUS 1.2 model, shipped in the package for
+# offline use), for tests/reporting/test_focus.py, in a venv of its own: it needs Python
+# 3.12+ (pyenv's, or a python3.12/3.13 on PATH; set FOCUS_PYTHON to choose) and pins
+# pandas/pandera/polars versions the app must not share. Its dependencies are listed in
+# deploy/focus/validator-requirements.txt (numpy >= 2 instead of its pin: see there).
+FOCUS_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python) \
+	$(shell command -v python3.13 python3.12 2>/dev/null))
+$(FOCUS_VENV)/.ok-2.2.1: deploy/focus/validator-requirements.txt
+	@test -n "$(FOCUS_PYTHON)" || { echo "focus-validator 2.2.1 needs Python 3.12+: set FOCUS_PYTHON"; exit 1; }
+	rm -rf $(FOCUS_VENV)
+	$(FOCUS_PYTHON) -m venv $(FOCUS_VENV)
+	$(FOCUS_VENV)/bin/pip install --quiet --no-deps 'focus-validator==2.2.1'
+	$(FOCUS_VENV)/bin/pip install --quiet -r deploy/focus/validator-requirements.txt
 	@touch $@
 
 # MkDocs and its Material theme in a venv of their own: the site is built, never served by

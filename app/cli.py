@@ -1,5 +1,5 @@
-"""`cadence serve | migrate | demo | token create|list|revoke | report | export | import |
-enrich | check`."""
+"""`cadence serve | migrate | demo | token create|list|revoke | report | export |
+check | import mlflow|focus|slurm|kubernetes | enrich prometheus`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from alembic import command
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.billing.command import add_parsers as add_billing_parsers
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, schema_state
 from app.exceptions import CadenceError
@@ -162,6 +163,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_reporting_parsers(sub)  # report, export: app/reporting/commands.py
     add_import_parsers(sub)  # import mlflow: app/mlflow_import/command.py
+    add_billing_parsers(sub)  # import focus: app/billing/command.py
     add_source_parsers(sub)  # import slurm, enrich: app/sources/commands.py
     add_evaluation_parser(sub)  # report-evaluations: app/reporting/evaluations.py
     add_check_parser(sub)  # check: app/reporting/check.py

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 def all_routers() -> list[APIRouter]:
     from app.alerts.router import router as alerts_router
     from app.analytics.router import router as analytics_router
+    from app.billing.router import router as billing_router
     from app.cadence.router import router as cadence_router
     from app.evaluations.router import router as evaluations_router
     from app.measurements.router import router as measurements_router
@@ -24,6 +25,7 @@ def all_routers() -> list[APIRouter]:
         evaluations_router,
         measurements_router,
         portfolio_router,
+        billing_router,
         alerts_router,
         pages_router,
         review_router,

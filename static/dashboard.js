@@ -132,7 +132,7 @@
         }
         setupGateForm();
         var keep = new URLSearchParams(window.location.search);
-        ["cadence", "utilization_target", "price", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {
+        ["cadence", "utilization_target", "price", "price_from", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {
           keep.delete(k);
         });
         params.forEach(function (v, k) { keep.set(k, v); });

@@ -1,9 +1,10 @@
-"""The median cost per run of many pipelines' production variants, kept between requests.
+"""The mean retraining cost of many pipelines' production variants, kept between requests.
 
 The portfolio, the weekly review and /metrics show every pipeline's monthly cost at its
-current cadence: the median cost per run of the production variant's newest RUN_WINDOW
-runs (``analytics.service.current_monthly_cost``) times the runs a month. Reading 5,000
-such windows takes most of a second on 10 million runs, so each process keeps the medians
+current cadence, the expected bill: the mean retraining cost (a run plus its
+retraining's failed attempts) of the production variant's newest RUN_WINDOW runs
+(``analytics.service.current_monthly_cost``) times the runs a month. Reading 5,000
+such windows takes most of a second on 10 million runs, so each process keeps the means
 it computed (``Database.caches``: one per database, so tests and tools that open several
 never mix them), with what each depends on:
 
@@ -12,16 +13,18 @@ never mix them), with what each depends on:
 - the pipeline's current price, which prices runs that carry no price of their own;
 - the variant's name (the production variant can be changed) and the window.
 
-A median is reused only while all of them are as read in the current transaction, so it
+A mean is reused only while all of them are as read in the current transaction, so it
 is exactly what a fresh computation would give; the others are computed in one query.
-Runs are never updated in place, only inserted and deleted.
+Runs are never updated in place, only inserted and deleted, and a retraining's attempts
+share its variant (a failed attempt moves the same counter).
 
-The counter is read before the medians, so a median can only be newer than the counter
+The counter is read before the means, so a mean can only be newer than the counter
 it is filed under; the next reader then sees a higher counter and computes again.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -35,7 +38,7 @@ from app.db.memo import kept
 ID_LIST_LIMIT = 1_000
 
 Key = tuple[int, str, int]  # pipeline id, variant, window
-Entry = tuple[int, float, float]  # change counter, pipeline price, median USD per run
+Entry = tuple[int, float, tuple[float, ...]]  # change counter, pipeline price, window (USD)
 
 
 class Costed(Protocol):
@@ -52,15 +55,23 @@ class Costed(Protocol):
     def runs_per_week(self) -> float: ...
 
 
-def median_costs(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, float]:
-    """Median cost per run (USD) of each pipeline's production variant's newest ``window``
+def mean_costs(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, float]:
+    """Mean retraining cost (USD) of each pipeline's production variant's newest ``window``
     runs, by pipeline id; a pipeline whose production variant has no runs is absent."""
+    return {pid: math.fsum(w) / len(w) for pid, w in windows(session, pipelines, window).items()}
+
+
+def windows(
+    session: Session, pipelines: Sequence[Costed], window: int
+) -> dict[int, tuple[float, ...]]:
+    """The retraining costs (USD, oldest first) of each pipeline's production variant's
+    newest ``window`` runs, by pipeline id: what the bill draws from."""
     if not pipelines:
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     counters = repo.production_changes(session, ids)
-    cache: dict[Key, Entry] = kept(session, "median_costs")
-    out: dict[int, float] = {}
+    cache: dict[Key, Entry] = kept(session, "recent_costs")
+    out: dict[int, tuple[float, ...]] = {}
     stale: dict[int, tuple[Key, Entry]] = {}
     for p in pipelines:
         found = counters.get(p.id)
@@ -71,11 +82,11 @@ def median_costs(session: Session, pipelines: Sequence[Costed], window: int) -> 
         if entry is not None and entry[:2] == (found[1], p.price_per_gpu_hour):
             out[p.id] = entry[2]
         else:
-            stale[p.id] = (key, (found[1], p.price_per_gpu_hour, 0.0))
+            stale[p.id] = (key, (found[1], p.price_per_gpu_hour, ()))
     if stale:
-        fresh = repo.median_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
-        for pid, median in fresh.items():
+        fresh = repo.recent_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
+        for pid, costs in fresh.items():
             key, (changes, price, _) = stale[pid]
-            cache[key] = (changes, price, median)
-            out[pid] = median
+            cache[key] = (changes, price, costs)
+            out[pid] = costs
     return out

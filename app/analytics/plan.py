@@ -9,8 +9,8 @@ from app.planning.failures import checkpoint_advice
 from app.planning.gate import GateThresholds, evaluate_gate
 from app.planning.model import RunFacts
 from app.planning.projection import Projection, project_from_inputs, runs_per_month
-from app.planning.scaling import ScalingPoint, fit_usl
-from app.planning.whatif import WhatIf
+from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
+from app.planning.whatif import WhatIf, like_plan_run
 
 
 def what_if_of(plan: PlanIn) -> WhatIf | None:
@@ -28,20 +28,36 @@ def what_if_of(plan: PlanIn) -> WhatIf | None:
     )
 
 
-def _arm(runs: list[ArmRunIn], plan: PlanIn) -> list[RunFacts]:
-    """Arm runs as RunFacts. What a run leaves out it inherits from the plan: workers,
-    wall clock (and then the plan's G, when it gave one) and price. An arm that gave only
-    utilization and quality is priced like the plan's run, not as 1 worker x 1 hour."""
+def _plan_run(plan: PlanIn) -> RunFacts:
+    full = plan.workers * plan.wall_clock_hours
+    gpu_hours = plan.gpu_hours if plan.gpu_hours is not None else full
+    return RunFacts(
+        workers=plan.workers,
+        wall_clock_hours=plan.wall_clock_hours,
+        gpu_hours=gpu_hours,
+        gpu_utilization=plan.gpu_utilization,
+        price_per_gpu_hour=plan.price_per_gpu_hour,
+    )
+
+
+def _arm(runs: list[ArmRunIn], plan: PlanIn, model: ScalingModel | None) -> list[RunFacts]:
+    """Arm runs as RunFacts. A run without a wall clock is the plan's run at the arm's
+    utilization and workers (:func:`app.planning.whatif.like_plan_run`), priced like the
+    plan; a run that gives its wall clock is W x T. Price: the run's, else the plan's."""
+    base = _plan_run(plan)
     out = []
     for r in runs:
-        workers = r.workers if r.workers is not None else plan.workers
-        wall = r.wall_clock_hours if r.wall_clock_hours is not None else plan.wall_clock_hours
-        inherits = r.workers is None and r.wall_clock_hours is None
-        gpu_hours = plan.gpu_hours if inherits and plan.gpu_hours is not None else workers * wall
+        wall, gpu_hours = like_plan_run(
+            base,
+            gpu_utilization=r.gpu_utilization,
+            workers=r.workers,
+            wall_clock_hours=r.wall_clock_hours,
+            scaling_model=model,
+        )
         price = r.price_per_gpu_hour
         out.append(
             RunFacts(
-                workers=workers,
+                workers=r.workers if r.workers is not None else plan.workers,
                 wall_clock_hours=wall,
                 gpu_hours=gpu_hours,
                 gpu_utilization=r.gpu_utilization,
@@ -90,8 +106,8 @@ def plan(body: PlanIn) -> PlanOut:
     if body.gate is not None:
         g = body.gate
         gate = evaluate_gate(
-            _arm(g.baseline, body),
-            _arm(g.candidate, body),
+            _arm(g.baseline, body, model),
+            _arm(g.candidate, body, model),
             higher_is_better=g.higher_is_better,
             target_runs_per_week=g.target_runs_per_week,
             budget_usd=g.budget_usd,

@@ -7,7 +7,6 @@ of recent runs.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +23,8 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.orm import Session, aliased
 
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run, RunVariant
@@ -62,8 +62,10 @@ def recent_runs(
     limit: int = 12,
     chronological: bool = True,
 ) -> list[RunRow]:
-    """The newest ``limit`` runs (of a variant), as planning inputs."""
+    """The newest ``limit`` runs (of a variant), as planning inputs, each with the
+    GPU-hours and cost of its retraining's attempts that did not succeed."""
     hours = wall_clock(dialect(session)).label("hours")
+    failed_gpu, failed_usd = _failed_attempts()
     stmt = (
         select(
             Run.id,
@@ -85,6 +87,8 @@ def recent_runs(
             Run.resume_hours,
             Run.reschedule_hours,
             Run.utilization_source,
+            failed_gpu.label("failed_gpu_hours"),
+            failed_usd.label("failed_usd"),
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pipeline_id, *PLANNING_ATTEMPTS)
@@ -97,15 +101,34 @@ def recent_runs(
     return rows[::-1] if chronological else rows
 
 
-def median_costs(session: Session, variants: dict[int, str], limit: int = 12) -> dict[int, float]:
-    """Median cost per run of each (pipeline id: variant)'s ``limit`` newest runs, the
-    per-run cost being :func:`_to_run_row`'s (GPU-hours capped at workers x hours x 1.01,
-    hours at least the explained time) times the effective price.
+def _failed_attempts() -> tuple[Any, Any]:
+    """Correlated sums over the other attempts of the outer run's retraining that did not
+    succeed (``ix_run_pipeline_retraining``): their GPU-hours, and their cost at the
+    projection price (the attempt's own, else the pipeline's current one)."""
+    other = aliased(Run)
+    same = (
+        other.pipeline_id == Run.pipeline_id,
+        other.retraining_id == Run.retraining_id,
+        other.outcome != "succeeded",
+    )
+    price = func.coalesce(other.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
+    gpu = select(func.coalesce(func.sum(other.gpu_hours), 0.0)).where(*same)
+    usd = select(func.coalesce(func.sum(other.gpu_hours * price), 0.0)).where(*same)
+    return gpu.scalar_subquery(), usd.scalar_subquery()
+
+
+def recent_costs(
+    session: Session, variants: dict[int, str], limit: int = 12
+) -> dict[int, tuple[float, ...]]:
+    """The retraining costs of each (pipeline id: variant)'s ``limit`` newest runs, oldest
+    first: each run's cost as :func:`_to_run_row` has it (GPU-hours capped at workers x
+    hours x 1.01, hours at least the explained time) times the effective price, plus its
+    retraining's failed attempts (:func:`_failed_attempts`): the window the bill draws
+    from and whose mean the expected bill multiplies.
 
     PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
-    per pair (5,000 pairs x 12 runs, not the whole table) and ``percentile_cont(0.5)``,
-    which like ``numpy.median`` averages the middle two of an even count. SQLite: one
-    query per pair and the median in Python.
+    per pair (5,000 pairs x 12 runs, not the whole table) and ``array_agg``. SQLite: one
+    query per pair.
     """
     if not variants:
         return {}
@@ -114,7 +137,7 @@ def median_costs(session: Session, variants: dict[int, str], limit: int = 12) ->
         for pid, v in variants.items():
             rows = recent_runs(session, pid, variant=v, limit=limit)
             if rows:
-                out[pid] = statistics.median(r.facts.cost_usd for r in rows)
+                out[pid] = tuple(r.facts.retraining_cost_usd for r in rows)
         return out
     ids, names = list(variants), [variants[i] for i in variants]
     pairs = (
@@ -134,17 +157,18 @@ def median_costs(session: Session, variants: dict[int, str], limit: int = 12) ->
     )
     hours = func.greatest(wall_clock("postgresql"), explained, 1e-9)
     cost = func.least(Run.gpu_hours, Run.workers * hours * 1.01) * effective_price()
+    _, failed_usd = _failed_attempts()
     recent = (
-        select(cost.label("cost"))
+        select((cost + failed_usd).label("cost"), Run.started_at, Run.id.label("pk"))
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
         .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant, *PLANNING_ATTEMPTS)
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
         .lateral()
     )
-    median = func.percentile_cont(0.5).within_group(recent.c.cost)
-    stmt = select(pairs.c.pid, median).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
-    return {pid: float(m) for pid, m in session.execute(stmt)}
+    window = func.array_agg(aggregate_order_by(recent.c.cost, recent.c.started_at, recent.c.pk))
+    stmt = select(pairs.c.pid, window).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
+    return {pid: tuple(float(c) for c in w) for pid, w in session.execute(stmt)}
 
 
 def production_changes(
@@ -196,6 +220,8 @@ def _to_run_row(r: Any) -> RunRow:
             mfu=r.mfu,
             interruptions=interruptions,
             quality_value=r.quality_value,
+            failed_attempts_gpu_hours=float(r.failed_gpu_hours),
+            failed_attempts_cost_usd=float(r.failed_usd),
         ),
         utilization_source=r.utilization_source,
     )

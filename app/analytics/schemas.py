@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.planning.cadence_value import CadenceValue
 from app.planning.decay import DecayFit
@@ -13,6 +13,7 @@ from app.planning.failures import CheckpointAdvice, FailureRateEstimate
 from app.planning.gate import CriterionResult, GateResult
 from app.planning.goodput import Goodput
 from app.planning.levers import Lever
+from app.planning.month_to_date import BudgetStatus
 from app.planning.projection import CALENDAR, MonthConvention, Projection
 from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.scenario import RunWindow
@@ -37,6 +38,32 @@ class ScenarioOut(BaseModel):
     price_used: str = Field(description="Which price every dollar figure uses.")
 
 
+class MonthToDateOut(BaseModel):
+    """This calendar month (UTC) so far and where it is heading (methodology.md §5.4)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    spend_to_date_usd: float = Field(
+        description="Every attempt of every variant started this month, at its frozen price"
+    )
+    production_usd: float
+    experiments_usd: float = Field(description="Spent by other variants: A/B arms, probes")
+    experiments_share: float
+    remaining_runs: float = Field(description="Retrainings still to start this month")
+    expected_remaining_usd: float
+    expected_end_of_month_usd: float
+    end_of_month_p10_usd: float
+    end_of_month_p50_usd: float
+    end_of_month_p90_usd: float
+    budget_usd: float | None
+    p_over_budget: float | None = Field(description="P(end-of-month bill > budget)")
+    status: BudgetStatus | None = Field(
+        description="over (spent more already), likely_over (P >= 50%), at_risk "
+        "(P >= 10%) or within; null without a budget"
+    )
+    working: list[str]
+
+
 class ProjectionOut(BaseModel):
     pipeline: str
     variants: list[str] = Field(description="Variants projected, in order.")
@@ -45,6 +72,9 @@ class ProjectionOut(BaseModel):
     available_variants: list[str]
     scenario: ScenarioOut
     windows: dict[str, RunWindow] = Field(description="Runs each variant's figures come from.")
+    month_to_date: MonthToDateOut | None = Field(
+        None, description="This month so far (every variant) and the end-of-month bill."
+    )
 
 
 class GoodputOut(BaseModel):

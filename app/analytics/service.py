@@ -8,12 +8,13 @@ from typing import cast
 
 from sqlalchemy.orm import Session
 
-from app.analytics import costs
+from app.analytics import costs, month
 from app.analytics import repository as repo
 from app.analytics.schemas import (
     CriterionOut,
     GateOut,
     GateResultOut,
+    MonthToDateOut,
     ProjectionOut,
     ScenarioOut,
 )
@@ -125,11 +126,15 @@ def scenario_inputs(
     if scenario.workers is not None:
         _, points = scaling_model(session, pipeline)
         model = fit_usl(points) if points else None
-    interval, restart = None, 0.0
+    interval, restart, recorded = None, 0.0, None
     if scenario.failure_rate is not None:
         d = failure_defaults(session, pipeline)
         interval, restart = d.interval_hours, d.restart_hours
-    what_if = scenario.what_if(default_interval_hours=interval, resume_hours=restart)
+        # The recorded rate, the page's default, keeps the recorded loss: a no-op.
+        recorded = d.rate if d.rate_source == "recorded" else None
+    what_if = scenario.what_if(
+        default_interval_hours=interval, resume_hours=restart, recorded_failure_rate=recorded
+    )
     return (None if what_if.is_empty else what_if), model
 
 
@@ -187,6 +192,7 @@ def projection(
             scaling_model=model,
             current_runs=[r.facts for r in current],
         )
+    mtd = month.months(session, [pipeline]).get(pipeline.id)
     return ProjectionOut(
         pipeline=name,
         variants=chosen,
@@ -195,6 +201,7 @@ def projection(
         available_variants=available,
         scenario=echo(pipeline, scenario),
         windows=windows,
+        month_to_date=None if mtd is None else MonthToDateOut.model_validate(mtd),
     )
 
 
@@ -310,12 +317,12 @@ def thresholds_for(
 
 def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -> dict[int, float]:
     """:func:`current_monthly_cost` for many pipelines at once, by pipeline id (a
-    pipeline whose production variant has no runs is absent): the median cost per run of
-    the production variant's newest RUN_WINDOW runs times the current cadence's runs per
-    calendar month (:func:`app.planning.projection.monthly_cost_now`). The medians are
-    cached between requests while the runs they come from are unchanged
+    pipeline whose production variant has no runs is absent): the expected bill, the mean
+    retraining cost of the production variant's newest RUN_WINDOW runs times the current
+    cadence's runs per calendar month (:func:`app.planning.projection.monthly_cost_now`).
+    The means are cached between requests while the runs they come from are unchanged
     (``app.analytics.costs``)."""
-    medians = costs.median_costs(session, pipelines, RUN_WINDOW)
+    means = costs.mean_costs(session, pipelines, RUN_WINDOW)
     return {
-        p.id: monthly_cost_now(medians[p.id], p.runs_per_week) for p in pipelines if p.id in medians
+        p.id: monthly_cost_now(means[p.id], p.runs_per_week) for p in pipelines if p.id in means
     }

@@ -7,7 +7,7 @@ features read these through ``app.analytics.org_weeks`` and ``app.analytics.week
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import func, literal, select
@@ -148,3 +148,36 @@ def month_spend(
     if pipeline_ids is not None:
         stmt = stmt.where(r.pipeline_id.in_(list(pipeline_ids)))
     return {pid: float(v) for pid, v in session.execute(stmt)}
+
+
+def month_spend_by_variant(
+    session: Session, month: date, pipeline_ids: Sequence[int] | None
+) -> dict[int, dict[str, float]]:
+    """Recorded USD of every attempt started in this calendar month (UTC), per pipeline and
+    variant (experiments and probes included): the bill so far."""
+    r = ROLLUP.c
+    stmt = (
+        select(r.pipeline_id, r.variant, func.sum(r.cost))
+        .where(r.month_start == month)
+        .group_by(r.pipeline_id, r.variant)
+    )
+    if pipeline_ids is not None:
+        stmt = stmt.where(in_ids(session, r.pipeline_id, list(pipeline_ids)))
+    out: dict[int, dict[str, float]] = {}
+    for pid, variant, usd in session.execute(stmt):
+        out.setdefault(pid, {})[variant] = float(usd)
+    return out
+
+
+def newest_starts(
+    session: Session, pipeline_ids: Sequence[int] | None
+) -> dict[int, dict[str, datetime]]:
+    """Each pipeline's variants' newest run start (``run_variant``), by pipeline id."""
+    v = VARIANTS.c
+    stmt = select(v.pipeline_id, v.variant, v.last_started_at).where(v.last_started_at.is_not(None))
+    if pipeline_ids is not None:
+        stmt = stmt.where(in_ids(session, v.pipeline_id, list(pipeline_ids)))
+    out: dict[int, dict[str, datetime]] = {}
+    for pid, variant, started in session.execute(stmt):
+        out.setdefault(pid, {})[variant] = started
+    return out

@@ -190,7 +190,7 @@ def _sequential_quality(
 ) -> CriterionResult:
     """Quality non-inferiority as an always-valid, group-sequential test."""
     n0 = max(th.min_runs, 2)
-    design = SequentialDesign(alpha=th.alpha, min_runs=n0, max_runs=max(th.max_runs, n0))
+    design = SequentialDesign(th.alpha, n0, max(th.max_runs, n0), th.power)
     d = sequential_decision(baseline, candidate, -th.quality_margin, design, what)
     return CriterionResult(
         "quality_non_inferiority",
@@ -239,16 +239,18 @@ def _cost(
         scaling_model=scaling_model,
     )
     cp = proj.cadences[0]
-    value = cp.monthly_cost_p90_usd if th.cost_basis == "p90" else cp.monthly_cost_usd
+    p90 = th.cost_basis == "p90"  # "median", the setting's old name, reads the expected bill
+    value = cp.bill_p90_usd if p90 else cp.expected_bill_usd
     status: Status = "pass" if value <= budget_usd else "fail"
     p_over = cp.p_over_budget if cp.p_over_budget is not None else 0.0
     reason = (
-        f"At {target_runs_per_week:g} runs/week ({cp.runs_per_month:.3g}/month) the candidate's "
-        f"median ${cp.cost_per_run_usd:,.0f}/run gives ${cp.monthly_cost_usd:,.0f}/month "
-        f"(p90 ${cp.monthly_cost_p90_usd:,.0f}, P(over budget) {p_over:.0%}); the "
-        f"{th.cost_basis} ${value:,.0f} against a budget of ${budget_usd:,.0f}: {status}."
+        f"At {target_runs_per_week:g} runs/week ({cp.runs_in_month:.3g}/month) the candidate's "
+        f"mean ${cp.mean_cost_per_run_usd:,.0f}/run gives an expected bill of "
+        f"${cp.expected_bill_usd:,.0f}/month (p90 ${cp.bill_p90_usd:,.0f}, P(over budget) "
+        f"{p_over:.0%}); the {'p90' if p90 else 'expected'} bill ${value:,.0f} against a budget of "
+        f"${budget_usd:,.0f}: {status}."
     )
-    interval = (cp.monthly_cost_p10_usd, cp.monthly_cost_p90_usd)
+    interval = (cp.bill_p10_usd, cp.bill_p90_usd)
     return CriterionResult(
         name,
         value,
@@ -284,10 +286,8 @@ def _quality_missing(
 
 def _median_cost(runs: Sequence[RunFacts], what_if: WhatIf | None) -> float:
     costs = sorted(apply_what_if(r, what_if, None)[0].cost_usd for r in runs)
-    if not costs:
-        return 0.0
-    mid = len(costs) // 2
-    return costs[mid] if len(costs) % 2 else (costs[mid - 1] + costs[mid]) / 2
+    mid = len(costs) // 2  # costs[~mid] is costs[mid] for odd counts, costs[mid - 1] for even
+    return (costs[mid] + costs[~mid]) / 2 if costs else 0.0
 
 
 def evaluate_gate(
@@ -314,9 +314,9 @@ def evaluate_gate(
        the look's lower bound > -margin, fail if its upper bound < -margin, else
        undecided. Runs without a quality value are left out of this criterion; an arm
        with none at all is reported as such.
-    3. projected_cost: the candidate's projection at the target cadence under the same
-       what-ifs as the cost card (:func:`project_costs`), its ``cost_basis`` figure
-       (p90 by default, or the median) <= budget.
+    3. projected_cost: the candidate's month's bill at the target cadence under the
+       same what-ifs as the cost card (:func:`project_costs`), its ``cost_basis`` figure
+       (the bill's p90 by default; "median" reads the expected bill) <= budget.
 
     Verdict: INSUFFICIENT_DATA if either arm has fewer than ``min_runs`` runs; otherwise
     FAIL if any criterion fails or cannot pass, INSUFFICIENT_DATA if any is undecided

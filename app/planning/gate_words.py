@@ -22,7 +22,7 @@ LABELS = {
 }
 """The name people use for every criterion :func:`app.planning.gate.evaluate_gate` makes."""
 
-BASIS_WORDS = {"p90": "p90: 9 months in 10 cost less", "median": "median month"}
+BASIS_WORDS = {"p90": "p90: 9 months in 10 cost less", "median": "expected bill"}
 """Which monthly figure the cost criterion compares with the budget, in words."""
 
 SHORT = {"projected_cost": "cost", "quality_non_inferiority": "quality"}

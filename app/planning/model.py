@@ -82,6 +82,10 @@ class RunFacts:
     mfu: float | None = None
     interruptions: tuple[Interruption, ...] = ()
     quality_value: float | None = None
+    # The other attempts of this run's scheduled retraining that did not succeed (same
+    # retraining_id), paid in full: the bill draws retraining costs, not attempt costs.
+    failed_attempts_gpu_hours: float = 0.0
+    failed_attempts_cost_usd: float = 0.0
 
     def __post_init__(self) -> None:
         _require(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
@@ -102,6 +106,8 @@ class RunFacts:
             _fraction(self.mfu, "mfu")
         if self.quality_value is not None:
             _require(math.isfinite(self.quality_value), "quality_value must be finite")
+        _finite_non_negative(self.failed_attempts_gpu_hours, "failed_attempts_gpu_hours")
+        _finite_non_negative(self.failed_attempts_cost_usd, "failed_attempts_cost_usd")
 
     @property
     def effective_workers(self) -> float:
@@ -127,6 +133,11 @@ class RunFacts:
     def cost_usd(self) -> float:
         """G * price (methodology.md §2)."""
         return self.gpu_hours * self.price_per_gpu_hour
+
+    @property
+    def retraining_cost_usd(self) -> float:
+        """This attempt's cost plus its retraining's failed attempts' (methodology.md §5.1)."""
+        return self.cost_usd + self.failed_attempts_cost_usd
 
 
 def effective_workers(run: RunFacts) -> float:

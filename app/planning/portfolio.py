@@ -4,7 +4,9 @@ what a manager asks about (spend, amount over budget, goodput change)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from app.planning.month_to_date import BudgetStatus, MonthToDate
 
 SORTS = ("name", "spend", "over_budget", "goodput_change")
 
@@ -17,6 +19,9 @@ class PortfolioRow:
     budget_usd: float | None
     month_to_date_usd: float
     goodput_change_points: float | None  # this week against last, in points
+    # The month-to-date status (app.planning.month_to_date), None without a budget.
+    status: BudgetStatus | None = None
+    month_to_date: MonthToDate | None = None
 
     @property
     def over_budget_usd(self) -> float | None:
@@ -33,10 +38,24 @@ class PortfolioTotals:
     month_to_date_usd: float
     over_budget: int  # pipelines whose projection is above their budget
     over_budget_usd: float  # sum of the amounts over
+    # Budgeted and unbudgeted pipelines' monthly figures apart: an unbudgeted pipeline's
+    # spend is never held against the others' budgets. They add up to monthly_spend_usd.
+    budgeted_monthly_usd: float = 0.0
+    unbudgeted_monthly_usd: float = 0.0
+    # Pipelines per month-to-date status word, every word present (0 when none).
+    statuses: dict[str, int] = field(default_factory=dict)
 
 
 def portfolio_totals(rows: Sequence[PortfolioRow]) -> PortfolioTotals:
+    """Sums over the rows. Check: monthly $1,000 (budget $800, status over) + $300
+    (no budget): spend $1,300 = budgeted $1,000 + unbudgeted $300; one over by $200."""
     over = [r.over_budget_usd for r in rows if (r.over_budget_usd or 0.0) > 0]
+    statuses = {s.value: 0 for s in BudgetStatus}
+    for r in rows:
+        if r.status is not None:
+            statuses[BudgetStatus(r.status).value] += 1
+    budgeted = sum(r.monthly_cost_usd or 0.0 for r in rows if r.budget_usd is not None)
+    unbudgeted = sum(r.monthly_cost_usd or 0.0 for r in rows if r.budget_usd is None)
     return PortfolioTotals(
         pipelines=len(rows),
         monthly_spend_usd=sum(r.monthly_cost_usd or 0.0 for r in rows),
@@ -44,6 +63,9 @@ def portfolio_totals(rows: Sequence[PortfolioRow]) -> PortfolioTotals:
         month_to_date_usd=sum(r.month_to_date_usd for r in rows),
         over_budget=len(over),
         over_budget_usd=sum(o for o in over if o is not None),
+        budgeted_monthly_usd=budgeted,
+        unbudgeted_monthly_usd=unbudgeted,
+        statuses=statuses,
     )
 
 

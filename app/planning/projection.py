@@ -5,47 +5,38 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
 
+from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
+from app.planning.schedule import CALENDAR as CALENDAR
+from app.planning.schedule import WEEKS_PER_MONTH as WEEKS_PER_MONTH
+from app.planning.schedule import MonthConvention as MonthConvention
+from app.planning.schedule import runs_per_month as runs_per_month
+from app.planning.schedule import typical_month_runs
+from app.planning.schedule import weeks_per_month as weeks_per_month
 from app.planning.whatif import WhatIf, apply_what_if
-
-# The month convention, named once: "calendar" months have 52/12 = 4.333 weeks (the
-# default), "four_week" months have 4 (the month many planning spreadsheets use).
-MonthConvention = Literal["calendar", "four_week"]
-CALENDAR: MonthConvention = "calendar"
-WEEKS_PER_MONTH: dict[str, float] = {"calendar": 52 / 12, "four_week": 4.0}
 
 BOOTSTRAP_RESAMPLES = 2000
 
 
-def weeks_per_month(convention: str = CALENDAR) -> float:
-    """52/12 for "calendar", 4 for "four_week"; PlanningError otherwise."""
-    try:
-        return WEEKS_PER_MONTH[convention]
-    except KeyError:
-        raise PlanningError(
-            f"unknown month convention {convention!r}; use one of {sorted(WEEKS_PER_MONTH)}"
-        ) from None
-
-
-def runs_per_month(runs_per_week: float, convention: str = CALENDAR) -> float:
-    """Runs per month = k * weeks_per_month (methodology.md §5): 1/week -> 4.333 or 4."""
-    if not (math.isfinite(runs_per_week) and runs_per_week >= 0):
-        raise PlanningError("runs per week must be >= 0")
-    return runs_per_week * weeks_per_month(convention)
-
-
 @dataclass(frozen=True)
 class CadenceProjection:
-    """Projected spend at one cadence. Per-run figures are medians over the runs used;
-    monthly = runs per month x median per run; the band is the bootstrap p10..p90 of the
-    monthly median, and ``p_over_budget`` the share of the same bootstrap medians whose
-    month exceeds the budget (None without a budget). ``vs_current_ratio`` = monthly
-    cost / today's monthly cost.
+    """Projected spend at one cadence.
+
+    The bill (methodology.md §5.3, :func:`app.planning.bill.forecast_bill` over the
+    typical month): ``expected_bill_usd`` = ``runs_in_month`` x mean cost per run, exact;
+    ``bill_p10/p50/p90_usd`` and ``p_over_budget`` (None without a budget) from the
+    bootstrap of the month's bill.
+
+    The monthly figure everywhere is that bill: ``monthly_cost_usd`` is
+    ``expected_bill_usd``, its band (``monthly_cost_p10/p90_usd``) the bill's p10..p90,
+    and ``headroom_usd``/``within_budget`` compare the expected bill with the budget.
+    Per-run figures are the typical (median) run of the window, shown as "a typical
+    retraining costs $X", never as the month. ``vs_current_ratio`` = monthly cost /
+    today's expected bill.
     """
 
     runs_per_week: float
@@ -62,6 +53,12 @@ class CadenceProjection:
     within_budget: bool | None
     vs_current_ratio: float | None
     working: tuple[str, ...]
+    runs_in_month: float = 0.0
+    mean_cost_per_run_usd: float = 0.0
+    expected_bill_usd: float = 0.0
+    bill_p10_usd: float = 0.0
+    bill_p50_usd: float = 0.0
+    bill_p90_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,13 +94,6 @@ def bootstrap_medians(
     return np.asarray(np.median(arr[idx], axis=1))
 
 
-def p_over(medians: np.ndarray, runs_per_month: float, budget_usd: float | None) -> float | None:
-    """Share of bootstrap months (runs per month x a bootstrap median) above the budget."""
-    if budget_usd is None:
-        return None
-    return float(np.mean(runs_per_month * medians > budget_usd))
-
-
 def bootstrap_median_band(
     values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> tuple[float, float]:
@@ -136,18 +126,17 @@ def project_costs(
     Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
     Then, at k runs per week, m = k * weeks_per_month(convention) and
 
-    - GPU-hours per run, cost per run = medians over the adjusted runs;
-    - monthly GPU-hours = m * median G; monthly cost = m * median cost;
-    - band = m * (p10, p90) of the bootstrap distribution of the median cost per run
-      (2000 resamples with replacement, fixed ``seed``), widened if needed to contain the
-      point estimate. It shows how much the median could move with other recent runs; it
-      is not a forecast of one month's bill;
-    - p_over_budget = share of the same 2000 bootstrap months m * median above the budget;
-    - headroom = budget - monthly cost, within_budget = monthly cost <= budget;
-    - vs_current_ratio = monthly cost / today's monthly cost, where today's cost is
-      m_now * median cost of ``current_runs`` (default: ``runs``) as observed, no what-ifs,
-      at ``current_runs_per_week``. Pass the baseline's runs as ``current_runs`` when
-      projecting a candidate variant.
+    - GPU-hours per run, cost per run = medians over the adjusted runs (the typical
+      retraining, shown as such);
+    - monthly cost = the expected bill: runs in the month x the mean retraining cost
+      (the run plus its retraining's failed attempts), exact; monthly GPU-hours = m x
+      the mean retraining's GPU-hours;
+    - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
+      bootstrap months of :func:`app.planning.bill.forecast_bill`;
+    - headroom = budget - expected bill, within_budget = expected bill <= budget;
+    - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
+      ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
+      baseline's runs as ``current_runs`` when projecting a candidate variant.
 
     Raises :class:`PlanningError` without runs (see :func:`project_from_inputs`).
     """
@@ -163,38 +152,39 @@ def project_costs(
         adjusted.append(adj)
         warnings.extend(w for w in run_warnings if w not in warnings)
     costs = [a.cost_usd for a in adjusted]
+    window = _bill_window(runs, costs, what_if, scaling_model)
     cost_med = float(np.median(costs))
     g_med = float(np.median([a.gpu_hours for a in adjusted]))
     t_med = float(np.median([a.wall_clock_hours for a in adjusted]))
-    medians = bootstrap_medians(costs, seed=seed)
-    lo, hi = (float(v) for v in np.percentile(medians, [10.0, 90.0]))
-    lo, hi = min(lo, cost_med), max(hi, cost_med)
 
     current_cost = current_gpu = None
     if current_runs_per_week is not None:
         m_now = runs_per_month(current_runs_per_week, convention)
         today = current_runs if current_runs else runs
-        current_cost = m_now * float(np.median([r.cost_usd for r in today]))
-        current_gpu = m_now * float(np.median([r.gpu_hours for r in today]))
+        # Today's expected bill: the same mean retraining (failed attempts included).
+        current_cost = m_now * math.fsum(r.retraining_cost_usd for r in today) / len(today)
+        current_gpu = m_now * _mean_gpu_hours(today)
+    g_mean = math.fsum(
+        a.gpu_hours + r.failed_attempts_gpu_hours for a, r in zip(adjusted, runs, strict=True)
+    ) / len(runs)
 
     results = []
     for k in cadences:
         m = runs_per_month(k, convention)
-        monthly = m * cost_med
+        bill = forecast_bill(window, typical_month_runs(k, convention), budget_usd=budget_usd)
+        monthly = bill.expected_bill_usd
         working = [
             f"{k:g} runs/week x {wpm:.4g} weeks/month = {m:.4g} runs/month.",
-            f"Median per run over {len(runs)} runs: {g_med:.1f} GPU-h, ${cost_med:,.2f}.",
-            f"Monthly: {m:.4g} x ${cost_med:,.2f} = ${monthly:,.2f} "
-            f"(p10-p90 ${m * lo:,.0f}-${m * hi:,.0f}); {m * g_med:,.1f} GPU-h.",
+            f"A typical retraining (median of {len(runs)}): {g_med:.1f} GPU-h, ${cost_med:,.2f}.",
+            *bill.working,
         ]
         headroom = within = None
-        p_over_budget = p_over(medians, m, budget_usd)
         if budget_usd is not None:
             headroom, within = budget_usd - monthly, monthly <= budget_usd
             verdict = "within" if within else "over"
             working.append(
-                f"Budget ${budget_usd:,.0f}: median {verdict} by ${abs(headroom):,.0f}; "
-                f"p90 ${m * hi:,.0f}; P(over budget) = {p_over_budget:.0%}."
+                f"Budget ${budget_usd:,.0f}: the expected bill is {verdict} it by "
+                f"${abs(headroom):,.0f}."
             )
         ratio = None
         if current_cost is not None and current_cost > 0:
@@ -210,20 +200,21 @@ def project_costs(
                 gpu_hours_per_run=g_med,
                 wall_clock_hours_per_run=t_med,
                 cost_per_run_usd=cost_med,
-                monthly_gpu_hours=m * g_med,
+                monthly_gpu_hours=m * g_mean,
                 monthly_cost_usd=monthly,
-                monthly_cost_p10_usd=m * lo,
-                monthly_cost_p90_usd=m * hi,
-                p_over_budget=p_over_budget,
+                monthly_cost_p10_usd=bill.bill_p10_usd,
+                monthly_cost_p90_usd=bill.bill_p90_usd,
+                p_over_budget=bill.p_over_budget,
                 headroom_usd=headroom,
                 within_budget=within,
                 vs_current_ratio=ratio,
                 working=tuple(working),
+                **_bill_fields(bill),
             )
         )
     notes = [
-        f"Band: p10-p90 of the median cost per run over {BOOTSTRAP_RESAMPLES} bootstrap "
-        f"resamples of the {len(runs)} runs (seed {seed}), times runs per month."
+        f"Band: p10-p90 of the month's bill, from {DEFAULT_DRAWS} bootstrap months of the "
+        f"{len(runs)} retraining costs (seed 0)."
     ]
     if what_if is not None and not what_if.is_empty:
         notes.insert(0, _what_if_note(what_if))
@@ -242,6 +233,66 @@ def project_costs(
         warnings=tuple(warnings),
         notes=tuple(notes),
     )
+
+
+def _mean_gpu_hours(runs: Sequence[RunFacts]) -> float:
+    """Mean GPU-hours per retraining, its failed attempts included."""
+    return math.fsum(r.gpu_hours + r.failed_attempts_gpu_hours for r in runs) / len(runs)
+
+
+def _bill_fields(bill: BillForecast) -> dict[str, float]:
+    return {
+        "runs_in_month": bill.runs_in_month,
+        "mean_cost_per_run_usd": bill.mean_retraining_usd,
+        "expected_bill_usd": bill.expected_bill_usd,
+        "bill_p10_usd": bill.bill_p10_usd,
+        "bill_p50_usd": bill.bill_p50_usd,
+        "bill_p90_usd": bill.bill_p90_usd,
+    }
+
+
+def _bill_window(
+    runs: Sequence[RunFacts],
+    costs: list[float],
+    what_if: WhatIf | None,
+    scaling_model: ScalingModel | None,
+) -> list[float] | FailureWindow:
+    """What the bill resamples: each retraining's cost under the what-ifs (the run plus its
+    retraining's failed attempts) or, with a failure rate that differs from the recorded
+    one, the failure model instead of the failed attempts (methodology.md §5.3):
+    per run the cost at rate 0, the expected failures lambda x Weff x T0 and one
+    failure's cost. Every later what-if scales T linearly, so (cost at lambda - cost
+    at 0) / expected failures is one failure's cost with all what-ifs applied."""
+    modelled = what_if is not None and what_if.changes_failure_rate
+    if what_if is None or not modelled or what_if.checkpoint_interval_hours is None:
+        return [c + _failed_attempts_usd(r, c, what_if) for r, c in zip(runs, costs, strict=True)]
+    rate = what_if.failure_rate_per_instance_hour or 0.0
+    at_zero = replace(what_if, failure_rate_per_instance_hour=0.0)
+    base, expected, per = [], [], []
+    for run, cost in zip(runs, costs, strict=True):
+        free = apply_what_if(run, at_zero, scaling_model)[0].cost_usd
+        recorded = sum(i.total_hours for i in run.interruptions)
+        t0 = max(run.wall_clock_hours - recorded, 1e-9)
+        mu = rate * run.effective_workers * t0
+        base.append(free)
+        expected.append(mu)
+        per.append((cost - free) / mu if mu > 0 else 0.0)
+    return FailureWindow(tuple(base), tuple(expected), tuple(max(p, 0.0) for p in per))
+
+
+def _failed_attempts_usd(run: RunFacts, adjusted_cost: float, what_if: WhatIf | None) -> float:
+    """The retraining's failed attempts under the what-ifs: their GPU-hours scale as the
+    succeeded attempt's did (the same job at the same workers and utilization), at the
+    what-if price when one is given, else at their own."""
+    if run.failed_attempts_gpu_hours == 0.0:
+        return 0.0
+    if what_if is None or what_if.is_empty or run.cost_usd == 0.0:
+        return run.failed_attempts_cost_usd
+    price = what_if.price
+    if price is None:  # cost scales with GPU-hours at unchanged prices
+        return run.failed_attempts_cost_usd * adjusted_cost / run.cost_usd
+    scale = adjusted_cost / (price * run.gpu_hours) if price > 0 else 0.0
+    return run.failed_attempts_gpu_hours * scale * price
 
 
 def _what_if_note(w: WhatIf) -> str:
@@ -307,13 +358,13 @@ def project_from_inputs(
     return replace(result, notes=tuple(notes))
 
 
-def monthly_cost_now(median_cost_per_run: float, runs_per_week: float) -> float:
-    """Monthly cost at the current cadence as observed, no what-ifs, from the median cost
-    per run of the default variant's recent runs: what :func:`project_costs` gives at
-    ``runs_per_week`` (calendar months), without the bootstrap band, for readers that
-    need every pipeline's figure at once.
+def monthly_cost_now(mean_cost_per_retraining: float, runs_per_week: float) -> float:
+    """The expected bill at the current cadence as observed, no what-ifs, from the mean
+    retraining cost of the default variant's recent runs: what :func:`project_costs`
+    gives at ``runs_per_week`` (calendar months), without the bill's percentiles, for
+    readers that need every pipeline's figure at once.
 
-    Example: costs 10, 30, 20 USD per run (median 20) at 3 runs a week:
+    Example: retrainings of 10, 30, 20 USD (mean 20) at 3 runs a week:
     3 * 52/12 * 20 = 260 USD.
     """
-    return runs_per_month(runs_per_week, "calendar") * median_cost_per_run
+    return runs_per_month(runs_per_week, "calendar") * mean_cost_per_retraining

@@ -69,8 +69,10 @@ class Scenario:
         *,
         default_interval_hours: float | None = None,
         resume_hours: float = 0.0,
+        recorded_failure_rate: float | None = None,
     ) -> WhatIf:
-        """The run-level what-ifs (price, utilization, workers, failure rate)."""
+        """The run-level what-ifs (price, utilization, workers, failure rate); a failure
+        rate equal to ``recorded_failure_rate`` keeps the recorded failure loss."""
         return WhatIf(
             price=self.price,
             utilization_target=self.utilization_target,
@@ -78,6 +80,7 @@ class Scenario:
             failure_rate_per_instance_hour=self.failure_rate,
             checkpoint_interval_hours=self.checkpoint_interval_hours or default_interval_hours,
             resume_hours=resume_hours,
+            recorded_failure_rate=recorded_failure_rate,
         )
 
 

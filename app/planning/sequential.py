@@ -106,10 +106,15 @@ class SequentialDesign:
     alpha: float = 0.05
     min_runs: int = 3
     max_runs: int = DEFAULT_MAX_RUNS
+    # Runs still needed are for this power: the chance that the look decides, if the
+    # observed means and variances are the truth (0.5 = the bound just clears).
+    power: float = 0.8
 
     def __post_init__(self) -> None:
         if self.max_runs < self.min_runs or self.max_runs > 1000:
             raise PlanningError("max runs per arm must be between min_runs and 1000")
+        if not 0.5 <= self.power < 1:
+            raise PlanningError("power must be in [0.5, 1)")
 
     def nominal_level(self, n: int) -> float:
         values = critical_values(self.alpha, self.min_runs, self.max_runs)
@@ -197,26 +202,32 @@ def sequential_decision(
     if needed is None:
         reason = f"{numbers}; the estimate sits on the threshold, so more runs cannot decide."
         return LookDecision(c.diff, (lo, hi), status, reason, None, p)
-    reason = f"{numbers}; about {needed} more runs per arm would decide it."
+    reason = (
+        f"{numbers}; about {needed} more runs per arm would decide it ({design.power:.0%} power)."
+    )
     return LookDecision(c.diff, (lo, hi), status, reason, needed, p)
 
 
 def _runs_to_decide(
     var_b: float, var_c: float, gap: float, n: int, design: SequentialDesign
 ) -> int | None:
-    """Extra runs per arm until a later look decides, if the means and variances hold.
+    """Extra runs per arm until a later look decides with probability ``design.power``,
+    if the means and variances hold: the first look m with
+    |gap| >= (t_{1-level_m}(df) + t_power(df)) x sqrt(v / m), df = Welch's at m.
 
     Looks up to the design's maximum use their own (stricter) levels; beyond it, the
-    final level with :func:`app.planning.welch.runs_needed_per_arm`.
+    final level with :func:`app.planning.welch.runs_needed_per_arm` at the same power.
     """
     if gap == 0 or not math.isfinite(gap):
         return None
     v = var_b + var_c
     share = v * v / (var_b**2 + var_c**2) if v > 0 else 1.0
     for m in range(n + 1, design.max_runs + 1):
+        df = (m - 1) * share
         level = design.nominal_level(m)
-        if abs(gap) >= float(t.isf(level, (m - 1) * share)) * math.sqrt(v / m):
+        power_term = float(t.ppf(design.power, df)) if design.power > 0.5 else 0.0
+        if abs(gap) >= (float(t.isf(level, df)) + power_term) * math.sqrt(v / m):
             return m - n
     final = design.nominal_level(design.max_runs)
-    total = runs_needed_per_arm(var_b, var_c, gap, final)
+    total = runs_needed_per_arm(var_b, var_c, gap, final, design.power)
     return None if total is None else max(design.max_runs + 1, total) - n

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from app.analytics.schemas import MonthToDateOut
+from app.planning.month_to_date import BudgetStatus
 from app.schemas_common import OutModel
 
 
@@ -16,6 +18,14 @@ class PortfolioTotalsOut(OutModel):
     month_to_date_usd: float = Field(description="Recorded spend this calendar month (UTC)")
     over_budget: int = Field(description="Pipelines whose projected month is above budget")
     over_budget_usd: float = Field(description="Sum of the amounts over budget")
+    budgeted_monthly_usd: float = Field(description="The monthly figures of budgeted pipelines")
+    unbudgeted_monthly_usd: float = Field(
+        description="The monthly figures of pipelines without a budget (never held against "
+        "the others' budgets)"
+    )
+    statuses: dict[str, int] = Field(
+        description="Pipelines per budget status this month: over, likely_over, at_risk, within"
+    )
 
 
 class PortfolioRowOut(OutModel):
@@ -28,6 +38,11 @@ class PortfolioRowOut(OutModel):
     budget_usd: float | None
     over_budget_usd: float | None = Field(description="Projected month minus budget")
     month_to_date_usd: float
+    status: BudgetStatus | None = Field(
+        description="This month's budget status (the same word as the pipeline page, the "
+        "review and /metrics); null without a budget"
+    )
+    month_to_date: MonthToDateOut
     goodput_change_points: float | None = Field(
         description="Overall goodput of the last complete ISO week minus the week before's"
     )

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.analytics import org_weeks
+from app.analytics import month, org_weeks
 from app.analytics import service as analytics
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines
@@ -33,20 +33,23 @@ def load_portfolio(
     # month to date: every run this month up to now (the window ends with this week).
     monday = last_complete_week(today)
     window = org_weeks.org_window(session, [p.id for p in listed], monday_of(today))
-    month = today.replace(day=1)
     costs = analytics.current_monthly_costs(session, listed)
+    months = month.months(session, listed)
     rows = []
     for p in listed:
         a = window.overall(p.id, monday)
         b = window.overall(p.id, monday - timedelta(weeks=1))
+        mtd = months[p.id]
         rows.append(
             PortfolioRow(
                 name=p.name,
                 owner=p.owner,
                 monthly_cost_usd=costs.get(p.id),
                 budget_usd=p.monthly_budget_usd,
-                month_to_date_usd=window.month_usd(p.id, month),
+                month_to_date_usd=mtd.spend_to_date_usd,
                 goodput_change_points=None if a is None or b is None else 100.0 * (a - b),
+                status=mtd.status,
+                month_to_date=mtd,
             )
         )
     return rows, teams

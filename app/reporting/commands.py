@@ -23,7 +23,7 @@ from cadence_client import (
     ServiceUnavailable,
 )
 
-from app.reporting.focus import write_focus
+from app.reporting.focus import DEFAULT_VERSION, VERSIONS, write_focus
 from app.reporting.records import Record, RecordError, read_records, write_csv, write_jsonl
 
 OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
@@ -120,12 +120,20 @@ def add_parsers(sub: Any) -> None:
         "--format",
         choices=("csv", "jsonl", "focus"),
         default="csv",
-        help="csv or jsonl (every API field), or focus: FinOps FOCUS 1.0 cost rows",
+        help="csv or jsonl (every API field), or focus: FinOps FOCUS allocation rows "
+        "(docs/finops.md)",
+    )
+    export.add_argument(
+        "--focus-version",
+        choices=VERSIONS,
+        default=DEFAULT_VERSION,
+        help=f"--format focus: the FOCUS version's columns (default {DEFAULT_VERSION})",
     )
     export.add_argument(
         "--provider",
         default="Unknown",
-        help="--format focus: Provider, Publisher and InvoiceIssuer (e.g. your cloud)",
+        help="--format focus: ProviderName, PublisherName and InvoiceIssuerName, as the "
+        "cloud's own export spells it (AWS, Microsoft, Google Cloud)",
     )
     export.add_argument("--output", type=Path, help="file to write (default: stdout)")
     export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
@@ -330,7 +338,9 @@ def run_export(
     write: Callable[[Iterable[dict[str, Any]], TextIO], int] = {
         "csv": write_csv,
         "jsonl": write_jsonl,
-        "focus": lambda runs, out: write_focus(runs, out, provider=args.provider),
+        "focus": lambda runs, out: write_focus(
+            runs, out, provider=args.provider, version=args.focus_version
+        ),
     }[args.format]
     try:
         with client_for(args, token, transport, sleep) as client:

@@ -48,6 +48,10 @@ class MonthSpend:
 
     month_to_date_usd: float = 0.0
     projected_month_usd: float | None = None
+    # The budget word: this month's status (app.analytics.month, the same as every page)
+    # when the week is in the current month; for a past month, over or within by what
+    # was recorded. None without a budget.
+    status: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ EXPORT_FIELDS = (
     "projected_month_usd",
     "monthly_budget_usd",
     "over_budget_usd",
+    "budget_status",
 )
 
 
@@ -199,4 +204,5 @@ def export_row(line: ReviewLine, monday: date) -> dict[str, Any]:
     row["projected_month_usd"] = _rounded(line.month.projected_month_usd, 2)
     row["monthly_budget_usd"] = line.monthly_budget_usd
     row["over_budget_usd"] = _rounded(line.over_budget_usd, 2)
+    row["budget_status"] = line.month.status
     return row

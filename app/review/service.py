@@ -9,14 +9,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
 from app.analytics import advice, org_weeks
 from app.analytics import service as analytics
+from app.analytics.month import months
 from app.exceptions import CadenceError
 from app.pipelines import service as pipelines
+from app.planning.month_to_date import BudgetStatus
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary
 from app.review.lines import MonthSpend, PipelineInfo, ReviewLine
@@ -68,13 +70,34 @@ def load_review(
     previous = monday - timedelta(weeks=1)
     costs = analytics.current_monthly_costs(session, rows)
     month = monday.replace(day=1)
+    now = datetime.now(UTC)
+    current = month == now.date().replace(day=1)
+    statuses = (
+        {pid: m.status.value if m.status else None for pid, m in months(session, rows, now).items()}
+        if current
+        else {}
+    )
     return ReviewData(
         [info(p) for p in rows],
         {p.name: (window.summary(p.id, previous), window.summary(p.id, monday)) for p in rows},
         teams,
-        {p.name: MonthSpend(window.month_usd(p.id, month), costs.get(p.id)) for p in rows},
+        {
+            p.name: MonthSpend(
+                window.month_usd(p.id, month),
+                costs.get(p.id),
+                statuses.get(p.id) if current else past_status(window.month_usd(p.id, month), p),
+            )
+            for p in rows
+        },
         window.together(),
     )
+
+
+def past_status(spent: float, p: pipelines.Brief) -> str | None:
+    """A finished month's budget word: what it recorded against the budget."""
+    if p.monthly_budget_usd is None:
+        return None
+    return BudgetStatus.OVER.value if spent > p.monthly_budget_usd else BudgetStatus.WITHIN.value
 
 
 def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:

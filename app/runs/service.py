@@ -228,11 +228,12 @@ def _raise_conflicts(
         if row is None:
             continue
         metric = pipelines[run.pipeline].quality_metric
-        differing = _differences(_row_values(row), row, run, default_metric=metric)
+        stored = _row_values(row)
+        differing = _differences(stored, row, run, default_metric=metric)
         if differing:
             index = first[(run.pipeline, run.run_id)]
             fields += [
-                {"field": prefix(index) + name, "reason": "differs from the stored run"}
+                {"field": prefix(index) + name, "reason": _conflict_reason(name, stored, run)}
                 for name in differing
             ]
             message = (
@@ -250,6 +251,21 @@ def _raise_conflicts(
 
 def _row_values(row: Run) -> dict[str, Any]:
     return {name: getattr(row, name) for name in COMPARED}
+
+
+def _conflict_reason(name: str, stored: dict[str, Any], run: RunIn) -> str:
+    """Why a field conflicts, in terms of what was sent: a field the retry left out takes
+    its default, which is not what the stored run holds (a 409 naming a field nobody sent
+    would otherwise read as a server mistake)."""
+    if name == "interruptions" or name not in stored:
+        return "differs from the stored run"
+    was = stored[name]
+    if name not in run.model_fields_set and name in RunIn.model_fields:
+        return (
+            f"not sent, so it defaults to {stored_values(run).get(name)!r}, but the stored "
+            f"run has {was!r}: send the stored value, or use a new run_id"
+        )
+    return f"the stored run has {was!r}; this request sends {stored_values(run).get(name)!r}"
 
 
 def _differences(

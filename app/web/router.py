@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
+from app.billing import service as billing
 from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
@@ -72,11 +74,14 @@ def overview(
         by_name = {p.name: p for p in pipelines.page(session, only=[r.name for r in shown])}
         costs = {r.name: r.monthly_cost_usd for r in shown}
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
+        months = {r.name: r.month_to_date for r in shown}
+        bill = billing.org_reconciliation(session, None, visible_pipelines(viewer))
     return templates.TemplateResponse(
         request,
         "overview.html",
         {
             "cards": cards,
+            "months": months,
             "page": page,
             "pages": max(1, -(-len(rows) // OVERVIEW_PAGE)),
             "week": iso_week(last_complete_week(today)),
@@ -87,6 +92,7 @@ def overview(
             "sort": sort,
             "query": dict(request.query_params),
             "month": today.strftime("%B %Y"),
+            "bill": bill,
         },
     )
 
@@ -105,7 +111,7 @@ def pipeline_page(
 ) -> HTMLResponse:
     with db.read() as session:
         pipeline = get_by_name(session, name)
-        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
+        p, context = _priced_context(session, pipeline, p, g, dict(request.query_params))
         summaries, trend_warnings = views.weekly(session, pipeline)
         scaling, scaling_out = views.scaling_section(session, pipeline, p)
         runs, total = listing.table_page(
@@ -133,6 +139,31 @@ def pipeline_page(
             }
         )
     return templates.TemplateResponse(request, "pipeline.html", context)
+
+
+def bill_priced(p: Scenario, bill: Any, source: str | None) -> tuple[Scenario, str | None]:
+    """``price_from=bill``: the scenario at the bill's effective price per GPU-hour for the
+    newest billed month, and the words that say so (docs/finops.md)."""
+    if source != "bill":
+        return p, None
+    price = bill.effective_price_per_gpu_hour
+    if price is None:
+        return p, f"price: no bill line for this pipeline in {bill.month}, so as recorded"
+    return replace(
+        p, price=round(price, 4)
+    ), f"price: from the bill, ${price:,.2f}, as of {bill.month}"
+
+
+def _priced_context(
+    session: Any, pipeline: Pipeline, p: Scenario, g: views.GateParams, query: dict[str, str]
+) -> tuple[Scenario, dict[str, Any]]:
+    """The scenario, at the bill's price when asked, and its sections' context with the
+    pipeline's reconciliation (``bill``) and the words for the price (``price_note``)."""
+    bill = billing.pipeline_reconciliation(session, pipeline.name, None)
+    p, price_note = bill_priced(p, bill, query.get("price_from"))
+    context = _whatif_context(session, pipeline, p, g, query)
+    context.update({"bill": bill, "price_note": price_note})
+    return p, context
 
 
 def _whatif_context(
@@ -184,7 +215,7 @@ def whatif_fragment(
     server-escaped HTML."""
     with db.read() as session:
         pipeline = get_by_name(session, name)
-        context = _whatif_context(session, pipeline, p, g, dict(request.query_params))
+        _, context = _priced_context(session, pipeline, p, g, dict(request.query_params))
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
     decision = env.get_template("_decision.html").render(request=request, **context)

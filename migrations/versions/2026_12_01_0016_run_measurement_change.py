@@ -1,7 +1,7 @@
 """Audit trail of measurements changed on stored runs: run_measurement_change.
 
 Revision ID: 0016
-Revises: 0019
+Revises: 0014
 Create Date: 2026-12-01 16:10:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0016'
-down_revision: str | None = '0019'
+down_revision: str | None = '0014'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -47,7 +47,7 @@ def headers(db: Database) -> dict[str, str]:
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
     """The pipelines each uncached read was asked for (None: every pipeline)."""
     seen: dict[str, list[Any]] = {"medians": [], "window": []}
-    medians, window = analytics_repo.median_costs, rollup_reads.window_rows
+    medians, window = analytics_repo.recent_costs, rollup_reads.window_rows
 
     def count_medians(session: Any, variants: dict[int, str], limit: int) -> dict[int, float]:
         seen["medians"].append(sorted(variants))
@@ -57,7 +57,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
         seen["window"].append(None if ids is None else sorted(ids))
         return window(session, since, until, ids)
 
-    monkeypatch.setattr(analytics_repo, "median_costs", count_medians)
+    monkeypatch.setattr(analytics_repo, "recent_costs", count_medians)
     monkeypatch.setattr(rollup_reads, "window_rows", count_window)
     yield seen
 
@@ -189,8 +189,8 @@ def test_a_session_without_the_database_caches_keeps_nothing(
     with db.read() as s:
         listed = briefs(s)
         s.info.clear()  # as a session made outside app.db.engine.Database
-        costs.median_costs(s, listed, 20)
-        costs.median_costs(s, listed, 20)
+        costs.mean_costs(s, listed, 20)
+        costs.mean_costs(s, listed, 20)
     assert len(calls["medians"]) == 2
 
 

@@ -47,11 +47,13 @@ def ranker(client: TestClient, ingest_headers: dict, admin_headers: dict) -> Tes
     return client
 
 
-def test_bug1_plan_arms_inherit_the_plans_run(client: TestClient) -> None:
-    # Arms give only utilization and quality: each is priced as the plan's run,
-    # 8 x 14 h x $2.50 = $280, not 1 worker x 1 hour ($2.50). At 2 runs/week:
-    # 2 x 52/12 = 8.667 runs x $280 = $2,426.67 > $1,400 -> FAIL, the same figure as the
-    # response's projection at 2/week without what-ifs.
+def test_bug1_plan_arms_are_priced_like_the_plans_run(client: TestClient) -> None:
+    # Arms give only utilization and quality: each is the plan's job (8 x 14 h at 38%,
+    # $2.50) done at the arm's utilization: T = 14 x 0.38 / u. The candidate at 0.70,
+    # 0.71, 0.69 takes 7.6, 7.49, 7.71 h: 60.8, 59.94, 61.68 GPU-h, median $152 a run,
+    # 8.667 x 152 = $1,317.33 a month at 2/week: the figure the plan's own projection
+    # gives with a 70% utilization target (issue 23: the gate priced these runs at the
+    # plan's 14 h, $2,427, and failed while the projection said $1,317).
     arm = [
         {"gpu_utilization": u, "quality_value": q}
         for u, q in ((0.37, 0.41), (0.39, 0.412), (0.38, 0.414))
@@ -65,23 +67,30 @@ def test_bug1_plan_arms_inherit_the_plans_run(client: TestClient) -> None:
         "wall_clock_hours": 14,
         "gpu_utilization": 0.38,
         "price_per_gpu_hour": 2.5,
-        "cadences": [1, 2],
+        "cadences": [2],
         "budget_usd": 1400,
-        "gate": {"baseline": arm, "candidate": cand, "target_runs_per_week": 2, "budget_usd": 1400},
+        "what_if": {"utilization_target": 0.7},
+        "gate": {
+            "baseline": arm,
+            "candidate": cand,
+            "target_runs_per_week": 2,
+            "budget_usd": 1400,
+            "cost_basis": "median",
+        },
     }
     body = client.post("/api/v1/plan", json=plan).json()
     cost = body["gate"]["criteria"][2]
-    at2 = body["projection"]["cadences"][1]
-    assert cost["value"] == pytest.approx(2426.6667, rel=1e-6) == at2["monthly_cost_usd"]
-    assert cost["unit"] == "usd_per_month" and body["gate"]["verdict"] == "FAIL"
-    # A candidate that says its runs take 7.6 h is priced at 8 x 7.6 x 2.5 = $152:
-    # 8.667 x 152 = $1,317.33 <= $1,400: the cost criterion passes (the verdict waits on
-    # the sequential quality test, which three runs per arm cannot settle).
+    at2 = body["projection"]["cadences"][0]
+    assert at2["monthly_cost_usd"] == pytest.approx(1317.3333, rel=1e-6)
+    assert cost["value"] == pytest.approx(1317.3333, rel=1e-6)
+    assert cost["status"] == "pass"
+    # A candidate that says its runs take 14 h is what it says: 8 x 14 x $2.50 = $280,
+    # then the 70% target scales it by u/0.70 (about 1): 8.667 x 280 = $2,426.67, over.
     for r in plan["gate"]["candidate"]:  # type: ignore[index]
-        r["wall_clock_hours"] = 7.6
+        r["wall_clock_hours"] = 14
     body = client.post("/api/v1/plan", json=plan).json()
-    assert body["gate"]["criteria"][2]["value"] == pytest.approx(1317.3333, rel=1e-6)
-    assert body["gate"]["criteria"][2]["status"] == "pass"
+    assert body["gate"]["criteria"][2]["value"] == pytest.approx(2426.6667, rel=1e-6)
+    assert body["gate"]["criteria"][2]["status"] == "fail"
 
 
 def test_endpoints_echo_the_scenario_and_the_run_window(ranker: TestClient) -> None:
@@ -246,21 +255,22 @@ def test_page_and_api_say_the_same_gate_sentence(
 
 
 def test_gate_sentence_in_dollars_and_points(ranker: TestClient) -> None:
-    # Candidate at 2 runs/week (twice today's weekly): $152/run x 2 x 52/12 = $1,317.33 a
-    # month (identical runs: p90 = median) within $1,400; uplift 70 - 38 = 32 points.
+    # Candidate at 2 runs/week (twice today's weekly), identical runs at $152: a month
+    # holds 9 runs (p 2/3) or 8, so the p90 bill (the basis) is 9 x 152 = $1,368 within
+    # $1,400 (expected bill 8.667 x 152 = $1,317.33); uplift 70 - 38 = 32 points.
     gate = ranker.get("/api/v1/pipelines/ranker/gate").json()
     assert gate["headline"] == (
-        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,317/month), quality is not "
+        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,368/month), quality is not "
         "worse and utilization is up 32 points."
     )
     cost = gate["result"]["criteria"][2]
     assert cost["label"] == "Monthly cost at the target cadence"
     assert cost["plain"] == (
-        "$1,317/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
+        "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
     )
-    # $1,000 budget: $1,317 - $1,000 = $317 over.
+    # $1,000 budget: $1,368 - $1,000 = $368 over.
     gate = ranker.get("/api/v1/pipelines/ranker/gate", params={"budget": 1000}).json()
     assert gate["verdict_label"] == "FAIL"
     assert gate["headline"] == (
-        "FAIL: the candidate costs $1,317/month at 2×/week, $317 over the $1,000 budget."
+        "FAIL: the candidate costs $1,368/month at 2×/week, $368 over the $1,000 budget."
     )

@@ -70,10 +70,12 @@ def test_pass_with_hand_worked_numbers() -> None:
     assert quality.interval == pytest.approx((0.005 - 0.048464, 0.005 + 0.048464), abs=1e-5)
     assert quality.p_value == pytest.approx(0.000287, abs=1e-6)
     assert "look 5 of 15" in quality.reason
-    # cost: 2/week x 52/12 = 8.667 runs x (60.8 x $2 = $121.60) = $1,053.87 <= $1,200
+    # cost: identical candidate runs of 60.8 x $2 = $121.60. At 2/week a month holds 9
+    # runs (probability 2/3) or 8: expected bill 8.667 x 121.60 = $1,053.87, and the p90
+    # bill (the default basis) is 9 x 121.60 = $1,094.40 <= $1,200: pass.
     assert cost.name == "projected_cost" and cost.status == "pass"
-    assert cost.value == pytest.approx(2 * 52 / 12 * 121.6)
-    assert "$1,054/month" in cost.reason
+    assert cost.value == pytest.approx(9 * 121.6)
+    assert "expected bill of $1,054/month" in cost.reason and "p90 bill $1,094" in cost.reason
     assert r.runs_needed_per_arm is None and r.projection is not None
 
 
@@ -93,15 +95,20 @@ def test_fail_when_uplift_decisively_below_threshold() -> None:
 
 def test_undecided_quality_reports_runs_needed() -> None:
     # margin 0.01: lower bound 0.005 - 0.048464 < -0.01 -> undecided. With the same means
-    # and variances, look m has se = sqrt(0.0005 / m) and df 2 (m - 1); the first look whose
-    # bound t_(1-level_m) x se fits in the gap 0.015 is m = 12 (level 0.020564, t 2.1694,
-    # 2.1694 x 0.006455 = 0.0140; m = 11 needs 0.0155): 7 more than the current 5 (a fixed
-    # test, invalid when re-checked, would say 3).
+    # and variances, look m has se = sqrt(0.0005 / m) and df 2 (m - 1). At 80% power the
+    # look must clear the gap 0.015 by (t_(1-level_m) + t_0.8) x se: look 15 (the design's
+    # last, level 0.034236) needs (1.8949 + 0.8546) x 0.005774 = 0.0159, too much; past
+    # it the last level is kept: m = 16 needs (1.8899 + 0.8538) x 0.005590 = 0.0153,
+    # m = 17 needs (1.8855 + 0.8530) x 0.005423 = 0.01485 <= 0.015: 12 more than the
+    # current 5. (At 50% power, where the bound would just clear, it was m = 12: 7 more,
+    # a figure that decides only about half the time.)
     r = gate(thresholds=GateThresholds(quality_margin=0.01))
     q = r.criteria[1]
-    assert q.status == "undecided" and q.runs_needed_per_arm == 7
-    assert "7 more runs per arm" in q.reason
-    assert r.verdict == "INSUFFICIENT_DATA" and r.runs_needed_per_arm == 7
+    assert q.status == "undecided" and q.runs_needed_per_arm == 12
+    assert "12 more runs per arm would decide it (80% power)" in q.reason
+    assert r.verdict == "INSUFFICIENT_DATA" and r.runs_needed_per_arm == 12
+    half = gate(thresholds=GateThresholds(quality_margin=0.01, power=0.5)).criteria[1]
+    assert half.runs_needed_per_arm == 7
 
 
 def test_quality_lower_is_better_and_decisive_failure() -> None:

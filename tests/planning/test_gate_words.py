@@ -144,7 +144,7 @@ def test_fail_on_cost_says_by_how_much() -> None:
         "FAIL: the candidate costs $1,400/month at 2×/week, just over the $1,400 budget."
     )
     assert rows(words)["projected_cost"][1] == (
-        "$1,400/month at 2×/week, just over the $1,400 budget (median month)"
+        "$1,400/month at 2×/week, just over the $1,400 budget (expected bill)"
     )
 
 
@@ -315,8 +315,9 @@ def test_a_very_long_wait_is_said_in_years() -> None:
 
 def test_real_gate_results_in_words() -> None:
     # tests/planning/test_gate.py's arms: uplift 70 - 38 = 32 points; candidate 60.8 GPU-h
-    # x $2 = $121.60 a run x 2 x 52/12 runs = $1,053.87 a month (identical runs: p90 =
-    # median) <= $1,200; quality +0.005 within the 0.05 margin.
+    # x $2 = $121.60 a run; at 2/week a month holds 9 runs (p 2/3) or 8, so the p90 bill
+    # (the gate's basis) is 9 x 121.60 = $1,094.40 <= $1,200; quality +0.005 within the
+    # 0.05 margin.
     r = evaluate_gate(
         BASELINE,
         CANDIDATE,
@@ -328,11 +329,12 @@ def test_real_gate_results_in_words() -> None:
     words = gate_words(r, GateContext(2.0, 1.0, "accuracy"))
     assert {c.name for c in r.criteria} <= set(LABELS)  # every criterion has a people's name
     assert words.headline == (
-        "PASS: the candidate fits the $1,200 budget at 2×/week ($1,054/month), quality is "
+        "PASS: the candidate fits the $1,200 budget at 2×/week ($1,094/month), quality is "
         "not worse and utilization is up 32 points."
     )
-    # Margin 0.01: quality needs 7 more runs per arm (test_gate.py works it out); at 1 run
-    # a week that is 7 weeks, and 7 x ($224 baseline + $121.60 candidate) = $2,419.20.
+    # Margin 0.01: quality needs 12 more runs per arm at 80% power (test_gate.py works it
+    # out); at 1 run a week that is 12 weeks, and 12 x ($224 baseline + $121.60
+    # candidate) = $4,147.20.
     r = evaluate_gate(
         BASELINE,
         CANDIDATE,
@@ -342,10 +344,10 @@ def test_real_gate_results_in_words() -> None:
         current_runs_per_week=1.0,
     )
     words = gate_words(r, GateContext(2.0, 1.0, "accuracy"))
-    assert r.runs_needed_usd == pytest.approx(2419.2)
+    assert r.runs_needed_usd == pytest.approx(4147.2)
     assert words.headline == (
-        "NOT YET: quality needs about 7 more runs per variant, 7 weeks at today's 1×/week, "
-        "about $2,419."
+        "NOT YET: quality needs about 12 more runs per variant, 12 weeks at today's 1×/week, "
+        "about $4,147."
     )
 
 

@@ -45,3 +45,25 @@ def test_sort(key: str, expected: list[str]) -> None:
 def test_unknown_sort() -> None:
     with pytest.raises(ValueError, match="sort must be one of"):
         sort_rows(ROWS, "colour")
+
+
+def test_unbudgeted_apart_and_status_counts() -> None:
+    # The module's check: $1,000 against $800 (over) and $300 unbudgeted: spend $1,300 =
+    # budgeted $1,000 + unbudgeted $300; statuses counted per word, every word present.
+    from app.planning.month_to_date import BudgetStatus
+
+    rows = [
+        PortfolioRow("x", "team", 1000.0, 800.0, 900.0, None, BudgetStatus.OVER),
+        PortfolioRow("y", "team", 300.0, None, 100.0, None),
+    ]
+    t = portfolio_totals(rows)
+    assert (t.monthly_spend_usd, t.budgeted_monthly_usd, t.unbudgeted_monthly_usd) == (
+        1300.0,
+        1000.0,
+        300.0,
+    )
+    assert t.statuses == {"over": 1, "likely_over": 0, "at_risk": 0, "within": 0}
+    assert (t.over_budget, t.over_budget_usd) == (1, 200.0)
+    # ROWS above: budgeted a + b + c + e = 1309 + 1900 + 0 + 260; unbudgeted d = 300.
+    t = portfolio_totals(ROWS)
+    assert (t.budgeted_monthly_usd, t.unbudgeted_monthly_usd) == (3469.0, 300.0)

@@ -110,6 +110,12 @@ def test_utilization_target_edge_cases() -> None:
     # target below the observed 38%: G goes up (112 x 38/19 = 224) with a warning
     adj, warnings = apply_what_if(BASELINE, WhatIf(utilization_target=0.19), None)
     assert adj.gpu_hours == pytest.approx(224.0) and "below" in warnings[0]
+    assert "target 19% is below the observed 38%" in warnings[0]
+    # Close numbers get the digits that tell them apart: never "70% ... the observed 70%".
+    _, warnings = apply_what_if(
+        make_run(gpu_utilization=0.704), WhatIf(utilization_target=0.70), None
+    )
+    assert "target 70.0% is below the observed 70.4%" in warnings[0]
     adj, warnings = apply_what_if(
         make_run(gpu_utilization=0.0), WhatIf(utilization_target=0.5), None
     )
@@ -133,19 +139,22 @@ def test_what_if_validation(bad: dict[str, float]) -> None:
         WhatIf(**bad)  # type: ignore[arg-type]
 
 
-def test_budget_headroom_and_medians_over_several_runs() -> None:
-    # costs $200, $224, $300 (G 100, 112, 150 at $2): median $224; weekly: 4.3333 x 224 = $970.67
+def test_budget_headroom_is_the_expected_bill_and_the_typical_run_the_median() -> None:
+    # costs $200, $224, $300 (G 100, 112, 150 at $2): a typical (median) retraining $224,
+    # the mean $241.33; weekly the expected bill is 4.3333 x 241.33 = $1,045.78
     rs = [make_run(gpu_hours=100.0), BASELINE, make_run(gpu_hours=150.0)]
     p = project_costs(rs, [1.0, 2.0], budget_usd=1500.0)
     weekly, twice = p.cadences
+    mean = (200 + 224 + 300) / 3
     assert weekly.cost_per_run_usd == pytest.approx(224.0)
-    assert weekly.monthly_cost_usd == pytest.approx(224 * 52 / 12)
-    assert weekly.headroom_usd == pytest.approx(1500 - 224 * 52 / 12) and weekly.within_budget
-    # twice weekly: $1,941.33 > $1,500, over by $441.33
-    assert twice.headroom_usd == pytest.approx(1500 - 448 * 52 / 12) and not twice.within_budget
+    assert weekly.monthly_cost_usd == pytest.approx(mean * 52 / 12) == weekly.expected_bill_usd
+    assert weekly.headroom_usd == pytest.approx(1500 - mean * 52 / 12) and weekly.within_budget
+    # twice weekly: 8.6667 x 241.33 = $2,091.56 > $1,500, over by $591.56
+    assert twice.headroom_usd == pytest.approx(1500 - 2 * mean * 52 / 12)
+    assert not twice.within_budget
     assert twice.vs_current_ratio is None and p.current_monthly_cost_usd is None
     assert weekly.monthly_cost_p10_usd <= weekly.monthly_cost_usd <= weekly.monthly_cost_p90_usd
-    assert any("over by" in line for line in twice.working)
+    assert any("over it by" in line for line in twice.working)
 
 
 def test_bootstrap_band_two_runs_spans_both() -> None:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.planning.bill import forecast_bill
 from app.planning.failures import checkpoint_advice, cluster_mtbf_hours
 from app.planning.gate import GateThresholds, evaluate_gate
 from app.planning.goodput import program_goodput, run_goodput
@@ -18,6 +19,7 @@ from app.planning.scaling import (
     ScalingModel,
     scaling_advice,
 )
+from app.planning.schedule import exactly
 from app.planning.whatif import WhatIf, apply_what_if
 from tests.fixtures.planning import PROPERTY, make_run, runs
 
@@ -90,14 +92,42 @@ def test_bug3_a_lower_failure_rate_never_costs_more(
     assert cost[0] <= cost[1] * (1 + 1e-9) + 1e-12
 
 
-def test_bug4_workers_scale_from_effective_workers() -> None:
+def test_bug4_workers_scale_nominal_workers() -> None:
     # 16 workers x 13 h but G = 180 (workers changed mid-run): G/T = 13.846.
-    # Asking for 16 workers under perfect scaling: T' = 13 x C(13.846) / C(16) = 180 / 16
-    # = 11.25 h, G' = 16 x 11.25 = 180 (unchanged), not 16 x 13 = 208.
+    # N = 16 is the run's own W: nothing changes (13 h, 180 GPU-h), not 16 x 13 = 208
+    # nor 180/16 = 11.25 h (issue 23: $4,111 instead of $3,600).
     run = make_run(workers=16, wall_clock_hours=13.0, gpu_hours=180.0)
     adj, _ = apply_what_if(run, WhatIf(workers=16), PERFECT)
-    assert adj.wall_clock_hours == pytest.approx(11.25)
+    assert adj.wall_clock_hours == pytest.approx(13.0)
     assert adj.gpu_hours == pytest.approx(180.0)
+    # N = 32 under perfect scaling: T' = 13 x C(16)/C(32) = 6.5 h, effective workers
+    # 13.846 x 32/16 = 27.69, G' = 27.69 x 6.5 = 180 GPU-h (perfect scaling costs the same).
+    adj, _ = apply_what_if(run, WhatIf(workers=32), PERFECT)
+    assert adj.wall_clock_hours == pytest.approx(6.5)
+    assert adj.workers == pytest.approx(180.0 / 13.0 * 2)
+    assert adj.gpu_hours == pytest.approx(180.0)
+
+
+def test_bug4_recorded_failure_rate_changes_nothing() -> None:
+    # A run that lost 1 h of 14 to one failure (0.5 + 0.25 + 0.25 h), G = 112. At the
+    # recorded rate the run stays as recorded (112 GPU-h); at rate 0 the loss goes:
+    # 8 x 13 = 104 GPU-h; at another rate the model's loss replaces it:
+    # 13 + 13 x 8 x 1e-3 x (2/2 + 0.25) = 13.13 h, x 8 = 105.04 GPU-h.
+    run = make_run(gpu_hours=112.0, interruptions=(Interruption(0.5, 0.25, 0.25),))
+
+    def at(rate: float) -> float:
+        w = WhatIf(
+            failure_rate_per_instance_hour=rate,
+            checkpoint_interval_hours=2.0,
+            resume_hours=0.25,
+            recorded_failure_rate=2e-3,
+        )
+        return apply_what_if(run, w, None)[0].gpu_hours
+
+    assert at(2e-3) == pytest.approx(112.0)
+    assert at(0.0) == pytest.approx(104.0)
+    assert at(1e-3) == pytest.approx(105.04)
+    assert WhatIf(failure_rate_per_instance_hour=2e-3, recorded_failure_rate=2e-3).is_empty is False
 
 
 @PROPERTY
@@ -189,24 +219,62 @@ def test_gate_cost_is_the_projection_for_the_same_scenario(
         what_if=what_if,
     )
     cost = gate.criteria[2]
-    expected = proj.monthly_cost_p90_usd if basis == "p90" else proj.monthly_cost_usd
+    expected = proj.bill_p90_usd if basis == "p90" else proj.expected_bill_usd
     assert cost.value == pytest.approx(expected)
     assert cost.unit == "usd_per_month" and cost.basis == basis
     assert gate.projection is not None
     assert gate.projection.cadences[0].monthly_cost_usd == pytest.approx(proj.monthly_cost_usd)
 
 
-def test_p90_and_p_over_budget_from_the_same_bootstrap() -> None:
-    # Costs $100, $200, $300 per run at 1 run/week x 4 weeks: median month $800.
-    # The bootstrap median of 3 draws is $100, $200 or $300 with probabilities 7/27,
-    # 13/27, 7/27; a $1,000 budget is exceeded only when it is $300 (4 x 300 = 1,200):
-    # P(over) ~ 7/27 = 0.259, and the p90 month is 4 x $300 = $1,200.
+def test_the_projections_monthly_figure_is_the_bill() -> None:
+    # Costs $100, $200, $300 per run at 1 run/week x 4 weeks. The bill: N = 4 exactly,
+    # expected 4 x mean $200 = $800; its band, P(bill > $1,000) and its percentiles are
+    # those of forecast_bill over the same costs and month (seed 0). (The old median
+    # month had a p90 of 4 x $300 = $1,200: a bootstrap median of 3 draws is $300 with
+    # probability 7/27, a statement about the median, not the bill.)
     rs = [make_run(gpu_hours=g, workers=8, wall_clock_hours=14.0) for g in (50.0, 100.0, 150.0)]
     cp = project_costs(rs, [1.0], convention="four_week", budget_usd=1000.0).cadences[0]
-    assert cp.monthly_cost_usd == pytest.approx(800.0)
-    assert cp.monthly_cost_p90_usd == pytest.approx(1200.0)
-    assert cp.p_over_budget == pytest.approx(7 / 27, abs=0.03)
-    assert any("P(over budget)" in w for w in cp.working)
+    bill = forecast_bill([100.0, 200.0, 300.0], exactly(4), budget_usd=1000.0)
+    assert cp.monthly_cost_usd == pytest.approx(800.0) == cp.expected_bill_usd
+    assert (cp.monthly_cost_p10_usd, cp.monthly_cost_p90_usd) == (
+        bill.bill_p10_usd,
+        bill.bill_p90_usd,
+    )
+    assert cp.runs_in_month == 4.0 and cp.mean_cost_per_run_usd == pytest.approx(200.0)
+    assert cp.expected_bill_usd == pytest.approx(800.0)
+    assert cp.p_over_budget == bill.p_over_budget
+    assert (cp.bill_p10_usd, cp.bill_p50_usd, cp.bill_p90_usd) == (
+        bill.bill_p10_usd,
+        bill.bill_p50_usd,
+        bill.bill_p90_usd,
+    )
+    assert any("P(bill > $1,000 budget)" in w for w in cp.working)
+
+
+def test_failure_rate_what_if_draws_failures_in_the_bill() -> None:
+    # The worked example's run, 8 x 14 h, $2: at 1e-3/instance-h with a 2 h interval and
+    # 0.25 + 0.25 h restart: expected failures 14 x 8 x 1e-3 = 0.112 per run, each
+    # (1 + 0.5) h x 8 x $2 = $24; cost per run 224 + 0.112 x 24 = $226.688. At 2 a week,
+    # 4-week months (8 runs): expected bill 8 x 226.688 = $1,813.50; every simulated bill
+    # is 8 x $224 = $1,792 plus $24 per drawn failure, K ~ Poisson(8 x 0.112 = 0.896):
+    # P(K = 0) = 0.408 (so p10 = $1,792), P(K <= 1) = 0.408 x 1.896 = 0.774,
+    # P(K <= 2) = 0.774 + 0.408 x 0.896^2 / 2 = 0.937: p90 = 1792 + 2 x 24 = $1,840.
+    w = WhatIf(
+        failure_rate_per_instance_hour=1e-3,
+        checkpoint_interval_hours=2.0,
+        resume_hours=0.25,
+        reschedule_hours=0.25,
+    )
+    cp = project_costs([make_run()], [2.0], convention="four_week", what_if=w).cadences[0]
+    assert cp.expected_bill_usd == pytest.approx(1813.504)
+    assert cp.bill_p10_usd == pytest.approx(1792.0)
+    assert (cp.bill_p90_usd - 1792.0) / 24.0 == pytest.approx(
+        round((cp.bill_p90_usd - 1792.0) / 24.0)
+    )
+    # The recorded rate is a no-op: the bill is the recorded cost, 8 x $224.
+    same = WhatIf(failure_rate_per_instance_hour=1e-3, recorded_failure_rate=1e-3)
+    cp = project_costs([make_run()], [2.0], convention="four_week", what_if=same).cadences[0]
+    assert cp.expected_bill_usd == pytest.approx(1792.0) == cp.bill_p90_usd
 
 
 def test_runs_still_needed_in_weeks_and_dollars_and_missing_quality() -> None:

@@ -50,8 +50,19 @@ def test_a_retry_with_another_source_is_a_conflict(
     )
     assert again.status_code == 409
     assert again.json()["error"]["fields"] == [
-        {"field": "utilization_source", "reason": "differs from the stored run"}
+        {
+            "field": "utilization_source",
+            "reason": "the stored run has 'mfu'; this request sends 'other'",
+        }
     ]
+    # A field the retry leaves out is named as such, with the default it took.
+    bare = make_run(pipeline=PIPE, run_id="a")  # no utilization_source
+    left_out = client.post("/api/v1/runs", json=bare, headers=ingest_headers)
+    [field] = left_out.json()["error"]["fields"]
+    assert field["field"] == "utilization_source"
+    assert field["reason"].startswith(
+        "not sent, so it defaults to None, but the stored run has 'mfu'"
+    )
 
 
 def test_exported_in_the_csv_and_shown_in_the_run_table(

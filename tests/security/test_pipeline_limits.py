@@ -32,6 +32,7 @@ PIPELINE_READS = [
     "/api/v1/pipelines/{p}/evaluations",
     "/api/v1/pipelines/{p}/alerts",
     "/api/v1/pipelines/{p}/alerts/deliveries",
+    "/api/v1/pipelines/{p}/reconciliation",
     "/api/v1/runs?pipeline={p}",
     "/pipelines/{p}",
     "/pipelines/{p}/whatif",

@@ -98,7 +98,8 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
 
 MANAGER_FIRST = (
     "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
-    "checkpoints", "goodput", "badput", "quality", "scaling", "alerts", "runs",  # engineers
+    "checkpoints", "goodput", "badput", "reconciliation", "quality", "scaling", "alerts",
+    "runs",  # engineers (reconciliation: the cloud bill beside where the GPU time went)
     "changes",
 )  # fmt: skip
 
@@ -255,3 +256,8 @@ def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
     ]
     assert len(order) == 2 and spends == sorted(spends, reverse=True)
     assert demo.get("/", params={"sort": "colour"}).status_code == 422
+
+
+def test_the_api_reference_links_back_to_the_dashboard(client: TestClient) -> None:
+    page = client.get("/docs").text
+    assert '<a href="/">← The Cadence dashboard</a>' in page

@@ -1,0 +1,1 @@
+"""Cloud bills (FOCUS) imported and reconciled with the runs (docs/finops.md)."""
