@@ -387,9 +387,7 @@ class BillLine(CreatedAt, Base):
 
 
 class RunMeasurementChange(CreatedAt, Base):
-    """One measurement of a stored run changed after ingest (``cadence enrich``, the
-    measurements endpoint): who (token name), when (``created_at``), which field, and the
-    old and new values as text (None: no value)."""
+    """A stored run's measurement changed after ingest: who, when, field, old, new."""
 
     __tablename__ = "run_measurement_change"
 
@@ -399,5 +397,4 @@ class RunMeasurementChange(CreatedAt, Base):
     field: Mapped[str] = mapped_column(String(64))
     old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
-
     __table_args__ = (Index("ix_run_measurement_change_run_created", "run_pk", "created_at"),)
