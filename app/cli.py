@@ -1,5 +1,5 @@
 """The server's `cadence` commands: `serve | migrate | demo | token create|list|revoke |
-import focus`.
+import focus|slurm|kubernetes | enrich prometheus`.
 
 The `cadence` script is the client distribution's (`cadence_client.cli`: report, export,
 check, import mlflow, spool flush...); this distribution adds these commands to it
@@ -24,6 +24,7 @@ from app.db.revision import alembic_config, schema_state
 from app.exceptions import CadenceError
 from app.server import PROTOCOL
 from app.settings import Settings, get_settings
+from app.sources.commands import add_parsers as add_source_parsers
 
 Handler = Callable[[Settings, argparse.Namespace], int]
 
@@ -195,6 +196,9 @@ def add_parsers(sub: Any) -> None:
 
     add_billing_parsers(sub)  # import focus: app/billing/command.py
     _with_settings_at(sub, "import", "focus")
+    add_source_parsers(sub)  # import slurm|kubernetes, enrich prometheus: app/sources
+    for path in (("import", "slurm"), ("import", "kubernetes"), ("enrich", "prometheus")):
+        _with_settings_at(sub, *path)
 
 
 def _with_settings_at(sub: Any, *path: str) -> None:

@@ -11,6 +11,7 @@ def all_routers() -> list[APIRouter]:
     from app.billing.router import router as billing_router
     from app.cadence.router import router as cadence_router
     from app.evaluations.router import router as evaluations_router
+    from app.measurements.router import router as measurements_router
     from app.portfolio.router import router as portfolio_router
     from app.web.alerts_page import router as alerts_page_router
     from app.web.review import router as review_router
@@ -22,6 +23,7 @@ def all_routers() -> list[APIRouter]:
         analytics_router,
         cadence_router,
         evaluations_router,
+        measurements_router,
         portfolio_router,
         billing_router,
         alerts_router,

@@ -18,6 +18,7 @@ from bench.ingest import run_ingest
 from bench.loadgen import ensure_wrk
 from bench.org import run_org
 from bench.server import REPO, BenchError, pg_version
+from bench.sources import run_sources
 
 
 def _choices(allowed: Sequence[str]) -> Any:
@@ -43,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
         "--phases",
         type=_choices(PHASES),
         default=DEFAULT_PHASES,
-        help="comma-separated: ingest,baseline,analytics,org,client (default: all but org)",
+        help="comma-separated: ingest,baseline,analytics,org,client,sources (default: all but org)",
     )
     p.add_argument("--workers", type=int, default=2, help="uvicorn workers (default 2)")
     p.add_argument(
@@ -159,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_org(cfg, results)
         if "client" in cfg.phases:
             run_client(cfg, results)
+        if "sources" in cfg.phases and machine["postgresql"] is not None:
+            run_sources(cfg, results)
     except KeyboardInterrupt:
         procs.say("\ninterrupted: reporting what was measured")
         results.append({"group": "setup", "name": "run", "error": "interrupted"})

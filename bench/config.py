@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PHASES = ("ingest", "baseline", "analytics", "org", "client")
-DEFAULT_PHASES = ("ingest", "baseline", "analytics", "client")
+PHASES = ("ingest", "baseline", "analytics", "org", "client", "sources")
+DEFAULT_PHASES = ("ingest", "baseline", "analytics", "client", "sources")
 BACKENDS = ("postgresql", "sqlite")
 
 
@@ -37,6 +37,8 @@ class Config:
     # org phase: runs over 5,000 pipelines; --before: older code timed on the same data
     org_runs: int = 10_000_000
     before: Path | None = None
+    # sources phase: its own database, dropped and made anew each run
+    sources_db: str = "cadence_bench_sources"
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -236,6 +236,14 @@ MEMORY: list[Column] = [
     ("target", lambda r: r["target"]),
     ("status", lambda r: r["status"]),
 ]
+SOURCES: list[Column] = [
+    ("importer", lambda r: r["name"]),
+    ("seconds", lambda r: _f(r["seconds"])),
+    ("records/s", lambda r: f"{r['per_s']:,}"),
+    ("target", lambda r: r["target"]),
+    ("status", lambda r: r["status"]),
+    ("it said", lambda r: r["said"]),
+]
 FAILED: list[Column] = [
     ("group", lambda r: str(r.get("group", ""))),
     ("phase", lambda r: str(r.get("name", ""))),
@@ -269,6 +277,11 @@ def tables(results: list[dict[str, Any]], cfg: Config) -> list[tuple[str, Row, l
             org_rows(results),
         ),
         ("Client: run.timed around a loop of 1 ms steps", CLIENT, _group(results, "client")),
+        (
+            "Importers, end to end (cadence import / enrich as a user runs them)",
+            SOURCES,
+            _group(results, "sources"),
+        ),
         ("Failures", FAILED, [r for r in results if r.get("error")]),
     ]
     return [

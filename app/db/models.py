@@ -81,8 +81,7 @@ class Run(CreatedAt, Base):
     workers: Mapped[int] = mapped_column(Integer)
     gpu_type: Mapped[str] = mapped_column(String(64), default="")
     gpu_hours: Mapped[float] = mapped_column(Double)
-    # None: not measured (a crash before it was known): the attempt counts in spend and
-    # badput, never in utilization averages (app.planning.rollup.terms).
+    # None: not measured (a crash); counts in spend, never in utilization (rollup.terms).
     gpu_utilization: Mapped[float | None] = mapped_column(Double, nullable=True)
     # An attempt's outcome (app.runs.schemas.OUTCOMES) and the scheduled retraining it
     # belongs to (default: its own run_id): a retraining costs the sum of its attempts.
@@ -385,3 +384,17 @@ class BillLine(CreatedAt, Base):
         Index("ix_bill_line_resource_tail", "resource_tail"),
         CheckConstraint("charge_period_end >= charge_period_start", name="period_ordered"),
     )
+
+
+class RunMeasurementChange(CreatedAt, Base):
+    """A stored run's measurement changed after ingest: who, when, field, old, new."""
+
+    __tablename__ = "run_measurement_change"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    changed_by: Mapped[str] = mapped_column(String(200))
+    field: Mapped[str] = mapped_column(String(64))
+    old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+    new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+    __table_args__ = (Index("ix_run_measurement_change_run_created", "run_pk", "created_at"),)

@@ -253,3 +253,50 @@ def rebuild_variants(session: Session | Connection) -> None:
     ).group_by(Run.pipeline_id, Run.variant)
     columns = ["pipeline_id", "variant", "runs", "changes", "last_started_at"]
     session.execute(insert(VARIANTS).from_select(columns, counted))
+
+
+def shift_runs(session: Session, run_ids: Sequence[int], sign: int) -> None:
+    """Take these stored runs' terms out of their rollup rows (``sign=-1``) or put them
+    back (``+1``), summed per key in SQL: one upsert for any number of runs. For a change
+    of the runs' measurements in place (app/measurements): out, the update, back in; the
+    run counts come back to what they were, so no row is dropped, and the variants'
+    counts and newest starts stand (only their change counters move, see
+    :func:`count_changes`). Keys are locked in order, as every writer does."""
+    if not run_ids:
+        return
+    ids = sorted(run_ids)
+    backend = dialect(session)
+    chosen = in_ids_param(backend, Run.id, ids) & Run.id.between(ids[0], ids[-1])
+    one = _recompute_select(backend).where(chosen).subquery()
+    ins = upsert_insert(session, ROLLUP)
+    rows = (
+        select(*[one.c[k] for k in KEY], *[one.c[c] * sign for c in ("runs", *SUMS)])
+        .where(one.c.week_start.is_not(None), one.c.month_start.is_not(None))
+        .order_by(*[one.c[k] for k in KEY])
+    )
+    stmt = ins.from_select([*KEY, "runs", *SUMS], rows).on_conflict_do_update(
+        index_elements=list(KEY),
+        set_={c: ROLLUP.c[c] + ins.excluded[c] for c in ("runs", *SUMS)},
+    )
+    session.execute(stmt)
+
+
+def count_changes(session: Session, run_ids: Sequence[int]) -> None:
+    """One change more on the variants of these runs: the values kept between requests
+    (app/db/memo.py) are keyed by it, so they are recomputed."""
+    if not run_ids:
+        return
+    ids = sorted(run_ids)
+    touched = (
+        select(Run.pipeline_id, Run.variant)
+        .where(in_ids_param(dialect(session), Run.id, ids))
+        .distinct()
+        .order_by(Run.pipeline_id, Run.variant)
+    )
+    v = VARIANTS.c
+    for pipeline_id, variant in session.execute(touched).all():
+        session.execute(
+            update(VARIANTS)
+            .where(v.pipeline_id == pipeline_id, v.variant == variant)
+            .values(changes=v.changes + 1)
+        )

@@ -202,6 +202,31 @@ class CadenceClient:
         path = f"/api/v1/pipelines/{quote(pipeline, safe='')}/evaluations"
         return self._json_object(self._request("POST", path, body=body))
 
+    def update_measurements(
+        self, pipeline: str, runs: Sequence[Mapping[str, Any]], batch_size: int = 1000
+    ) -> dict[str, int]:
+        """Change stored runs' measurements, ``batch_size`` runs a request (each all or
+        nothing): each item is ``{"run_id", ...}`` with any of ``gpu_utilization``,
+        ``utilization_source``, ``mfu``, ``data_stall_hours``, ``checkpoint_hours``.
+        Returns ``{"updated", "unchanged"}`` summed over the batches; a refused batch
+        raises with ``batch_offset`` set, the batches before it kept.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        path = f"/api/v1/pipelines/{quote(pipeline, safe='')}/measurements"
+        totals = {"updated": 0, "unchanged": 0}
+        for offset in range(0, len(runs), batch_size):
+            chunk = [dict(r) for r in runs[offset : offset + batch_size]]
+            try:
+                body = self._json_object(self._request("POST", path, body={"runs": chunk}))
+            except CadenceAPIError as exc:
+                exc.batch_offset = offset
+                exc.fields = [_shift_field(f, offset) for f in exc.fields]
+                raise
+            for key in totals:
+                totals[key] += int(body.get(key, 0))
+        return totals
+
     def track_run(
         self,
         *,

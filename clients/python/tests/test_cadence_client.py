@@ -382,3 +382,32 @@ def test_post_evaluations_sends_the_batch_to_the_pipeline(sleeps: list[float]) -
     assert request.url == f"{BASE}/api/v1/pipelines/recsys-ranker/evaluations"
     sent = json.loads(request.content)["evaluations"][0]
     assert sent == {"run_id": "r1", "evaluated_at": "2026-11-09T22:00:00+00:00", "value": 0.79}
+
+
+def test_update_measurements_posts_batches_and_sums_their_counts(sleeps: list[float]) -> None:
+    script = Script(
+        httpx.Response(200, json={"updated": 2, "unchanged": 0, "runs": []}),
+        httpx.Response(200, json={"updated": 0, "unchanged": 1, "runs": []}),
+    )
+    runs = [{"run_id": f"r{i}", "gpu_utilization": 0.5} for i in range(3)]
+    with make_client(script, sleeps) as client:
+        totals = client.update_measurements("ranker", runs, batch_size=2)
+    assert totals == {"updated": 2, "unchanged": 1}
+    assert [r.url.path for r in script.requests] == ["/api/v1/pipelines/ranker/measurements"] * 2
+    assert [len(b["runs"]) for b in script.bodies()] == [2, 1]
+
+
+def test_update_measurements_names_the_refused_run_in_the_whole_list(
+    sleeps: list[float],
+) -> None:
+    script = Script(
+        httpx.Response(200, json={"updated": 2, "unchanged": 0, "runs": []}),
+        error(
+            422, "validation_error", fields=[{"field": "runs.0.run_id", "reason": "no such run"}]
+        ),
+    )
+    runs = [{"run_id": f"r{i}", "mfu": 0.3} for i in range(3)]
+    with make_client(script, sleeps) as client, pytest.raises(ValidationFailed) as caught:
+        client.update_measurements("ranker", runs, batch_size=2)
+    assert caught.value.batch_offset == 2
+    assert caught.value.fields == [{"field": "runs.2.run_id", "reason": "no such run"}]

@@ -167,7 +167,7 @@ def load_mapping(path: Path) -> Mapping:
         import tomllib  # Python 3.11+
     except ImportError:  # older Pythons: the same parser, as the tomli package
         try:
-            import tomli as tomllib
+            import tomli as tomllib  # type: ignore[no-redef,unused-ignore]
         except ImportError:
             raise MappingError(
                 "reading a mapping file needs Python 3.11+ or `pip install tomli`"

@@ -1,0 +1,51 @@
+"""A run's utilization from DCGM series over its window. Pure: numbers in, a choice out.
+
+``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0..1) says how much of the time the graphics engine
+was busy; ``DCGM_FI_DEV_GPU_UTIL`` (0..100) says how much of the time any kernel ran, an
+upper bound. The profiling metric is preferred, and GPU_UTIL / 100 stands in when it is
+absent (profiling is off by default on some exporters, needs Volta or newer:
+dcgm-exporter #395, #400). One failure is silent: the profiling metric can read 0 for
+weeks while the GPU works (dcgm-exporter #662). A window whose profiling mean is at most
+``SILENT_ZERO`` while GPU_UTIL's mean is above ``BUSY`` uses GPU_UTIL, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+SILENT_ZERO = 0.01  # a profiling mean this small is "about 0"
+BUSY = 0.50  # ...while GPU_UTIL says the GPU ran kernels more than half the time
+
+
+@dataclass(frozen=True)
+class Choice:
+    utilization: float | None
+    source: str | None  # utilization_source: dcgm_gr_engine_active | dcgm_gpu_util
+    note: str = ""
+
+
+def window_mean(values: Iterable[float]) -> float | None:
+    """The mean of a window's evaluated points (each the mean over the run's GPUs)."""
+    points = [v for v in values if v == v]  # NaN (a stale series) is no point
+    return sum(points) / len(points) if points else None
+
+
+def choose(profiling: float | None, gpu_util_percent: float | None) -> Choice:
+    """The utilization to store from the two window means (profiling 0..1, GPU_UTIL in
+    percent). Worked: profiling 0.42 -> 0.42 engine-active; no profiling and GPU_UTIL
+    87 % -> 0.87; profiling 0.003 with GPU_UTIL 91 % -> 0.91, noted."""
+    util = None if gpu_util_percent is None else min(max(gpu_util_percent / 100, 0.0), 1.0)
+    if profiling is not None:
+        profiling = min(max(profiling, 0.0), 1.0)
+        if profiling <= SILENT_ZERO and util is not None and util > BUSY:
+            note = (
+                f"DCGM_FI_PROF_GR_ENGINE_ACTIVE reads {profiling:.3f} while "
+                f"DCGM_FI_DEV_GPU_UTIL reads {util:.0%}: the profiling metric looks "
+                "silently off (dcgm-exporter #662); used DCGM_FI_DEV_GPU_UTIL"
+            )
+            return Choice(round(util, 6), "dcgm_gpu_util", note)
+        return Choice(round(profiling, 6), "dcgm_gr_engine_active")
+    if util is not None:
+        return Choice(round(util, 6), "dcgm_gpu_util", "no profiling series: used GPU_UTIL")
+    return Choice(None, None, "no DCGM series in the run's window")

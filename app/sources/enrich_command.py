@@ -1,0 +1,257 @@
+"""``cadence enrich prometheus``: stored runs get their utilization from DCGM series.
+
+For each stored run without utilization (every run with ``--overwrite``), one range
+query over the run's window asks Prometheus for both DCGM metrics averaged over the
+run's GPUs; ``app.planning.dcgm.choose`` picks the value; the changes go to the
+measurements endpoint in batches. Runs whose series are missing are listed, never
+guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from cadence_client import CadenceAPIError, ServiceUnavailable
+from cadence_client.commands.report import (
+    OK,
+    UNAVAILABLE,
+    USAGE,
+    _connection_args,
+    _exit_code,
+    client_for,
+)
+
+from app.planning.dcgm import Choice
+from app.sources.posting import Mapped, error, post_mapped
+from app.sources.prometheus import TemplateError, Window, check_template, choice, window
+from app.sources.prometheus_api import PrometheusClient, PrometheusError
+
+BATCH = 1000
+SHOWN_ROWS = 50  # a dry run prints this many runs, then counts
+
+
+def add_parser(sub: Any) -> None:
+    enrich = sub.add_parser(
+        "enrich", help="fill stored runs' measurements from a monitoring system"
+    )
+    esub = enrich.add_subparsers(dest="enrich_source", required=True)
+    p = esub.add_parser(
+        "prometheus",
+        help="utilization from DCGM metrics in Prometheus",
+        description="For each stored run lacking utilization, the mean over its window of "
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE (else DCGM_FI_DEV_GPU_UTIL / 100) over the GPUs "
+        "--match selects. A profiling metric at ~0 while GPU_UTIL is above 50%% uses "
+        "GPU_UTIL, and says so.",
+        epilog="example:\n  cadence enrich prometheus --prometheus-url http://127.0.0.1:9090 "
+        '\\\n    --match \'pod=~"{run_id}-.*", namespace="{namespace}"\' --pipeline ranker',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--prometheus-url", required=True, help="e.g. http://127.0.0.1:9090")
+    p.add_argument(
+        "--match",
+        required=True,
+        help="PromQL label matcher with {run_id}, {pipeline} and {TAG} placeholders",
+    )
+    p.add_argument("--pipeline", help="only this pipeline's runs (default: every pipeline)")
+    p.add_argument("--since", help="only runs started on or after this day, YYYY-MM-DD")
+    p.add_argument("--overwrite", action="store_true", help="also runs that have utilization")
+    p.add_argument("--dry-run", action="store_true", help="print what would change; post nothing")
+    p.add_argument("--prometheus-token", help="bearer token for Prometheus ($PROMETHEUS_TOKEN)")
+    p.add_argument("--concurrency", type=int, default=4, help="queries at once (default 4)")
+    _connection_args(p, "an ingest token (default: $CADENCE_TOKEN)")
+    p.set_defaults(func=lambda _settings, args: run_enrich(args))
+
+
+def run_enrich(
+    args: argparse.Namespace,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    prometheus_transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    try:
+        check_template(args.match)
+        since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
+    except TemplateError as exc:
+        error(str(exc))
+        return USAGE
+    except ValueError:
+        error(f"--since {args.since!r}: expected YYYY-MM-DD")
+        return USAGE
+    token = args.token or os.environ.get("CADENCE_TOKEN")
+    if not token and not args.dry_run:
+        error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
+        return USAGE
+    prom_token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
+    try:
+        with client_for(args, token, transport, sleep) as cadence:
+            runs = [
+                r
+                for r in cadence.list_runs(pipeline=args.pipeline, since=since)
+                if args.overwrite or r.get("gpu_utilization") is None
+            ]
+            print(f"{len(runs)} stored runs to enrich", file=sys.stderr)
+            with PrometheusClient(
+                args.prometheus_url, prom_token, transport=prometheus_transport
+            ) as prom:
+                found, unread = measure(prom, args.match, runs, max(1, args.concurrency))
+            for run_id, reason in unread:
+                print(f"not enriched: run {run_id}: {reason}", file=sys.stderr)
+            if args.dry_run:
+                print(table(found))
+                print(f"dry run: {len(found)} would change, {len(unread)} not; nothing posted")
+                return OK
+            return post(cadence, found, len(unread))
+    except PrometheusError as exc:
+        error(exc.message)
+        return USAGE
+    except ServiceUnavailable as exc:
+        error(f"Cadence unreachable at {exc.url}: {exc.message}")
+        return UNAVAILABLE
+    except CadenceAPIError as exc:
+        error(f"Cadence refused ({exc.status} {exc.code}): {exc.message}")
+        for item in exc.fields:
+            print(f"  {item.get('field')}: {item.get('reason')}", file=sys.stderr)
+        return _exit_code(exc)
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        error(f"bad --url: {exc}")
+        return USAGE
+
+
+Found = list[tuple[dict[str, Any], Choice]]
+
+
+def measure(
+    prom: PrometheusClient, template: str, runs: list[dict[str, Any]], workers: int
+) -> tuple[Found, list[tuple[str, str]]]:
+    """Each run's choice, and (run id, reason) for each run that got none."""
+    unread: list[tuple[str, str]] = []
+    windows: list[tuple[dict[str, Any], Window]] = []
+    for run in runs:
+        try:
+            windows.append((run, window(template, run)))
+        except KeyError as exc:
+            unread.append((run["run_id"], f"--match needs tag {exc.args[0]!r}; the run has none"))
+    found: Found = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        answers = pool.map(lambda rw: _ask(prom, rw[1]), windows)
+        for n, ((run, _w), answer) in enumerate(zip(windows, answers, strict=True), 1):
+            if isinstance(answer, str):
+                unread.append((run["run_id"], answer))
+            else:
+                picked = choice(answer)
+                if picked.utilization is None:
+                    unread.append((run["run_id"], picked.note))
+                else:
+                    found.append((run, picked))
+            if n % 1000 == 0:
+                print(f"queried {n}/{len(windows)} windows", file=sys.stderr)
+    return found, unread
+
+
+def _ask(prom: PrometheusClient, w: Window) -> dict[str, Any] | str:
+    """The answer, or why there is none; a fatal error (unreachable, refused) stops all."""
+    try:
+        return prom.query_range(w)
+    except PrometheusError as exc:
+        if exc.fatal:
+            raise
+        return exc.message
+
+
+def table(found: Found) -> str:
+    lines = [f"{'PIPELINE':<24} {'RUN':<40} {'OLD':>6} {'NEW':>6} SOURCE"]
+    for run, picked in found[:SHOWN_ROWS]:
+        old = run.get("gpu_utilization")
+        shown = "-" if old is None else f"{old:.3f}"
+        lines.append(
+            f"{run['pipeline']:<24} {run['run_id']:<40} {shown:>6} "
+            f"{picked.utilization:>6.3f} {picked.source}"
+            + (f"  ({picked.note})" if picked.note else "")
+        )
+    if len(found) > SHOWN_ROWS:
+        lines.append(f"... and {len(found) - SHOWN_ROWS} more")
+    return "\n".join(lines)
+
+
+def post(cadence: Any, found: Found, unread: int) -> int:
+    by_pipeline: dict[str, list[dict[str, Any]]] = {}
+    for run, picked in found:
+        if picked.note:
+            print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
+        by_pipeline.setdefault(run["pipeline"], []).append(
+            {
+                "run_id": run["run_id"],
+                "gpu_utilization": picked.utilization,
+                "utilization_source": picked.source,
+            }
+        )
+    updated = unchanged = 0
+    for pipeline, items in sorted(by_pipeline.items()):
+        totals = cadence.update_measurements(pipeline, items, batch_size=BATCH)
+        updated, unchanged = updated + totals["updated"], unchanged + totals["unchanged"]
+    print(f"enriched {updated} runs ({unchanged} already had these values), {unread} not enriched")
+    return OK
+
+
+# -- the importers' --prometheus-url: utilization filled in before the runs are posted --
+
+
+def prometheus_args(p: argparse.ArgumentParser, default_match: str) -> None:
+    p.add_argument(
+        "--prometheus-url",
+        help="fill utilization from DCGM metrics in this Prometheus before posting",
+    )
+    p.add_argument(
+        "--match",
+        default=default_match,
+        help=f"with --prometheus-url: the label matcher (default: {default_match})",
+    )
+    p.add_argument("--prometheus-token", help="bearer token for Prometheus ($PROMETHEUS_TOKEN)")
+
+
+def fill_utilization(
+    args: argparse.Namespace,
+    mapped: Sequence[Mapped],
+    transport: httpx.BaseTransport | None = None,
+) -> None:
+    """Give the readable records that lack utilization the DCGM value of their window
+    (as ``cadence enrich prometheus`` would); those without series stay unknown, listed.
+    Raises PrometheusError (unreachable, refused) or TemplateError."""
+    if not args.prometheus_url:
+        return
+    check_template(args.match)
+    runs = [m.payload for m in mapped if m.payload and m.payload.get("gpu_utilization") is None]
+    token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
+    with PrometheusClient(args.prometheus_url, token, transport=transport) as prom:
+        found, unread = measure(prom, args.match, runs, 4)
+    for run, picked in found:
+        run["gpu_utilization"], run["utilization_source"] = picked.utilization, picked.source
+        if picked.note:
+            print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
+    for run_id, reason in unread:
+        print(f"utilization unknown: run {run_id}: {reason}", file=sys.stderr)
+    print(f"utilization from Prometheus: {len(found)} of {len(runs)} runs", file=sys.stderr)
+
+
+def fill_and_post(
+    args: argparse.Namespace,
+    mapped: Sequence[Mapped],
+    prometheus_transport: httpx.BaseTransport | None = None,
+    **post: Any,
+) -> int:
+    """An importer's last step: utilization from Prometheus if asked, then the posts."""
+    try:
+        fill_utilization(args, mapped, prometheus_transport)
+    except (PrometheusError, TemplateError) as exc:
+        error(str(exc))
+        return USAGE
+    return post_mapped(args, mapped, **post)

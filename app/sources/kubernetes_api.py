@@ -1,0 +1,110 @@
+"""Reads Jobs, Pods and Kueue Workloads through the ``kubernetes`` client (an optional
+dependency: ``pip install 'cadence[kubernetes]'``), as the API's JSON, page by page."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+PAGE = 500
+KUEUE = ("kueue.x-k8s.io", "v1beta1", "workloads")
+
+
+class KubeError(Exception):
+    """The kubeconfig is unusable, or the API refused or could not be reached."""
+
+
+class KubeSource:
+    def __init__(self, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
+        try:
+            from kubernetes import client, config
+        except ImportError as exc:
+            raise KubeError(
+                "the kubernetes package is not installed: pip install 'cadence[kubernetes]'"
+            ) from exc
+        try:
+            api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+            contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        except (config.ConfigException, OSError, TypeError) as exc:
+            raise KubeError(f"kubeconfig: {exc}") from exc
+        chosen = next((c for c in contexts if c["name"] == context), active) if context else active
+        self.namespace = namespace or (chosen or {}).get("context", {}).get("namespace")
+        self.host = api.configuration.host
+        self._batch = client.BatchV1Api(api)
+        self._core = client.CoreV1Api(api)
+        self._custom = client.CustomObjectsApi(api)
+        self._exception = client.exceptions.ApiException
+
+    def jobs(self, selector: str | None) -> list[dict[str, Any]]:
+        if self.namespace:
+            ns = self.namespace
+            return self._all(lambda **kw: self._batch.list_namespaced_job(ns, **kw), selector)
+        return self._all(self._batch.list_job_for_all_namespaces, selector)
+
+    def pods(self) -> list[dict[str, Any]]:
+        if self.namespace:
+            ns = self.namespace
+            return self._all(lambda **kw: self._core.list_namespaced_pod(ns, **kw), None)
+        return self._all(self._core.list_pod_for_all_namespaces, None)
+
+    def workloads(self) -> list[dict[str, Any]]:
+        """Kueue's Workloads; none where Kueue is not installed (404)."""
+        group, version, plural = KUEUE
+        ns = self.namespace
+
+        def call(**kw: Any) -> Any:
+            if ns:
+                return self._custom.list_namespaced_custom_object(group, version, ns, plural, **kw)
+            return self._custom.list_cluster_custom_object(group, version, plural, **kw)
+
+        try:
+            return self._all(call, None, missing_ok=True)
+        except _NotFound:
+            return []
+
+    def _all(
+        self, call: Callable[..., Any], selector: str | None, missing_ok: bool = False
+    ) -> list[dict[str, Any]]:
+        return [item for page in self._pages(call, selector, missing_ok) for item in page]
+
+    def _pages(
+        self, call: Callable[..., Any], selector: str | None, missing_ok: bool
+    ) -> Iterator[list[dict[str, Any]]]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE, "_preload_content": False}
+            if selector:
+                kwargs["label_selector"] = selector
+            if token:
+                kwargs["_continue"] = token
+            body = self._get(call, kwargs, missing_ok)
+            yield list(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def _get(self, call: Callable[..., Any], kwargs: dict[str, Any], missing_ok: bool) -> Any:
+        import urllib3
+
+        try:
+            answer = call(**kwargs)
+        except self._exception as exc:
+            if exc.status == 404 and missing_ok:
+                raise _NotFound from exc
+            if exc.status in (401, 403):
+                raise KubeError(
+                    f"the Kubernetes API at {self.host} refused the credentials "
+                    f"({exc.status} {exc.reason})"
+                ) from exc
+            raise KubeError(f"the Kubernetes API answered {exc.status} {exc.reason}") from exc
+        except urllib3.exceptions.HTTPError as exc:
+            raise KubeError(f"the Kubernetes API at {self.host} is unreachable: {exc}") from exc
+        try:
+            return json.loads(answer.data)
+        except ValueError as exc:
+            raise KubeError(f"the Kubernetes API at {self.host} answered no JSON") from exc
+
+
+class _NotFound(Exception):
+    pass

@@ -1,0 +1,97 @@
+"""Stored run -> one PromQL range query over its window -> its measurements. Pure.
+
+``--match`` is a label matcher with placeholders: ``{run_id}``, ``{pipeline}`` and any
+of the run's tags (``pod=~"{run_id}-.*", namespace="{namespace}"``). Values are escaped
+for PromQL's double-quoted strings, so a run id cannot close the matcher. One query per
+run asks for both DCGM metrics, averaged over the run's GPUs in PromQL; the window mean
+is taken here over the evaluated points.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.planning.dcgm import Choice, choose, window_mean
+
+PROFILING = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+LABEL = "cadence_metric"  # tells the two halves of the query's answer apart
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+MAX_POINTS = 120  # a window is evaluated at most this many times (cost grows with it)
+MIN_STEP_SECONDS = 1.0
+
+
+class TemplateError(Exception):
+    """The --match template is malformed."""
+
+
+@dataclass(frozen=True)
+class Window:
+    run_id: str
+    pipeline: str
+    start: datetime
+    end: datetime
+    query: str
+    step: float  # seconds
+
+
+def check_template(template: str) -> None:
+    if not template.strip():
+        raise TemplateError('--match is empty: give a label matcher, e.g. pod=~"{run_id}-.*"')
+    rest = PLACEHOLDER.sub("", template)
+    if "{" in rest or "}" in rest:
+        raise TemplateError(
+            f"--match {template!r}: braces are only for placeholders like {{run_id}}; "
+            "the matcher goes without its own braces"
+        )
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def matcher(template: str, run: dict[str, Any]) -> str:
+    """The template with the run's values; KeyError names a placeholder it lacks."""
+    values = {**run.get("tags", {}), "run_id": run["run_id"], "pipeline": run["pipeline"]}
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise KeyError(name)
+        return _escape(str(values[name]))
+
+    return PLACEHOLDER.sub(fill, template)
+
+
+def query(labels: str) -> str:
+    """Both metrics in one query, each averaged over the matching GPUs."""
+    return (
+        f'label_replace(avg({PROFILING}{{{labels}}}), "{LABEL}", "profiling", "", "") or '
+        f'label_replace(avg({GPU_UTIL}{{{labels}}}), "{LABEL}", "gpu_util", "", "")'
+    )
+
+
+def window(template: str, run: dict[str, Any]) -> Window:
+    start = datetime.fromisoformat(run["started_at"])
+    end = datetime.fromisoformat(run["finished_at"])
+    seconds = (end - start).total_seconds()
+    step = max(MIN_STEP_SECONDS, math.ceil(seconds / MAX_POINTS))
+    return Window(run["run_id"], run["pipeline"], start, end, query(matcher(template, run)), step)
+
+
+def means(result: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(profiling mean 0..1, GPU_UTIL mean in percent) from a query_range answer's data."""
+    found: dict[str, float | None] = {"profiling": None, "gpu_util": None}
+    for series in result.get("result", []):
+        name = (series.get("metric") or {}).get(LABEL)
+        if name in found:
+            found[name] = window_mean(float(v) for _, v in series.get("values", []))
+    return found["profiling"], found["gpu_util"]
+
+
+def choice(result: dict[str, Any]) -> Choice:
+    return choose(*means(result))

@@ -1,0 +1,270 @@
+"""``cadence import kubernetes``: the real ``kubernetes`` client, through a kubeconfig,
+against a loopback stub API server answering the Job, Pod and Workload JSON of
+tests/fixtures/kubernetes (see its README for how it was written), paged."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from app import cli
+from app.db.engine import Database
+from app.planning.imports import totals
+from app.sources import kubernetes_command
+from app.sources.kubernetes import Options, map_all
+from app.sources.posting import attempt_of
+from tests.fixtures.builders import make_token
+from tests.sources.dcgm_stack import free_port
+from tests.system.test_client_package import through
+
+if os.environ.get("CI") != "true":  # in CI the dev dependency must be there: no skip
+    pytest.importorskip("kubernetes", reason="KUBERNETES TESTS NOT RUN: pip install kubernetes")
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "kubernetes"
+TOKEN = "stub-cluster-token"
+A = "0a1b2c3d-0000-4000-8000-00000000000a"
+B = "0a1b2c3d-0000-4000-8000-00000000000b"
+C = "0a1b2c3d-0000-4000-8000-00000000000c"
+F = "0a1b2c3d-0000-4000-8000-00000000000f"
+
+
+def items(name: str) -> list[dict[str, Any]]:
+    return list(json.loads((FIXTURES / name).read_text())["items"])
+
+
+ROUTES = {
+    "/apis/batch/v1/namespaces/ml/jobs": "jobs.json",
+    "/apis/batch/v1/jobs": "jobs.json",
+    "/api/v1/namespaces/ml/pods": "pods.json",
+    "/api/v1/pods": "pods.json",
+    "/apis/kueue.x-k8s.io/v1beta1/namespaces/ml/workloads": "workloads.json",
+    "/apis/kueue.x-k8s.io/v1beta1/workloads": "workloads.json",
+}
+
+
+def _matches(obj: dict[str, Any], selector: str) -> bool:
+    labels = obj["metadata"].get("labels") or {}
+    return all(labels.get(k) == v for k, _, v in (p.partition("=") for p in selector.split(",")))
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[str]:
+    """A stub API server: bearer token checked, label selectors and paging honoured."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._send(
+                    401,
+                    {"kind": "Status", "status": "Failure", "code": 401, "reason": "Unauthorized"},
+                )
+            if url.path not in ROUTES:
+                return self._send(
+                    404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"}
+                )
+            body = json.loads((FIXTURES / ROUTES[url.path]).read_text())
+            found = (
+                [o for o in body["items"] if _matches(o, query.get("labelSelector", ""))]
+                if query.get("labelSelector")
+                else body["items"]
+            )
+            start = int(query.get("continue", "0"))
+            page = 2  # the stub pages two at a time, whatever limit asks
+            body["items"] = found[start : start + page]
+            if start + page < len(found):
+                body["metadata"]["continue"] = str(start + page)
+            return self._send(200, body)
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            raw = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+def kubeconfig(tmp_path: Path, server: str, token: str = TOKEN) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: stub\n  cluster: {{server: '{server}'}}\n"
+        f"users:\n- name: importer\n  user: {{token: {token}}}\n"
+        "contexts:\n- name: stub\n  context: {cluster: stub, user: importer, namespace: ml}\n"
+        "current-context: stub\n"
+    )
+    return path
+
+
+def args(config: Path, *argv: str) -> Any:
+    flags = ["--kubeconfig", str(config), "--url", "http://testserver"]
+    return cli.parser().parse_args(["import", "kubernetes", *flags, *argv])
+
+
+def test_mapping_of_the_recorded_objects() -> None:
+    options = Options(pipeline_label="cadence.dev/pipeline")
+    mapped = map_all(items("jobs.json"), items("pods.json"), items("workloads.json"), options)
+    unread = {m.source: m.reason for m in mapped if m.payload is None}
+    assert unread == {
+        "Job ml/vision-train-7": "not finished (active: no Complete or Failed condition)",
+        "Job ml/etl-nightly": "no nvidia.com/gpu limit on its pods",
+    }
+    runs = {m.payload["run_id"]: m for m in mapped if m.payload}
+    a = runs[A].payload
+    assert (a["pipeline"], a["outcome"], a["workers"]) == ("ranker", "succeeded", 8)  # 2 pods x 4
+    assert (a["started_at"], a["finished_at"]) == (
+        "2026-11-02T08:30:00+00:00",
+        "2026-11-02T22:30:00+00:00",
+    )
+    assert a["scheduling_wait_hours"] == 0.5  # created 08:00, Kueue admitted 08:30
+    assert a["retraining_id"] == "ranker-train-2026-11-02T08:00:00Z"  # CronJob's scheduled time
+    assert a["gpu_type"] == "a100-80gb"  # the Kueue flavor
+    assert a["interruptions"] == [{"cause": "container restart"}]
+    assert a["tags"] == {
+        "k8s_namespace": "ml",
+        "k8s_job": "ranker-train-29012345",
+        "k8s_cronjob": "ranker-train",
+        "kueue_queue": "team-a",
+    }
+    b = runs[B].payload
+    assert b["outcome"] == "preempted"  # Failed, and its pod was evicted
+    assert b["scheduling_wait_hours"] == pytest.approx(5 / 60, abs=1e-6)  # PodScheduled 08:05
+    assert b["finished_at"] == "2026-11-03T10:00:00+00:00"  # the Failed condition's time
+    assert b["interruptions"] == [{"cause": "pod EvictionByEvictionAPI"}]
+    # The manual rerun is labelled into the same retraining as the preempted attempt.
+    assert (
+        runs[C].payload["retraining_id"]
+        == b["retraining_id"]
+        == "ranker-train-2026-11-03T08:00:00Z"
+    )
+    assert runs[C].payload["gpu_type"] == "NVIDIA-A100-SXM4-80GB"  # the template's node selector
+    f = runs[F].payload
+    assert (f["outcome"], f["workers"]) == ("cancelled", 8)  # its Workload was deactivated
+    # GPU-hours: 8 x 14 h = 112; 1 x 1 h 55 min = 1.9167; 1 x 2 h = 2; 8 x 2 h = 16.
+    rows = totals([attempt_of(runs[k].payload) for k in (A, B, C)])
+    assert rows["ranker"].gpu_hours == pytest.approx(112 + 115 / 60 + 2)
+    assert totals([attempt_of(runs[F].payload)])["vision"].gpu_hours == pytest.approx(16.0)
+
+
+def test_dry_run_through_the_real_client_and_a_kubeconfig(
+    api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = kubernetes_command.run_import(
+        args(kubeconfig(tmp_path, api), "--pipeline-label", "cadence.dev/pipeline", "--dry-run")
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "read 6 Jobs, 5 Pods, 2 Kueue Workloads" in err  # all pages followed
+    # ranker: retrainings A and B+C; 112 + 1.9167 + 2 = 115.92 GPU-hours.
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+    # PIPELINE RETRAININGS ATTEMPTS OK FAILED PREEMPT CANCEL GPU-HOURS NO-UTIL
+    assert rows["ranker"] == ["2", "3", "2", "0", "1", "0", "115.92", "3"]
+    assert rows["vision"] == ["1", "1", "0", "0", "0", "1", "16.00", "1"]
+    assert "not imported: Job ml/etl-nightly: no nvidia.com/gpu limit on its pods" in err
+
+
+def test_selector_reaches_the_api(
+    api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = kubernetes_command.run_import(
+        args(
+            kubeconfig(tmp_path, api),
+            "--pipeline",
+            "vision",
+            "--selector",
+            "cadence.dev/pipeline=vision",
+            "--dry-run",
+        )
+    )
+    assert code == 0
+    assert "read 2 Jobs" in capsys.readouterr().err
+
+
+def test_refused_credentials_exit_2(
+    api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = kubeconfig(tmp_path, api, token="wrong")
+    assert kubernetes_command.run_import(args(config, "--pipeline", "p", "--dry-run")) == 2
+    assert "refused the credentials (401 Unauthorized)" in capsys.readouterr().err
+
+
+def test_unreachable_api_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = f"http://127.0.0.1:{free_port()}"
+    code = kubernetes_command.run_import(
+        args(kubeconfig(tmp_path, server), "--pipeline", "p", "--dry-run")
+    )
+    assert code == 2
+    assert f"the Kubernetes API at {server} is unreachable" in capsys.readouterr().err
+
+
+def test_a_missing_kubeconfig_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = kubernetes_command.run_import(args(tmp_path / "absent", "--pipeline", "p", "--dry-run"))
+    assert code == 2
+    assert "kubeconfig:" in capsys.readouterr().err
+
+
+def test_import_then_reimport_stores_nothing_twice(
+    api: str, tmp_path: Path, client: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = make_token(db, "ingest")
+    argv = args(
+        kubeconfig(tmp_path, api), "--pipeline-label", "cadence.dev/pipeline", "--token", token
+    )
+    assert kubernetes_command.run_import(argv, transport=through(client, [])) == 0
+    assert "(4 created / 0 already there)" in capsys.readouterr().out
+    assert kubernetes_command.run_import(argv, transport=through(client, [])) == 0
+    assert "(0 created / 4 already there)" in capsys.readouterr().out
+
+
+def test_prometheus_url_fills_utilization_before_posting(
+    api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries: list[str] = []
+
+    def prometheus(request: httpx.Request) -> httpx.Response:
+        query = parse_qs(request.content.decode())["query"][0]
+        queries.append(query)
+        series = []
+        if "ranker-train-29012345-" in query:  # one Job's pods have DCGM series
+            values = [[1793600000, "0.6"], [1793600060, "0.4"]]  # mean 0.5
+            series = [{"metric": {"cadence_metric": "profiling"}, "values": values}]
+        data = {"resultType": "matrix", "result": series}
+        return httpx.Response(200, json={"status": "success", "data": data})
+
+    argv = args(
+        kubeconfig(tmp_path, api),
+        "--pipeline-label",
+        "cadence.dev/pipeline",
+        "--prometheus-url",
+        "http://prometheus.test:9090",
+        "--dry-run",
+    )
+    code = kubernetes_command.run_import(argv, prometheus_transport=httpx.MockTransport(prometheus))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert 'namespace="ml", pod=~"ranker-train-29012345-.*"' in queries[0]
+    assert "utilization from Prometheus: 1 of 4 runs" in err
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+    assert rows["ranker"][-1] == "2"  # of three attempts, two still without utilization
