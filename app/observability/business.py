@@ -40,6 +40,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.alerts.service import delivery_counts
+from app.analytics.month import months
 from app.analytics.service import current_monthly_costs
 from app.analytics.weekly import week_of
 from app.db.base import utcnow
@@ -60,12 +61,18 @@ def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, floa
     pipelines = pipelines_service.briefs(session)
     costs = current_monthly_costs(session, pipelines)
     weeks = week_of(session, monday)
+    this_month = months(session, pipelines)
     for p in pipelines:
         team = p.owner or "unassigned"
         if p.monthly_budget_usd is not None:
             yield "budget", p.name, team, p.monthly_budget_usd
         if p.id in costs:
             yield "cost", p.name, team, costs[p.id]
+        mtd = this_month[p.id]
+        yield "month_spend", p.name, team, mtd.spend_to_date_usd
+        yield "month_expected", p.name, team, mtd.expected_end_of_month_usd
+        if mtd.status is not None:  # 1 for this month's word (the pages' and the API's)
+            yield f"status:{mtd.status.value}", p.name, team, 1.0
         if p.id not in weeks:
             continue
         week = weeks[p.id]
@@ -169,6 +176,23 @@ def _families(level: str) -> dict[str, GaugeMetricFamily]:
             labels=(level, "week"),
         ),
     }
+    families["month_spend"] = GaugeMetricFamily(
+        f"cadence_{level}_month_to_date_usd",
+        f"Spent this calendar month (UTC) by every variant, experiments included; {each}.",
+        labels=(level,),
+    )
+    families["month_expected"] = GaugeMetricFamily(
+        f"cadence_{level}_expected_end_of_month_usd",
+        f"This month's expected bill: spent so far plus the retrainings still to start; {each}.",
+        labels=(level,),
+    )
+    families["status"] = GaugeMetricFamily(
+        f"cadence_{level}_budget_status",
+        "1 for this month's budget status (over, likely_over, at_risk, within), the word "
+        "the pages and the API show"
+        + ("." if level == "pipeline" else "; per team, how many pipelines have it."),
+        labels=(level, "status"),
+    )
     families["badput"] = GaugeMetricFamily(
         f"cadence_{level}_weekly_badput_gpu_hours",
         f"Idle GPU-hours of the last complete ISO week (UTC), by cause; {each}.",

@@ -339,3 +339,31 @@ def test_a_client_that_hangs_up_mid_body_is_not_a_server_error(
     assert value(samples, "cadence_http_requests_total", **key, status="500") is None
     reason = value(samples, "cadence_ingest_rejections_total", reason="client_disconnected")
     assert reason == 1
+
+
+def test_this_months_status_is_the_apis(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    """The month's spend, expected end and status word on /metrics are the projection
+    API's month_to_date (one function: app.analytics.month)."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    start = max(
+        now.replace(day=1, hour=0, minute=0, second=0, microsecond=0), now - timedelta(hours=15)
+    )
+    run = make_run(
+        run_id="this-month", started_at=start.isoformat(),
+        finished_at=(start + timedelta(hours=14)).isoformat(),
+    )  # fmt: skip
+    assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
+    body = {"monthly_budget_usd": 100.0}  # the run cost 112 GPU-h x $2.50 = $280: over
+    assert client.put("/api/v1/pipelines/ranker", json=body, headers=admin_headers).is_success
+    mtd = client.get("/api/v1/pipelines/ranker/projection").json()["month_to_date"]
+    assert mtd["status"] == "over" and mtd["spend_to_date_usd"] == pytest.approx(280.0)
+    samples = scrape(client)
+    assert value(samples, "cadence_pipeline_budget_status", pipeline="ranker", status="over") == 1
+    spent = value(samples, "cadence_pipeline_month_to_date_usd", pipeline="ranker")
+    assert spent == pytest.approx(mtd["spend_to_date_usd"])
+    expected = value(samples, "cadence_pipeline_expected_end_of_month_usd", pipeline="ranker")
+    assert expected == pytest.approx(mtd["expected_end_of_month_usd"])

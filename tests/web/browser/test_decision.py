@@ -54,3 +54,34 @@ def test_the_answer_is_first_follows_the_what_if_and_matches_the_api(page, probl
     after = costs_in(page.get_by_test_id("decision").inner_text().split(" Gate: ")[0])
     assert after and after != shown
     problems.assert_clean()
+
+
+def test_at_the_edge_of_the_budget_no_fits_beside_a_fail(page, problems, live_server):
+    """A price that puts the candidate's expected bill under the budget and its p90 bill
+    over it (the gate's cost basis): the card must not say "fits" next to the gate's
+    FAIL, and it is not green."""
+    with live_server.api() as client:
+
+        def at(price: float) -> dict[str, float]:
+            params = {"cadence": 2, "price": price, "variant": "candidate"}
+            body = client.get(f"/api/v1/pipelines/{RANKER}/projection", params=params).json()
+            proj = body["projections"]["candidate"]
+            c = next(c for c in proj["cadences"] if c["runs_per_week"] == 2)
+            return {"expected": c["expected_bill_usd"], "p90": c["bill_p90_usd"],
+                    "budget": body["scenario"]["budget_usd"]}  # fmt: skip
+
+        # Every dollar of the bill scales with the price: just past the price where the
+        # p90 bill meets the budget, the p90 is over it and the expected bill still under.
+        base = at(2.5)
+        edge = round(2.5 * base["budget"] / base["p90"] * 1.002, 4)
+        figures = at(edge)
+        assert figures["expected"] <= figures["budget"] < figures["p90"], (edge, figures)
+    page.goto(live_server.url(f"/pipelines/{RANKER}?price={edge}"))
+    wait_for_charts(page)
+    sentence = page.get_by_test_id("decision").inner_text()
+    verdict = page.get_by_test_id("decision-verdict").inner_text()
+    if verdict == "FAIL":
+        assert "fits the" not in sentence.split(" Gate: ")[0], sentence
+    assert "does not fit" in sentence and "p90 bill" in sentence, sentence
+    assert page.locator("#decision").get_attribute("data-tone") != "good"
+    problems.assert_clean()

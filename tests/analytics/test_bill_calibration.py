@@ -26,6 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from fastapi.testclient import TestClient
 
 from app.planning.bill import forecast_bill
 from app.planning.projection import bootstrap_medians
@@ -120,3 +121,46 @@ def _reliability_gaps_any(predicted: np.ndarray, observed: np.ndarray) -> list[f
         for b in range(5)
         if (bins == b).sum() >= 100
     ]
+
+
+def test_the_api_serves_the_calibrated_forecast(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    """The forecast calibrated above is the one the API serves from stored attempts, on
+    either database. DOMAIN.md section 9's window: 20 retrainings, 14 costing $100 (4
+    workers x 10 h at $2.50) and 6 whose first attempt failed ($200: 8 x 10 h) and ran
+    again ($100): $300. At 2 runs/week the expected bill is 8.667 x $160 = $1,386.67."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.fixtures.builders import make_run
+
+    first = datetime.now(UTC).replace(microsecond=0) - timedelta(weeks=12)
+    runs, costs = [], []
+    for i in range(20):
+        start = first + timedelta(days=3.5 * i)
+        slot = {"started_at": start, "finished_at": start + timedelta(hours=10)}
+        common = {
+            "pipeline": "calib", "price_per_gpu_hour": 2.5, "data_stall_hours": 0.0,
+            "checkpoint_hours": 0.0, "interruptions": [], "retraining_id": f"r{i}",
+        }  # fmt: skip
+        if i % 10 in (1, 3, 5):  # 6 of 20 with a failed first attempt
+            failed = {k: v.isoformat() for k, v in slot.items()}
+            runs.append(make_run(**common, **failed, run_id=f"r{i}-a", workers=8, outcome="failed"))
+            slot = {k: v + timedelta(hours=11) for k, v in slot.items()}
+        runs.append(
+            make_run(
+                **common, **{k: v.isoformat() for k, v in slot.items()}, run_id=f"r{i}-b", workers=4
+            )
+        )
+        costs.append(300.0 if i % 10 in (1, 3, 5) else 100.0)
+    r = client.post("/api/v1/runs/batch", json={"runs": runs}, headers=ingest_headers)
+    assert r.status_code == 201, r.text
+    body = {"monthly_budget_usd": 1200.0, "runs_per_week": 2, "price_per_gpu_hour": 2.5}
+    assert client.put("/api/v1/pipelines/calib", json=body, headers=admin_headers).is_success
+    proj = client.get("/api/v1/pipelines/calib/projection", params={"cadence": 2}).json()
+    at2 = next(c for c in proj["projections"]["baseline"]["cadences"] if c["runs_per_week"] == 2)
+    assert abs(at2["expected_bill_usd"] - 2 * 52 / 12 * 160.0) < 1e-6  # $1,386.67
+    pure = forecast_bill(costs, typical_month_runs(2.0, "calendar"), budget_usd=1200.0)
+    assert at2["p_over_budget"] == pure.p_over_budget
+    assert (at2["bill_p10_usd"], at2["bill_p90_usd"]) == (pure.bill_p10_usd, pure.bill_p90_usd)
+    assert at2["monthly_cost_usd"] == at2["expected_bill_usd"]
