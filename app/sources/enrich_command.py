@@ -20,14 +20,9 @@ from typing import Any
 
 import httpx
 from cadence_client import CadenceAPIError, ServiceUnavailable
-from cadence_client.commands.report import (
-    OK,
-    UNAVAILABLE,
-    USAGE,
-    _connection_args,
-    _exit_code,
-    client_for,
-)
+
+# The exit codes and connection flags of `cadence report`, shared by every importer.
+from cadence_client.commands import report
 
 from app.planning.dcgm import Choice
 from app.sources.posting import Mapped, error, post_mapped
@@ -66,7 +61,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would change; post nothing")
     p.add_argument("--prometheus-token", help="bearer token for Prometheus ($PROMETHEUS_TOKEN)")
     p.add_argument("--concurrency", type=int, default=4, help="queries at once (default 4)")
-    _connection_args(p, "an ingest token (default: $CADENCE_TOKEN)")
+    report._connection_args(p, "an ingest token (default: $CADENCE_TOKEN)")
     p.set_defaults(func=lambda _settings, args: run_enrich(args))
 
 
@@ -82,17 +77,17 @@ def run_enrich(
         since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
     except TemplateError as exc:
         error(str(exc))
-        return USAGE
+        return report.USAGE
     except ValueError:
         error(f"--since {args.since!r}: expected YYYY-MM-DD")
-        return USAGE
+        return report.USAGE
     token = args.token or os.environ.get("CADENCE_TOKEN")
     if not token and not args.dry_run:
         error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
-        return USAGE
+        return report.USAGE
     prom_token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
     try:
-        with client_for(args, token, transport, sleep) as cadence:
+        with report.client_for(args, token, transport, sleep) as cadence:
             runs = [
                 r
                 for r in cadence.list_runs(pipeline=args.pipeline, since=since)
@@ -108,22 +103,22 @@ def run_enrich(
             if args.dry_run:
                 print(table(found))
                 print(f"dry run: {len(found)} would change, {len(unread)} not; nothing posted")
-                return OK
+                return report.OK
             return post(cadence, found, len(unread))
     except PrometheusError as exc:
         error(exc.message)
-        return USAGE
+        return report.USAGE
     except ServiceUnavailable as exc:
         error(f"Cadence unreachable at {exc.url}: {exc.message}")
-        return UNAVAILABLE
+        return report.UNAVAILABLE
     except CadenceAPIError as exc:
         error(f"Cadence refused ({exc.status} {exc.code}): {exc.message}")
         for item in exc.fields:
             print(f"  {item.get('field')}: {item.get('reason')}", file=sys.stderr)
-        return _exit_code(exc)
+        return report._exit_code(exc)
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         error(f"bad --url: {exc}")
-        return USAGE
+        return report.USAGE
 
 
 Found = list[tuple[dict[str, Any], Choice]]
@@ -199,7 +194,7 @@ def post(cadence: Any, found: Found, unread: int) -> int:
         totals = cadence.update_measurements(pipeline, items, batch_size=BATCH)
         updated, unchanged = updated + totals["updated"], unchanged + totals["unchanged"]
     print(f"enriched {updated} runs ({unchanged} already had these values), {unread} not enriched")
-    return OK
+    return report.OK
 
 
 # -- the importers' --prometheus-url: utilization filled in before the runs are posted --
@@ -253,5 +248,5 @@ def fill_and_post(
         fill_utilization(args, mapped, prometheus_transport)
     except (PrometheusError, TemplateError) as exc:
         error(str(exc))
-        return USAGE
+        return report.USAGE
     return post_mapped(args, mapped, **post)
