@@ -27,12 +27,20 @@ import pytest
 from app.db.engine import Database
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
+from tests.conftest import BACKEND
 from tests.fixtures.builders import make_token
 from tests.web.browser.support import serve_in_thread
 
 SERVER_FILES = ("pyproject.toml", "README.md", "alembic.ini")
 SERVER_DIRS = ("app", "migrations", "templates", "static")
 IGNORE = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".pytest_cache")
+
+
+# Building the venvs is the same work whatever database the suite runs on (~2.5 min):
+# once, in the SQLite pass, which CI always runs.
+pytestmark = pytest.mark.skipif(
+    BACKEND != "sqlite", reason="the install test runs once, in the SQLite pass"
+)
 
 
 def clean_env() -> dict[str, str]:
