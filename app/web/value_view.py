@@ -17,6 +17,7 @@ from app.db.models import Pipeline
 from app.evaluations.service import quality_points
 from app.exceptions import Invalid
 from app.planning.cadence_value import every
+from app.planning.decay import MIN_POINTS
 from app.planning.scenario import Scenario as PlanningScenario
 from app.web.figures_value import cadence_curve_figure, decay_figure
 from app.web.views import SECTION_ERRORS, Section, sentence
@@ -37,10 +38,12 @@ def value_section(session: Session, pipeline: Pipeline, p: PlanningScenario) -> 
     per_hundredth = value / 100.0 if value is not None else None
     try:
         fit = cadence.decay_fit(session, pipeline.name)
-    except Invalid as exc:
+    except Invalid:
         message = (
-            f"No decay yet: {exc.message.split(': ', 1)[-1]}. Evaluations report the serving "
-            f"model's {pipeline.quality_metric} against its age."
+            f"No decay curve yet: it needs at least {MIN_POINTS} evaluations of the serving "
+            f"model's {pipeline.quality_metric} at two or more model ages. Report them with "
+            "`cadence report-evaluations` or the Python client (see Reporting runs in the "
+            "documentation)."
         )
         return ValueSection(Section(empty=message), Section(empty=message), None, None, None, None)
     points = quality_points(session, pipeline)
@@ -49,9 +52,9 @@ def value_section(session: Session, pipeline: Pipeline, p: PlanningScenario) -> 
     )
     if value is None:
         message = (
-            f"No value set: PUT /api/v1/pipelines/{pipeline.name} with "
-            f"quality_value_usd_per_unit_month (what one unit of {pipeline.quality_metric} is "
-            "worth per month) to see the cost-optimal cadence."
+            f"No value set: an admin enters what one unit of {pipeline.quality_metric} is "
+            "worth per month (the quality value on the settings page) to see the "
+            "cost-optimal cadence."
         )
         return ValueSection(Section(empty=message), decay, None, None, None, None)
     scenario = cadence.Scenario(p.what_if(), p.convention, p.budget)

@@ -60,10 +60,22 @@ class Section:
 SECTION_ERRORS = (Invalid, PlanningError)
 
 
+# A section's refusal in a reader's words, by the field the API's message names: the API
+# says which parameter to pass, a page says what to report or set, and where.
+PAGE_WORDS = {
+    "checkpoint_write_hours": "No checkpoint advice yet: the recorded runs show no time "
+    "spent waiting on checkpoint writes. Report each run's checkpoint_hours (the Python "
+    "client's `with run.checkpointing():` measures it).",
+    "pipeline": "No runs yet: the advice appears once the training job reports its runs "
+    "(see Reporting runs in the documentation).",
+}
+
+
 def sentence(exc: Exception) -> str:
     """A section's refusal as the sentence it shows in place of its content."""
     if isinstance(exc, Invalid):
-        return exc.message
+        field = str((exc.fields or [{}])[0].get("field", ""))
+        return PAGE_WORDS.get(field, exc.message)
     return f"Not shown with these settings: {exc}. Check the pipeline's settings."
 
 

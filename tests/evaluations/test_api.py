@@ -159,7 +159,7 @@ def test_pipeline_page_section_empty_then_filled(
     post_runs(client, ingest_headers)
     html = client.get("/pipelines/ranker").text
     assert "What retraining more often buys" in html
-    assert 'data-empty="cadence_value"' in html and "No decay yet" in html
+    assert 'data-empty="cadence_value"' in html and "No decay curve yet" in html
     client.post(f"{P}/evaluations", json={"evaluations": LINE}, headers=ingest_headers)
     html = client.get("/pipelines/ranker").text
     assert 'id="chart-decay"' in html and "No value set" in html

@@ -146,7 +146,7 @@ def test_empty_pipeline_explains(client: TestClient, admin_headers: dict[str, st
     client.put("/api/v1/pipelines/empty", headers=admin_headers, json={})
     html = client.get("/pipelines/empty").text
     assert 'data-figure="fig-cost"' not in html
-    assert "has no runs yet" in html
+    assert "No runs yet: the advice appears once the training job reports" in html
     assert "No runs of variant" in html
 
 
@@ -261,3 +261,23 @@ def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
 def test_the_api_reference_links_back_to_the_dashboard(client: TestClient) -> None:
     page = client.get("/docs").text
     assert '<a href="/">← The Cadence dashboard</a>' in page
+
+
+def test_empty_states_speak_a_readers_words(
+    client: TestClient, ingest_headers: dict[str, str]
+) -> None:
+    """A pipeline with runs but no checkpoint time, evaluations or value: each section says
+    what to report or set, never which API parameter or path to send."""
+    import re
+
+    from tests.fixtures.builders import make_run
+
+    run = make_run(pipeline="plain-words", checkpoint_hours=0.0, interruptions=[])
+    assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
+    html = client.get("/pipelines/plain-words").text
+    empties = re.findall(r'<p class="empty"[^>]*>(.*?)</p>', html, flags=re.S)
+    assert empties, "the page shows its empty states"
+    for text in empties:
+        assert "/api/v1/" not in text and "pass checkpoint_write_hours" not in text, text
+        assert "Input should" not in text, text
+    assert "No checkpoint advice yet" in html and "No decay curve yet" in html
