@@ -130,6 +130,11 @@
           engineer.innerHTML = body.engineer_html;
           render(engineer);
         }
+        var value = document.getElementById("whatif-value");
+        if (value && typeof body.value_html === "string") {
+          value.innerHTML = body.value_html;
+          render(value);
+        }
         setupGateForm();
         var keep = new URLSearchParams(window.location.search);
         ["cadence", "utilization_target", "price", "price_from", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {

@@ -23,7 +23,8 @@ def get_cadence(
     variant: Variant = None,
 ) -> CadenceOut:
     """The cost-optimal retraining cadence: retraining spend plus the value lost to a
-    stale model, over cadences from monthly to daily (methodology.md §11)."""
-    scenario = service.Scenario(p.what_if(), p.convention, p.budget, variant)
+    stale model, over cadences from monthly to daily (methodology.md §11), and with
+    ``cadence`` what that cadence buys against today's."""
+    scenario = service.Scenario(p.what_if(), p.convention, p.budget, variant, p.cadence)
     with db.read() as session:
         return service.cadence(session, name, scenario)

@@ -61,7 +61,10 @@ class CadenceOut(BaseModel):
     higher_is_better: bool
     value_usd_per_unit_month: float
     value_usd_per_hundredth_month: float = Field(description="The same value per 0.01.")
-    cost_per_run_usd: float = Field(description="The scenario's median cost per run.")
+    cost_per_run_usd: float = Field(
+        description="The scenario's mean retraining cost (failed attempts included): what "
+        "the expected bill multiplies."
+    )
     wall_clock_hours: float
     weeks_per_month: float
     budget_usd: float | None
@@ -78,6 +81,12 @@ class CadenceOut(BaseModel):
     saving_vs_weekly_usd: float
     sentence: str
     notes: list[str]
+    proposed: CadenceCost | None = Field(
+        None, description="The scenario's cadence (?cadence=): retraining, staleness, total"
+    )
+    proposed_sentence: str | None = Field(
+        None, description="What the proposed cadence buys or costs against today's"
+    )
 
     @classmethod
     def build(cls, head: dict[str, object], fit: DecayFit, v: CadenceValue) -> CadenceOut:
@@ -98,5 +107,7 @@ class CadenceOut(BaseModel):
                 "saving_vs_weekly_usd": v.saving_vs_weekly_usd,
                 "sentence": v.sentence,
                 "notes": list(v.notes),
+                "proposed": v.proposed,
+                "proposed_sentence": v.proposed_sentence,
             }
         )

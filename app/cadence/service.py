@@ -32,6 +32,7 @@ class Scenario:
     convention: str = CALENDAR
     budget: float | None = None
     variant: str | None = None
+    proposed_runs_per_week: float | None = None
 
 
 def decay_fit(session: Session, name: str) -> DecayFit:
@@ -81,15 +82,18 @@ def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
     proj = out.projections[variant]
     at = next(c for c in proj.cadences if c.runs_per_week == 1.0)
     budget = scenario.budget if scenario.budget is not None else pipeline.monthly_budget_usd
+    # The mean retraining (failed attempts priced in), what the expected bill multiplies.
+    per_run = at.mean_cost_per_run_usd or at.cost_per_run_usd
     result = cadence_value(
         fit.decay,
         value_usd_per_unit_month=value,
-        cost_per_run_usd=at.cost_per_run_usd,
+        cost_per_run_usd=per_run,
         weeks_per_month=proj.weeks_per_month,
         wall_clock_hours=at.wall_clock_hours_per_run,
         budget_usd=budget,
         today_runs_per_week=pipeline.runs_per_week,
         max_reliable_age_weeks=fit.max_reliable_age_weeks,
+        proposed_runs_per_week=scenario.proposed_runs_per_week,
     )
     head = {
         "pipeline": name,
@@ -98,7 +102,7 @@ def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
         "higher_is_better": pipeline.higher_is_better,
         "value_usd_per_unit_month": value,
         "value_usd_per_hundredth_month": value / 100.0,
-        "cost_per_run_usd": at.cost_per_run_usd,
+        "cost_per_run_usd": per_run,
         "wall_clock_hours": at.wall_clock_hours_per_run,
         "weeks_per_month": proj.weeks_per_month,
         "budget_usd": budget,

@@ -57,6 +57,10 @@ class CadenceValue:
     saving_vs_weekly_usd: float
     sentence: str
     notes: tuple[str, ...]
+    # The scenario's proposed cadence and what it buys against today's (None: not asked,
+    # or no today to compare with).
+    proposed: CadenceCost | None = None
+    proposed_sentence: str | None = None
 
 
 def linear_optimum(
@@ -116,6 +120,7 @@ def cadence_value(
     budget_usd: float | None = None,
     today_runs_per_week: float | None = None,
     max_reliable_age_weeks: float | None = None,
+    proposed_runs_per_week: float | None = None,
 ) -> CadenceValue:
     """The whole answer of ``GET .../cadence`` from a decay, a value and a cost per run."""
     if not (math.isfinite(value_usd_per_unit_month) and value_usd_per_unit_month >= 0):
@@ -140,6 +145,8 @@ def cadence_value(
     feasible = at(_argmin(decay, v, wpm, c, MONTHLY, cap)) if cap >= MONTHLY else None
     weekly = at(1.0)
     saving = weekly.total_usd - best.total_usd
+    today = at(today_runs_per_week) if today_runs_per_week else None
+    proposed = at(proposed_runs_per_week) if proposed_runs_per_week else None
     notes = _notes(decay, unbounded, best, feasible, budget_usd, wall_clock_hours)
     return CadenceValue(
         curve=curve,
@@ -149,11 +156,36 @@ def cadence_value(
         max_runs_per_week=min(DAILY, 168.0 / wall_clock_hours),
         optimum_at_half_value=_argmin(decay, v / 2.0, wpm, c, MONTHLY, DAILY),
         optimum_at_double_value=_argmin(decay, v * 2.0, wpm, c, MONTHLY, DAILY),
-        today=at(today_runs_per_week) if today_runs_per_week else None,
+        today=today,
         weekly=weekly,
         saving_vs_weekly_usd=saving,
         sentence=headline(best, saving),
         notes=notes,
+        proposed=proposed,
+        proposed_sentence=proposed_words(proposed, today),
+    )
+
+
+def proposed_words(proposed: CadenceCost | None, today: CadenceCost | None) -> str | None:
+    """What moving from today's cadence to the proposed one buys, in dollars a month.
+
+    Check (methodology.md §11.2: V = $200,000, b = 0.004 AUC/week, $280 a run): today
+    1/week is $1,213.33 retraining + $400 staleness; 2/week is $2,426.67 + $200, so
+    "$1,213 more in retraining and $200 less in staleness: $1,013 a month more in all".
+    """
+    if proposed is None or today is None or proposed.runs_per_week == today.runs_per_week:
+        return None
+    retrain = proposed.retrain_usd - today.retrain_usd
+    stale = today.staleness_usd - proposed.staleness_usd
+    total = proposed.total_usd - today.total_usd
+    more_or_less = "more" if retrain >= 0 else "less"
+    fresher = "less" if stale >= 0 else "more"
+    net = "more" if total > 0 else "less"
+    return (
+        f"Retraining {proposed.runs_per_week:g}×/week instead of today's "
+        f"{today.runs_per_week:g}×/week costs ${abs(retrain):,.0f} {more_or_less} in "
+        f"retraining and ${abs(stale):,.0f} {fresher} in staleness: ${abs(total):,.0f} a "
+        f"month {net} in all."
     )
 
 

@@ -136,7 +136,6 @@ def pipeline_page(
                 "history": pipeline_changes.recent(session, pipeline.id, limit=5),
                 "observed_utilization": views.observed_utilization(session, pipeline),
                 "alerts": alerts_section(session, pipeline),
-                "value": value_section(session, pipeline, p),
             }
         )
     return templates.TemplateResponse(request, "pipeline.html", context)
@@ -179,6 +178,9 @@ def _whatif_context(
     checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
     headline = views.headline(projection)
     descriptions = pipeline.variant_descriptions or {}
+    # What a faster cadence buys, for the variant the decision is about: the gate's
+    # candidate when the gate has one to judge, else the production variant.
+    about = g.candidate if gate is not None else None
     target = p.target(pipeline.runs_per_week)
     budget = projection.scenario.budget_usd if projection else pipeline.monthly_budget_usd
     return {
@@ -203,6 +205,7 @@ def _whatif_context(
         "query": query,
         "variants": views.variant_names(session, pipeline),
         "whatif_keys": SCENARIO_KEYS,
+        "value": value_section(session, pipeline, p, variant=about),
     }
 
 
@@ -223,11 +226,13 @@ def whatif_fragment(
     html = env.get_template("_whatif.html").render(request=request, **context)
     decision = env.get_template("_decision.html").render(request=request, **context)
     engineer = env.get_template("_whatif_engineer.html").render(request=request, **context)
+    value = env.get_template("_value.html").render(request=request, **context)
     return JSONResponse(
         {
             "html": html,
             "decision_html": decision,
             "engineer_html": engineer,
+            "value_html": value,
             "figures": {"cost": context["cost"].figure, "checkpoint": context["checkpoint"].figure},
         }
     )

@@ -33,7 +33,11 @@ class ValueSection:
     optimum_every: str | None
 
 
-def value_section(session: Session, pipeline: Pipeline, p: PlanningScenario) -> ValueSection:
+def value_section(
+    session: Session, pipeline: Pipeline, p: PlanningScenario, variant: str | None = None
+) -> ValueSection:
+    """For the scenario (its what-ifs and its cadence, the proposal) and the variant the
+    decision is about (the gate's candidate when there is one)."""
     value = pipeline.quality_value_usd_per_unit_month
     per_hundredth = value / 100.0 if value is not None else None
     try:
@@ -57,7 +61,8 @@ def value_section(session: Session, pipeline: Pipeline, p: PlanningScenario) -> 
             "cost-optimal cadence."
         )
         return ValueSection(Section(empty=message), decay, None, None, None, None)
-    scenario = cadence.Scenario(p.what_if(), p.convention, p.budget)
+    proposed = p.target(pipeline.runs_per_week)
+    scenario = cadence.Scenario(p.what_if(), p.convention, p.budget, variant, proposed)
     try:
         out = cadence.cadence(session, pipeline.name, scenario)
     except SECTION_ERRORS as exc:

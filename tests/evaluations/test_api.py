@@ -233,3 +233,22 @@ def test_aicc_is_null_where_undefined_and_the_schema_says_so(client: TestClient)
     for model in ("DecayOut", "DecayFit"):
         aicc = schemas[model]["properties"]["aicc"]["additionalProperties"]
         assert {"type": "null"} in aicc["anyOf"], model
+
+
+def test_the_value_section_follows_the_what_if(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    """The what-if's re-render carries the value section, for its cadence: what the
+    proposed cadence buys against today's (1/week) in dollars, and the API says the
+    same sentence."""
+    post_runs(client, ingest_headers)
+    client.post(f"{P}/evaluations", json={"evaluations": LINE}, headers=ingest_headers)
+    client.put(P, json={"quality_value_usd_per_unit_month": 200_000}, headers=admin_headers)
+    page = client.get("/pipelines/ranker").text
+    assert 'id="whatif-value"' in page and "instead of today&#39;s 1×/week" in page  # 2/week
+    twice = client.get("/pipelines/ranker/whatif", params={"cadence": 2}).json()["value_html"]
+    thrice = client.get("/pipelines/ranker/whatif", params={"cadence": 3}).json()["value_html"]
+    assert "Retraining 2×/week instead of" in twice and "Retraining 3×/week instead" in thrice
+    api = client.get(f"{P}/cadence", params={"cadence": 3}).json()
+    assert api["proposed"]["runs_per_week"] == 3
+    assert api["proposed_sentence"].replace("'", "&#39;") in thrice  # the page escapes the quote

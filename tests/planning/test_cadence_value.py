@@ -165,3 +165,26 @@ def test_bad_inputs_are_refused() -> None:
         )
     with pytest.raises(PlanningError):
         Decay("exponential", 0.01, amplitude=0.02, tau_weeks=0.0)
+
+
+def test_what_the_proposed_cadence_buys() -> None:
+    # methodology.md §11.2's check: V = $200,000 per AUC-month, b = 0.004 AUC/week,
+    # wpm = 52/12, c = $280. Today 1/week: retraining 4.333 x 280 = $1,213.33, staleness
+    # V x b / (2k) = $400. Proposed 2/week: $2,426.67 and $200. So $1,213 more in
+    # retraining, $200 less in staleness, $1,013 a month more in all.
+    from app.planning.cadence_value import cadence_value, proposed_words
+    from app.planning.decay import Decay
+
+    decay = Decay(model="linear", rate_per_week=0.004)
+    v = cadence_value(
+        decay, value_usd_per_unit_month=200_000.0, cost_per_run_usd=280.0,
+        weeks_per_month=52 / 12, wall_clock_hours=14.0, today_runs_per_week=1.0,
+        proposed_runs_per_week=2.0,
+    )  # fmt: skip
+    assert v.proposed is not None and abs(v.proposed.staleness_usd - 200.0) < 1e-6
+    assert abs(v.proposed.retrain_usd - 2426.6667) < 1e-3
+    assert v.proposed_sentence == (
+        "Retraining 2×/week instead of today's 1×/week costs $1,213 more in retraining and "
+        "$200 less in staleness: $1,013 a month more in all."
+    )
+    assert proposed_words(v.today, v.today) is None  # the same cadence: nothing to say
