@@ -66,7 +66,7 @@ PAGE_WORDS = {
     "checkpoint_write_hours": "No checkpoint advice yet: the recorded runs show no time "
     "spent waiting on checkpoint writes. Report each run's checkpoint_hours (the Python "
     "client's `with run.checkpointing():` measures it).",
-    "pipeline": "No runs yet: the advice appears once the training job reports its runs "
+    "pipeline": "No runs yet: these figures appear once the training job reports its runs "
     "(see Reporting runs in the documentation).",
 }
 

@@ -146,7 +146,7 @@ def test_empty_pipeline_explains(client: TestClient, admin_headers: dict[str, st
     client.put("/api/v1/pipelines/empty", headers=admin_headers, json={})
     html = client.get("/pipelines/empty").text
     assert 'data-figure="fig-cost"' not in html
-    assert "No runs yet: the advice appears once the training job reports" in html
+    assert "No runs yet: these figures appear once the training job reports" in html
     assert "No runs of variant" in html
 
 

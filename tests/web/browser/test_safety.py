@@ -87,8 +87,9 @@ def test_a_pipeline_without_runs_explains_what_to_do(page, problems, live_server
     projection = page.locator("#projection")
     expect(projection.locator("[data-figure]")).to_have_count(0)
     expect(projection.locator(".empty")).to_be_visible()
-    expect(projection.locator(".empty")).to_contain_text("no runs yet")
-    expect(projection.locator(".empty")).to_contain_text("/api/v1/runs")
+    # What to do in a reader's words (issue 28), not the API path to post to.
+    expect(projection.locator(".empty")).to_contain_text("No runs yet")
+    expect(projection.locator(".empty")).to_contain_text("Reporting runs")
     for section in ("levers", "checkpoints", "gate", "goodput", "badput", "quality", "scaling"):
         empty = page.locator(f"#{section} .empty").first
         expect(empty).to_be_visible()
@@ -103,7 +104,7 @@ def test_a_pipeline_without_runs_explains_what_to_do(page, problems, live_server
         page.locator("#whatif-form").get_by_label("Cadence (runs per week)").fill("3")
     assert response.value.status == 200
     expect(page.locator("#whatif-status")).to_have_text("Updated")
-    expect(page.locator("#projection .empty")).to_contain_text("no runs yet")
+    expect(page.locator("#projection .empty")).to_contain_text("No runs yet")
     problems.assert_clean()
 
 
