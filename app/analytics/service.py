@@ -160,9 +160,12 @@ def projection(
     variants: list[str] | None,
     cadences: list[float] | None,
     scenario: Scenario,
+    with_month: bool = True,
 ) -> ProjectionOut:
     """Monthly cost of each variant at the given cadences plus the scenario's target,
-    from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs."""
+    from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs, and
+    (``with_month``) this month so far. A caller that reads only the cadences (the value
+    section) passes False: the month costs three queries it would throw away."""
     pipeline = get_by_name(session, name)
     available = _variant_names(session, pipeline)
     chosen = variants or default_variants(available, pipeline.production_variant)
@@ -191,7 +194,7 @@ def projection(
             scaling_model=model,
             current_runs=[r.facts for r in current],
         )
-    mtd = month.months(session, [pipeline]).get(pipeline.id)
+    mtd = month.months(session, [pipeline]).get(pipeline.id) if with_month else None
     return ProjectionOut(
         pipeline=name,
         variants=chosen,

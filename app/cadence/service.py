@@ -77,6 +77,7 @@ def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
         variants=[scenario.variant] if scenario.variant else None,
         cadences=[1.0],
         scenario=planning,
+        with_month=False,
     )
     variant = out.variants[0]
     proj = out.projections[variant]
