@@ -171,7 +171,9 @@ def project_costs(
     results = []
     for k in cadences:
         m = runs_per_month(k, convention)
-        bill = forecast_bill(window, typical_month_runs(k, convention), budget_usd=budget_usd)
+        bill = forecast_bill(
+            window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
+        )
         monthly = bill.expected_bill_usd
         working = [
             f"{k:g} runs/week x {wpm:.4g} weeks/month = {m:.4g} runs/month.",
@@ -214,7 +216,7 @@ def project_costs(
         )
     notes = [
         f"Band: p10-p90 of the month's bill, from {DEFAULT_DRAWS} bootstrap months of the "
-        f"{len(runs)} retraining costs (seed 0)."
+        f"{len(runs)} retraining costs (seed {seed})."
     ]
     if what_if is not None and not what_if.is_empty:
         notes.insert(0, _what_if_note(what_if))

@@ -25,7 +25,7 @@ class Decision:
 
 # The figure that decides "fits", the same one the gate's cost criterion reads
 # (the pipeline's gate_cost_basis): the expected bill, or its p90.
-BASIS_WORDS = {"median": "expected bill", "expected": "expected bill", "p90": "p90 bill"}
+BASIS_WORDS = {"median": "expected bill", "p90": "p90 bill"}
 
 
 def _figure(row: Mapping[str, Any], basis: str) -> float:
