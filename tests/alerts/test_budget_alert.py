@@ -3,14 +3,12 @@ the budget (app.analytics.month, the status every page shows)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from fastapi.testclient import TestClient
 
 from app.alerts.rules import AlertKind, Metrics, describe, is_firing
 from tests.alerts import test_alerts
 from tests.alerts.test_alerts import Receiver, add_rule, drain, setup_pipeline
-from tests.fixtures.builders import make_run
+from tests.fixtures.builders import make_run, this_month_run
 
 receiver = test_alerts.receiver
 app_client = test_alerts.app_client
@@ -39,14 +37,7 @@ def test_spend_already_over_the_budget_fires(
     # Budget $200; one run this month of 112 GPU-h at $2.50 = $280: over already.
     setup_pipeline(c, admin_headers, budget=200.0)
     add_rule(c, admin_headers, kind="budget_likely_over", threshold=50, webhook_url=receiver.url)
-    now = datetime.now(UTC)
-    start = max(
-        now.replace(day=1, hour=0, minute=0, second=0, microsecond=0), now - timedelta(hours=15)
-    )
-    run = make_run(
-        run_id="this-month", started_at=start.isoformat(),
-        finished_at=(start + timedelta(hours=14)).isoformat(), workers=8, gpu_hours=112.0,
-    )  # fmt: skip
+    run = make_run(run_id="this-month", **this_month_run(), workers=8, gpu_hours=112.0)
     assert c.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
     drain(c)
     [hook] = receiver.requests

@@ -17,7 +17,13 @@ from sqlalchemy import create_engine
 from app.db.engine import Database
 from app.main import create_app
 from app.settings import Settings
-from tests.fixtures.builders import demo_week, last_week_day, make_run, make_token
+from tests.fixtures.builders import (
+    demo_week,
+    last_week_day,
+    make_run,
+    make_token,
+    this_month_run,
+)
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -346,16 +352,7 @@ def test_this_months_status_is_the_apis(
 ) -> None:
     """The month's spend, expected end and status word on /metrics are the projection
     API's month_to_date (one function: app.analytics.month)."""
-    from datetime import UTC, datetime, timedelta
-
-    now = datetime.now(UTC)
-    start = max(
-        now.replace(day=1, hour=0, minute=0, second=0, microsecond=0), now - timedelta(hours=15)
-    )
-    run = make_run(
-        run_id="this-month", started_at=start.isoformat(),
-        finished_at=(start + timedelta(hours=14)).isoformat(),
-    )  # fmt: skip
+    run = make_run(run_id="this-month", **this_month_run())
     assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
     body = {"monthly_budget_usd": 100.0}  # the run cost 112 GPU-h x $2.50 = $280: over
     assert client.put("/api/v1/pipelines/ranker", json=body, headers=admin_headers).is_success
