@@ -107,6 +107,8 @@ RUN_COLUMNS = (
     "lost_progress_hours",
     "resume_hours",
     "reschedule_hours",
+    "outcome",
+    "retraining_id",
 )
 INTERRUPTION_COLUMNS = (
     "run_pk",
@@ -147,6 +149,8 @@ def db_rows(prefix: str, i: int, pipeline_ids: dict[str, int]) -> tuple[tuple[An
         lost,
         resume,
         resched,
+        "succeeded",
+        parsed["run_id"],  # what the API stores when a run names no retraining
     )
     return row, bool(p["interrupted"])
 

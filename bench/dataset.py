@@ -2,9 +2,10 @@
 
 `big-pipeline` holds 10,000 runs: baseline (60%), candidate (30%) and a `scale-probe`
 variant at 4/8/16/32 workers (10%); `small-pipeline` holds 100; the other 498 share the
-rest. Runs are spread over the 104 weeks before the build day. The run table's
-interruption sums are those of the interruption rows loaded with it. The schema comes
-from `cadence migrate`; a marker in the database comment says the load completed.
+rest. Runs are spread over the 104 weeks before the build day; every 40th attempt fails
+and the next retries its retraining. The run table's interruption sums are those of the
+interruption rows loaded with it. The schema comes from `cadence migrate`; a marker in
+the database comment says the load completed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from bench.server import (
     sqlalchemy_url,
 )
 
-VERSION = 1
+VERSION = 2  # 2: attempts (outcome, retraining_id), a failed first attempt now and then
 PIPELINES = 500
 BIG, BIG_RUNS = "big-pipeline", 10_000
 SMALL, SMALL_RUNS = "small-pipeline", 100
@@ -97,6 +98,11 @@ def generate(
             for pos in range(count):
                 stop_id += 1
                 stops.append(f"{stop_id}\t{g}\t{pos}\t0.5\t0.25\t0.3\t{CAUSES[(g + pos) % 3]}\n")
+            # Every 40th attempt fails and the next one retries the same retraining.
+            failed = g % 40 == 0 and k + 1 < n
+            outcome, retraining = (
+                ("failed", f"run-{k + 1:06d}") if failed else ("succeeded", f"run-{k:06d}")
+            )
             sha = (g * 2654435761) % 268435456
             tags = f'{{"git_sha": "{sha:07x}", "team": "t{pk % teams}"}}'
             runs.append(
@@ -104,7 +110,7 @@ def generate(
                 f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\t{data.PIPELINE_PRICE!r}\t"
                 f"ndcg@10\t{quality!r}\t{stall!r}\t"
                 f"{ckpt!r}\t{0.1 * (g % 4)!r}\t\\N\t{tags}\t{count}\t{0.5 * count!r}\t"
-                f"{0.25 * count!r}\t{0.3 * count!r}\n"
+                f"{0.25 * count!r}\t{0.3 * count!r}\t{outcome}\t{retraining}\n"
             )
             if len(runs) >= CHUNK:
                 yield "".join(runs), "".join(stops)
