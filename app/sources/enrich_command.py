@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 from cadence_client import CadenceAPIError, ServiceUnavailable
+from cadence_client.refusal import print_refusal
 
 # The exit codes and connection flags of `cadence report`, shared by every importer.
 from cadence_client.commands import report
@@ -112,9 +113,7 @@ def run_enrich(
         error(f"Cadence unreachable at {exc.url}: {exc.message}")
         return report.UNAVAILABLE
     except CadenceAPIError as exc:
-        error(f"Cadence refused ({exc.status} {exc.code}): {exc.message}")
-        for item in exc.fields:
-            print(f"  {item.get('field')}: {item.get('reason')}", file=sys.stderr)
+        print_refusal(exc, lead="Cadence ")
         return report._exit_code(exc)
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         error(f"bad --url: {exc}")

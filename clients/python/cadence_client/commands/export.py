@@ -36,6 +36,7 @@ from cadence_client.commands.report import (
     client_for,
 )
 from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
+from cadence_client.refusal import print_refusal
 from cadence_client.plugins import entry_points
 
 EXPORT_FORMATS = "cadence.export_formats"
@@ -117,10 +118,10 @@ def run_export(
             with _output(args.output) as out:
                 count = write(runs(), out)
     except AuthError as exc:
-        _error(f"not allowed ({exc.status} {exc.code}): {exc.message}")
+        print_refusal(exc)
         return AUTH
     except CadenceAPIError as exc:
-        _error(f"refused ({exc.status} {exc.code}): {exc.message}")
+        print_refusal(exc)
         return REFUSED
     except ServiceUnavailable as exc:
         _error(f"server unavailable at {exc.url}: {exc.message}")

@@ -40,6 +40,7 @@ from cadence_client.mlflow.mapping import (
     run_id_of,
 )
 from cadence_client.mlflow.mlflow_api import MlflowClient, MlflowError
+from cadence_client.refusal import print_refusal
 
 EXIT_CODES = """exit codes:
   0  done (runs skipped for missing fields still exit 0; each is printed)
@@ -201,17 +202,10 @@ def _reasons_by_run(exc: ValidationFailed, count: int) -> dict[int, str]:
 
 
 def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
-    kind = {4: "not allowed", 3: "conflict"}.get(_exit_code(exc), "refused")
-    _error(f"{kind} ({exc.status} {exc.code}): {exc.message}")
-    for item in exc.fields:
-        name, reason = str(item.get("field", "")), str(item.get("reason", ""))
-        parts = name.split(".", 2)
-        if len(parts) >= 2 and parts[0] == "runs" and parts[1].isdigit():
-            index = int(parts[1])
-            if index < len(chunk):
-                rest = parts[2] if len(parts) == 3 else "run"
-                name = f"MLflow run {chunk[index].run_id}: {rest}"
-        print(f"  {name}: {reason}", file=sys.stderr)
+    """Each refused field named by its MLflow run."""
+    print_refusal(
+        exc, lambda index: f"MLflow run {chunk[index].run_id}" if index < len(chunk) else None
+    )
 
 
 def _summary(found: int, created: int, existing: int, skipped: int, partial: bool = False) -> None:
