@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 from cadence_client import CadenceAPIError, ServiceUnavailable
-from cadence_client.refusal import print_refusal
 
 # The exit codes and connection flags of `cadence report`, shared by every importer.
 from cadence_client.commands import report
+from cadence_client.refusal import print_refusal
 
 from app.planning.dcgm import Choice
 from app.sources.posting import Mapped, error, post_mapped

@@ -22,7 +22,6 @@ from typing import Any
 
 import httpx
 from cadence_client import CadenceAPIError, ConflictError, ServiceUnavailable
-from cadence_client.refusal import print_refusal
 from cadence_client.commands.report import (
     BATCH_SIZE,
     OK,
@@ -32,6 +31,7 @@ from cadence_client.commands.report import (
     _exit_code,
     client_for,
 )
+from cadence_client.refusal import print_refusal
 
 from app.measurements.schemas import MEASUREMENT_FIELDS
 from app.planning.imports import Attempt, totals

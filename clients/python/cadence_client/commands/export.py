@@ -36,8 +36,8 @@ from cadence_client.commands.report import (
     client_for,
 )
 from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
-from cadence_client.refusal import print_refusal
 from cadence_client.plugins import entry_points
+from cadence_client.refusal import print_refusal
 
 EXPORT_FORMATS = "cadence.export_formats"
 EXPORT_EXIT_CODES = """exit codes: 0 exported, 1 refused by the server, 2 usage error,

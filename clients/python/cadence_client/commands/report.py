@@ -61,7 +61,9 @@ RUN_FLAGS: dict[str, tuple[str, type, str]] = {
 METAVARS = {str: "TEXT", int: "N", float: "X"}
 REQUIRED_FLAGS = ("pipeline", "run_id", "started_at", "finished_at", "workers")
 # The flag a person typed for each field, for refusals of a run given by flags.
-FLAG_OF_FIELD = {field: "--" + flag.replace("_", "-") for flag, (field, _k, _h) in RUN_FLAGS.items()}
+FLAG_OF_FIELD = {
+    field: "--" + flag.replace("_", "-") for flag, (field, _k, _h) in RUN_FLAGS.items()
+}
 
 
 def add_parsers(sub: Any) -> None:
