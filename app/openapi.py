@@ -80,7 +80,7 @@ ERRORS: dict[str, tuple[str, dict[str, Any]]] = {
                 {
                     "field": "gpu_utilization",
                     "reason": "must be a fraction between 0 and 1; 38 looks like a "
-                    "percentage: send 0.38",
+                    "percentage: did you mean 0.38?",
                 }
             ],
         },

@@ -27,12 +27,21 @@
     if (window.console) { console.warn("chart " + (el.id || "") + " failed:", err); }
   }
 
+  // A chart whose section heading already names it (data-titled="heading") draws no
+  // title of its own: the page said it once.
+  function untitled(el, layout) {
+    if (el.getAttribute("data-titled") !== "heading") { return layout; }
+    var copy = Object.assign({}, layout, { title: { text: "" } });
+    copy.margin = Object.assign({}, layout.margin, { t: 16 });
+    return copy;
+  }
+
   function draw(el) {
     try {
       var fig = figureFor(el);
       if (!fig) { return; }
       var spark = el.classList.contains("spark");
-      var drawn = Plotly.react(el, fig.data, fig.layout, spark ? SPARK : CONFIG);
+      var drawn = Plotly.react(el, fig.data, untitled(el, fig.layout), spark ? SPARK : CONFIG);
       el.setAttribute("data-rendered", "1");
       // Plotly may also fail later, in its promise (e.g. after an automargin redraw).
       if (drawn && typeof drawn.then === "function") {
@@ -136,6 +145,8 @@
           render(value);
         }
         setupGateForm();
+        var unit = document.getElementById("unit-toggle");
+        if (unit) { keepUnitInLinks(unit.value); }  // the re-rendered gate form and links
         var keep = new URLSearchParams(window.location.search);
         ["cadence", "utilization_target", "price", "price_from", "workers", "failure_rate", "checkpoint_interval_hours", "budget", "weeks_per_month"].forEach(function (k) {
           keep.delete(k);
@@ -184,9 +195,43 @@
     });
   }
 
+  // The unit (GPU-hours or USD) is part of the view: kept in the URL as ?unit=usd, so a
+  // reload, a copied link, the table's sort and page links and the gate form keep it.
+  var UNITS = ["gpu", "usd"];
+
+  function withUnit(query, unit) {
+    if (unit === UNITS[0]) { query.delete("unit"); } else { query.set("unit", unit); }
+    return query;
+  }
+
+  function keepUnitInLinks(unit) {
+    document.querySelectorAll("a[href]").forEach(function (link) {
+      var href = link.getAttribute("href");
+      var url = new URL(href, window.location.href);
+      var samePage = url.origin === window.location.origin && url.pathname === window.location.pathname;
+      if (!samePage || href.charAt(0) === "#") { return; }
+      url.search = withUnit(url.searchParams, unit).toString();
+      link.setAttribute("href", url.pathname + url.search + url.hash);
+    });
+    var gate = document.querySelector(".gate-form");
+    if (gate) {
+      var input = gate.querySelector("input[name=unit]");
+      if (!input) {
+        input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "unit";
+        gate.appendChild(input);
+      }
+      input.value = unit;
+      input.disabled = unit === UNITS[0];
+    }
+  }
+
   function setupUnitToggle() {
     var toggle = document.getElementById("unit-toggle");
     if (!toggle) { return; }
+    var asked = new URLSearchParams(window.location.search).get("unit");
+    if (UNITS.indexOf(asked) >= 0) { toggle.value = asked; }
     function apply() {
       document.querySelectorAll("[data-unit]").forEach(function (el) {
         el.hidden = el.getAttribute("data-unit") !== toggle.value;
@@ -195,8 +240,14 @@
         }
       });
     }
-    toggle.addEventListener("change", apply);
+    toggle.addEventListener("change", function () {
+      apply();
+      var query = withUnit(new URLSearchParams(window.location.search), toggle.value).toString();
+      history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash);
+      keepUnitInLinks(toggle.value);
+    });
     apply();
+    keepUnitInLinks(toggle.value);
   }
 
   function setupPrint() {

@@ -72,7 +72,7 @@ def threshold_problem(kind: str, threshold: float) -> str | None:
         return None
     hint = ""
     if kind == AlertKind.UTILIZATION_FLOOR and 1 < threshold <= 100:
-        hint = f"; {threshold:g} looks like a percentage: send {threshold / 100:g}"
+        hint = f"; {threshold:g} looks like a percentage: did you mean {threshold / 100:g}?"
     return f"must be above {low:g} and at most {high:g} ({unit}){hint}"
 
 

@@ -41,7 +41,7 @@ class MeasurementsIn(StrictModel):
     @field_validator("gpu_utilization")
     @classmethod
     def _fraction(cls, value: float | None) -> float | None:
-        # The run record's own check: a percentage is named as one ("send 0.38").
+        # The run record's own check: a percentage is named as one ("did you mean 0.38?").
         return RunIn._fraction(value)
 
 

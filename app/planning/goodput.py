@@ -240,3 +240,13 @@ def overall_goodput(run: RunFacts) -> float:
 
 
 overall = overall_goodput
+
+
+def program_basis(mfu_gpu_hours: float, gpu_hours: float) -> str:
+    """What measured the program factor, GPU-hour weighted: "mfu" when every GPU-hour
+    had an MFU figure, "utilization" when none had (the proxy), "mixed" otherwise.
+    Examples: (80, 80) -> "mfu"; (0, 80) -> "utilization"; (80, 88) -> "mixed" (8
+    GPU-hours of scaling probes without MFU); (0, 0), no runs -> "utilization"."""
+    if mfu_gpu_hours <= 0.0:
+        return "utilization"
+    return "mfu" if mfu_gpu_hours >= gpu_hours * (1.0 - 1e-9) else "mixed"

@@ -75,6 +75,7 @@ class WeekSummary:
     goodput: Goodput
     gpu_hours_by_cause: dict[str, float]
     usd_by_cause: dict[str, float]
+    mfu_gpu_hours: float = 0.0  # the GPU-hours of attempts that reported MFU
 
 
 def summarise(t: WeekTotals) -> WeekSummary:
@@ -87,6 +88,7 @@ def summarise(t: WeekTotals) -> WeekSummary:
         goodput=goodput_from_totals(t.goodput),
         gpu_hours_by_cause=dict(t.gpu_hours_by_cause),
         usd_by_cause=dict(t.usd_by_cause),
+        mfu_gpu_hours=t.goodput.mfu_gpu_hours,
     )
 
 

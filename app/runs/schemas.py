@@ -112,7 +112,7 @@ class RunIn(StrictModel):
         if 1 < value <= 100:
             raise ValueError(
                 f"must be a fraction between 0 and 1; {value:g} looks like a percentage: "
-                f"send {value / 100:g}"
+                f"did you mean {value / 100:g}?"
             )
         if not 0 <= value <= 1:
             raise ValueError("must be a fraction between 0 and 1")

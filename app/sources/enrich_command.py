@@ -23,6 +23,7 @@ from cadence_client import CadenceAPIError, ServiceUnavailable
 
 # The exit codes and connection flags of `cadence report`, shared by every importer.
 from cadence_client.commands import report
+from cadence_client.refusal import print_refusal
 
 from app.planning.dcgm import Choice
 from app.sources.posting import Mapped, error, post_mapped
@@ -112,9 +113,7 @@ def run_enrich(
         error(f"Cadence unreachable at {exc.url}: {exc.message}")
         return report.UNAVAILABLE
     except CadenceAPIError as exc:
-        error(f"Cadence refused ({exc.status} {exc.code}): {exc.message}")
-        for item in exc.fields:
-            print(f"  {item.get('field')}: {item.get('reason')}", file=sys.stderr)
+        print_refusal(exc, lead="Cadence ")
         return report._exit_code(exc)
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         error(f"bad --url: {exc}")

@@ -31,6 +31,7 @@ from cadence_client.commands.report import (
     _exit_code,
     client_for,
 )
+from cadence_client.refusal import print_refusal
 
 from app.measurements.schemas import MEASUREMENT_FIELDS
 from app.planning.imports import Attempt, totals
@@ -196,14 +197,8 @@ def measurement_only_conflicts(fields: list[dict[str, Any]]) -> set[int]:
 
 
 def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
-    kind = {4: "not allowed", 3: "conflict"}.get(_exit_code(exc), "refused")
-    error(f"{kind} ({exc.status} {exc.code}): {exc.message}")
-    for item in exc.fields:
-        name, reason = str(item.get("field", "")), str(item.get("reason", ""))
-        match = FIELD_PATH.match(name)
-        if match and int(match.group(1)) < len(chunk):
-            name = f"{chunk[int(match.group(1))].source}: {match.group(2)}"
-        print(f"  {name}: {reason}", file=sys.stderr)
+    """Each refused field named by the record it came from (``sacct job 4242``)."""
+    print_refusal(exc, lambda index: chunk[index].source if index < len(chunk) else None)
 
 
 def _done(read: int, tally: Tally, skipped: int, partial: bool = False) -> None:

@@ -61,46 +61,15 @@ def cost_projection_figure(
     projections: Mapping[str, Projection], budget_usd: float | None
 ) -> Figure:
     """Grouped bars of monthly cost per cadence, one trace per variant, p10–p90 error bars,
-    and a dashed "Budget" line across the whole plot when a budget is given."""
+    and a dashed budget line across the whole plot when a budget is given."""
     categories: dict[str, float] = {}  # label -> runs per week, for ordering
     data: list[dict[str, Any]] = []
     for i, (variant, projection) in enumerate(projections.items()):
-        cads = projection.cadences
-        xs = [cadence_label(c.runs_per_week) for c in cads]
-        categories.update((x, c.runs_per_week) for x, c in zip(xs, cads, strict=True))
-        ys = [c.monthly_cost_usd for c in cads]
-        data.append(
-            {
-                "type": "bar",
-                "name": variant,
-                "x": xs,
-                "y": ys,
-                "marker": {"color": series_colour(i)},
-                "error_y": {
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [
-                        max(0.0, c.monthly_cost_p90_usd - y) for c, y in zip(cads, ys, strict=True)
-                    ],
-                    "arrayminus": [
-                        max(0.0, y - c.monthly_cost_p10_usd) for c, y in zip(cads, ys, strict=True)
-                    ],
-                    "color": PALETTE["black"],
-                    "thickness": 1.2,
-                },
-                "customdata": [
-                    [
-                        c.monthly_cost_p10_usd,
-                        c.monthly_cost_p90_usd,
-                        c.runs_per_month,
-                        c.cost_per_run_usd,
-                        c.monthly_gpu_hours,
-                    ]
-                    for c in cads
-                ],
-                "hovertemplate": _CADENCE_HOVER,
-            }
+        xs = [cadence_label(c.runs_per_week) for c in projection.cadences]
+        categories.update(
+            (x, c.runs_per_week) for x, c in zip(xs, projection.cadences, strict=True)
         )
+        data.append(_variant_bars(i, variant, xs, projection))
     extra: dict[str, Any] = {}
     if budget_usd is not None and categories:
         data.append(_budget_trace(budget_usd))
@@ -130,13 +99,54 @@ def cost_projection_figure(
     }
 
 
+def _variant_bars(
+    index: int, variant: str, xs: list[str], projection: Projection
+) -> dict[str, Any]:
+    """One variant's bars: the median monthly cost per cadence, its p10–p90 as error bars."""
+    cads = projection.cadences
+    ys = [c.monthly_cost_usd for c in cads]
+    return {
+        "type": "bar",
+        "name": variant,
+        "x": xs,
+        "y": ys,
+        "marker": {"color": series_colour(index)},
+        "error_y": {
+            "type": "data",
+            "symmetric": False,
+            "array": [max(0.0, c.monthly_cost_p90_usd - y) for c, y in zip(cads, ys, strict=True)],
+            "arrayminus": [
+                max(0.0, y - c.monthly_cost_p10_usd) for c, y in zip(cads, ys, strict=True)
+            ],
+            "color": PALETTE["black"],
+            "thickness": 1.2,
+        },
+        "customdata": [
+            [
+                c.monthly_cost_p10_usd,
+                c.monthly_cost_p90_usd,
+                c.runs_per_month,
+                c.cost_per_run_usd,
+                c.monthly_gpu_hours,
+            ]
+            for c in cads
+        ],
+        "hovertemplate": _CADENCE_HOVER,
+    }
+
+
+def budget_name(budget_usd: float) -> str:
+    """The budget line's legend entry: 1400 -> "Budget $1,400/month"."""
+    return f"Budget ${budget_usd:,.0f}/month"
+
+
 def _budget_trace(budget_usd: float) -> dict[str, Any]:
     # On a hidden overlaying x axis spanning [0, 1], so the line runs edge to edge even
     # with a single cadence category.
     return {
         "type": "scatter",
         "mode": "lines",
-        "name": "Budget",
+        "name": budget_name(budget_usd),
         "x": [0, 1],
         "y": [budget_usd, budget_usd],
         "xaxis": "x2",

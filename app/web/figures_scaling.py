@@ -58,39 +58,12 @@ def _minute_ticks(lo: float, hi: float) -> dict[str, Any]:
 def scaling_figure(table: Sequence[ScalingRow], model: ScalingModel | None) -> Figure:
     """Measured speedup vs workers, the ideal linear speedup, the fitted curve (its
     extrapolated parts as a separate dotted trace) and efficiency on a right-hand axis."""
-    if not table:
-        data: list[dict[str, Any]] = []
-        n0 = 1
-    else:
-        n0 = min(r.workers for r in table)
+    data: list[dict[str, Any]] = []
+    n0 = min((r.workers for r in table), default=1)
+    if table:
         rows = sorted(table, key=lambda r: r.workers)
         x_max = float(rows[-1].workers) * (2.0 if model is not None else 1.0)
-        data = [
-            _ideal_trace(n0, x_max),
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": "Measured speedup",
-                "x": [r.workers for r in rows],
-                "y": [r.speedup for r in rows],
-                "marker": {"color": PALETTE["blue"], "size": 10},
-                "customdata": [[r.wall_clock_hours, r.runs, r.gpu_hours] for r in rows],
-                "hovertemplate": "%{x} workers: speedup %{y:.3f}×<br>median wall clock "
-                "%{customdata[0]:.2f} h over %{customdata[1]} runs, %{customdata[2]:,.1f} "
-                "GPU-hours<extra></extra>",
-            },
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": "Efficiency (right axis)",
-                "x": [r.workers for r in rows],
-                "y": [r.efficiency for r in rows],
-                "yaxis": "y2",
-                "line": {"color": PALETTE["orange"], "width": 1.5},
-                "marker": {"color": PALETTE["orange"], "symbol": "diamond", "size": 8},
-                "hovertemplate": "%{x} workers: efficiency %{y:.1%}<extra></extra>",
-            },
-        ]
+        data = [_ideal_trace(n0, x_max), *_measured_traces(rows)]
         if model is not None:
             data.extend(_fit_traces(model, n0, rows[-1].workers))
     note = (
@@ -116,10 +89,42 @@ def scaling_figure(table: Sequence[ScalingRow], model: ScalingModel | None) -> F
                 side="right",
                 tickformat=".0%",
                 range=[0, 1.05],
+                tick0=0,
+                dtick=0.25,
                 showgrid=False,
             ),
         ),
     }
+
+
+def _measured_traces(rows: Sequence[ScalingRow]) -> list[dict[str, Any]]:
+    """The measured speedup (markers) and efficiency (right axis) at each worker count."""
+    workers = [r.workers for r in rows]
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "Measured speedup",
+            "x": workers,
+            "y": [r.speedup for r in rows],
+            "marker": {"color": PALETTE["blue"], "size": 10},
+            "customdata": [[r.wall_clock_hours, r.runs, r.gpu_hours] for r in rows],
+            "hovertemplate": "%{x} workers: speedup %{y:.3f}×<br>median wall clock "
+            "%{customdata[0]:.2f} h over %{customdata[1]} runs, %{customdata[2]:,.1f} "
+            "GPU-hours<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "Efficiency (right axis)",
+            "x": workers,
+            "y": [r.efficiency for r in rows],
+            "yaxis": "y2",
+            "line": {"color": PALETTE["orange"], "width": 1.5},
+            "marker": {"color": PALETTE["orange"], "symbol": "diamond", "size": 8},
+            "hovertemplate": "%{x} workers: efficiency %{y:.1%}<extra></extra>",
+        },
+    ]
 
 
 def _ideal_trace(n0: int, x_max: float) -> dict[str, Any]:
@@ -191,7 +196,6 @@ def checkpoint_figure(
     Pass the same ``write_hours``, ``workers``, ``wall_clock_hours`` and
     ``restart_overhead_hours`` (= resume + reschedule) that produced ``advice``.
     """
-    mtbf = advice.mtbf_hours
     marks = [
         ("Current", advice.current_interval_hours, PALETTE["black"], "solid"),
         ("Young", advice.young_interval_hours, PALETTE["sky"], "dash"),
@@ -204,14 +208,36 @@ def checkpoint_figure(
 
     def overhead(c: float) -> tuple[float, float]:
         writes, fails = checkpoint_overhead_hours(
-            c, write_hours, mtbf, wall_clock_hours, restart_overhead_hours
+            c, write_hours, advice.mtbf_hours, wall_clock_hours, restart_overhead_hours
         )
         return writes * workers, fails * workers
 
     parts = [overhead(c) for c in grid]
-    minutes = [c * 60.0 for c in grid]
+    data = _overhead_curves([c * 60.0 for c in grid], parts)
+    top = max(w + f for w, f in parts)
+    data += [_interval_marker(mark, sum(overhead(mark[1])), top) for mark in shown]
+    return {
+        "data": data,
+        "layout": layout(
+            "checkpoint_interval",
+            "Checkpoint overhead vs interval",
+            _checkpoint_note(write_hours, advice.mtbf_hours),
+            xaxis=axis(
+                "Checkpoint interval (minutes, log scale)",
+                type="log",
+                **_minute_ticks(lo * 60, hi * 60),
+            ),
+            yaxis=axis("GPU-hours per run", rangemode="tozero"),
+        ),
+    }
+
+
+def _overhead_curves(
+    minutes: list[float], parts: list[tuple[float, float]]
+) -> list[dict[str, Any]]:
+    """Writes, expected failure loss and their total per run, at each interval."""
     value = "%{x:.1f} min interval: %{y:,.2f} GPU-hours per run"
-    data: list[dict[str, Any]] = [
+    return [
         {
             "type": "scatter",
             "mode": "lines",
@@ -227,25 +253,28 @@ def checkpoint_figure(
             ("Total", [w + f for w, f in parts], PALETTE["blue"], "solid"),
         )
     ]
-    top = max(w + f for w, f in parts)
-    for name, interval, colour, dash in shown:
-        total = sum(overhead(interval))
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": f"{name}: {interval * 60:.0f} min",
-                "x": [interval * 60.0, interval * 60.0],
-                "y": [0.0, top],
-                "customdata": [total, total],
-                "line": {"color": colour, "dash": dash, "width": 1.5},
-                "hovertemplate": f"{name}: %{{x:.1f}} min interval, total "
-                "%{customdata:,.2f} GPU-hours per run<extra></extra>",
-                "meta": REFERENCE,
-            }
-        )
+
+
+def _interval_marker(mark: tuple[str, float, str, str], total: float, top: float) -> dict[str, Any]:
+    """A vertical line at one interval (current, Young or Daly), hovering its total."""
+    name, interval, colour, dash = mark
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": f"{name}: {interval * 60:.0f} min",
+        "x": [interval * 60.0, interval * 60.0],
+        "y": [0.0, top],
+        "customdata": [total, total],
+        "line": {"color": colour, "dash": dash, "width": 1.5},
+        "hovertemplate": f"{name}: %{{x:.1f}} min interval, total "
+        "%{customdata:,.2f} GPU-hours per run<extra></extra>",
+        "meta": REFERENCE,
+    }
+
+
+def _checkpoint_note(write_hours: float, mtbf: float) -> str:
     m_text = "no failures" if math.isinf(mtbf) else f"{mtbf:.3g} h"
-    note = (
+    return (
         "Overhead per run = workers × [(T / c) × d + (T / M) × (c / 2 + resume + reschedule)] "
         f"for interval c, with write time d = {write_hours * 60:.3g} min and "
         f"M = 1 / (workers × failure rate) = {m_text}; "
@@ -255,17 +284,3 @@ def checkpoint_figure(
             else "it is lowest at Young's √(2dM), which Daly's higher-order interval refines."
         )
     )
-    return {
-        "data": data,
-        "layout": layout(
-            "checkpoint_interval",
-            "Checkpoint overhead vs interval",
-            note,
-            xaxis=axis(
-                "Checkpoint interval (minutes, log scale)",
-                type="log",
-                **_minute_ticks(lo * 60, hi * 60),
-            ),
-            yaxis=axis("GPU-hours per run", rangemode="tozero"),
-        ),
-    }

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.planning.goodput import program_basis
 from app.planning.weekly import WeekSummary
 from app.web.figures_base import (
     PALETTE,
@@ -19,7 +20,14 @@ from app.web.figures_base import (
     text_safe,
 )
 
-PERCENT_AXIS = {"tickformat": ".0%", "range": [0, 1.05]}
+# Round ticks (0, 25, 50, 75, 100%): left to Plotly, a short panel got 0/31/62/94%.
+PERCENT_AXIS = {"tickformat": ".0%", "range": [0, 1.05], "tick0": 0, "dtick": 0.25}
+# The goodput chart's program line, by what measured it (planning.goodput.program_basis).
+PROGRAM_NAMES = {
+    "mfu": "Program (MFU)",
+    "utilization": "Program (utilization proxy)",
+    "mixed": "Program (MFU; utilization where runs report none)",
+}
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,8 @@ class RunPoint:
 @text_safe
 def goodput_trend_figure(weeks: Sequence[WeekSummary]) -> Figure:
     """Scheduling, runtime, program and overall goodput per ISO week (gaps where no runs)."""
-    proxy = any(w.goodput.program_is_proxy for w in weeks)
-    program = "Program (utilization proxy)" if proxy else "Program (MFU)"
+    basis = program_basis(sum(w.mfu_gpu_hours for w in weeks), sum(w.gpu_hours for w in weeks))
+    program = PROGRAM_NAMES[basis]
     series = (
         ("Scheduling", "scheduling", PALETTE["sky"], "dot"),
         ("Runtime", "runtime", PALETTE["orange"], "dash"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
@@ -109,6 +109,7 @@ def pipeline_page(
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     size: Annotated[int, Query(ge=1, le=100)] = 25,
+    unit: Annotated[Literal["gpu", "usd"], Query()] = "gpu",  # the badput charts' unit
 ) -> HTMLResponse:
     with db.read() as session:
         pipeline = get_by_name(session, name)
@@ -132,6 +133,7 @@ def pipeline_page(
                 "order": order,
                 "page": page,
                 "size": size,
+                "unit": unit,
                 "pages": max(1, -(-total // size)),
                 "history": pipeline_changes.recent(session, pipeline.id, limit=5),
                 "observed_utilization": views.observed_utilization(session, pipeline),

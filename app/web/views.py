@@ -68,6 +68,9 @@ PAGE_WORDS = {
     "client's `with run.checkpointing():` measures it).",
     "pipeline": "No runs yet: these figures appear once the training job reports its runs "
     "(see Reporting runs in the documentation).",
+    "variant": "No runs of this variant yet: these figures appear once the training job "
+    "reports runs of it (see Reporting runs in the documentation); the pipeline's settings "
+    "choose the variant in production.",
 }
 
 
@@ -151,7 +154,10 @@ def weekly(
 
 
 def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
-    hint = "No runs in these weeks yet: post runs to /api/v1/runs and they appear here."
+    hint = (
+        "No runs in these weeks yet: they appear here once the training job reports its runs "
+        "(see Reporting runs in the documentation)."
+    )
     return {
         "goodput": _section(figures.goodput_trend_figure(summaries), hint),
         "week_gpu": _section(figures.badput_by_week_figure(summaries, "gpu_hours"), hint),
@@ -161,7 +167,10 @@ def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
 
 def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
     rows = reads.recent_runs(session, pipeline, limit=CHART_RUNS)
-    hint = "No runs yet: post one to /api/v1/runs (see docs/reporting.md) or run `cadence demo`."
+    hint = (
+        "No runs yet: add `cadence report` (or the Python client) to the training job, as "
+        "Reporting runs in the documentation shows, or run `cadence demo` for example data."
+    )
     gpu = [
         figures.RunBadputRow(r.run_id, r.variant, r.started_at, badput(r.facts)) for r in rows[-26:]
     ]

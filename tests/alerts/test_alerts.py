@@ -305,7 +305,7 @@ def test_rule_validation_and_auth(
     )
     assert r.status_code == 422
     [field] = r.json()["error"]["fields"]
-    assert field["field"] == "threshold" and "send 0.4" in field["reason"]
+    assert field["field"] == "threshold" and "did you mean 0.4?" in field["reason"]
 
     r = c.post(url, json={**good, "kind": "cost_overrun"}, headers=admin_headers)
     assert r.status_code == 422 and r.json()["error"]["fields"][0]["field"] == "kind"

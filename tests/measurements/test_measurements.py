@@ -107,7 +107,11 @@ def test_batch_changes_several_runs_in_one_transaction(
     ("body", "field", "reason"),
     [
         ({"workers": 4}, "workers", "unknown field"),
-        ({"gpu_utilization": 38}, "gpu_utilization", "38 looks like a percentage: send 0.38"),
+        (
+            {"gpu_utilization": 38},
+            "gpu_utilization",
+            "38 looks like a percentage: did you mean 0.38?",
+        ),
         ({}, "body", "give at least one of gpu_utilization"),
         # 14 h run with 1 h of checkpoints and 1 h of interruption time: 13 h of stall
         # makes 15 h > 14 h.

@@ -14,6 +14,7 @@ from app.planning.goodput import (
     goodput_from_totals,
     overall,
     overall_goodput,
+    program_basis,
     program_goodput,
     run_goodput,
     run_totals,
@@ -188,3 +189,18 @@ def test_aggregate_goodputs_in_unit_interval_and_totals_add(rs: list[RunFacts]) 
     assert split.gpu_hours == pytest.approx(t.gpu_hours)
     assert split.period_gpu_hours == pytest.approx(t.period_gpu_hours)
     assert run_totals(rs[0]).runs == 1
+
+
+@pytest.mark.parametrize(
+    ("mfu_gpu_hours", "gpu_hours", "basis"),
+    [
+        (80.0, 80.0, "mfu"),  # every GPU-hour had an MFU figure
+        (0.0, 80.0, "utilization"),  # none had: the utilization proxy throughout
+        (80.0, 88.0, "mixed"),  # 8 GPU-hours of scaling probes without MFU
+        (0.0, 0.0, "utilization"),  # no runs: nothing measured by MFU
+    ],
+)
+def test_program_basis_is_gpu_hour_weighted(
+    mfu_gpu_hours: float, gpu_hours: float, basis: str
+) -> None:
+    assert program_basis(mfu_gpu_hours, gpu_hours) == basis

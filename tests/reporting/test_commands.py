@@ -228,14 +228,14 @@ def test_report_a_csv_then_rerun_then_bad_changed_and_unauthorized(
     bad[3]["gpu_utilization"] = 38
     assert report(client, token, "--file", str(write_csv(tmp_path / "bad.csv", bad))) == 1
     err = capsys.readouterr().err
-    assert "bad.csv line 5: runs.3.gpu_utilization: must be a fraction" in err
-    assert "send 0.38" in err
+    assert "bad.csv line 5 (run r3): gpu_utilization must be a fraction" in err
+    assert "did you mean 0.38?" in err
 
     changed = runs_for("report-csv", 3)
     changed[1]["workers"] = 16
     assert report(client, token, "--file", str(write_csv(tmp_path / "chg.csv", changed))) == 3
     err = capsys.readouterr().err
-    assert "conflict (409" in err and "chg.csv line 3: runs.1.workers" in err
+    assert "conflict (409" in err and "chg.csv line 3 (run r1): workers" in err
 
     assert report(client, "cad_not_a_token", "--file", str(path)) == 4
     assert "not allowed (401" in capsys.readouterr().err
@@ -259,7 +259,7 @@ def test_report_from_flags_and_quiet(
     [run] = client.get("/api/v1/runs", params={"pipeline": "report-flags"}).json()["runs"]
     assert (run["gpu_utilization"], run["tags"], run["gpu_hours"]) == (0.5, {"k": "v"}, 112)
     assert report(client, token, *flags[:-4], "--utilization", "50") == 1
-    assert "gpu_utilization: must be a fraction" in capsys.readouterr().err
+    assert "run f1: --utilization must be a fraction" in capsys.readouterr().err
 
 
 def test_batches_progress_and_indexes_across_batches(
@@ -285,7 +285,7 @@ def test_batches_progress_and_indexes_across_batches(
     path.write_text("".join(json.dumps(r) + "\n" for r in runs))
     assert report(client, token, "--file", str(path)) == 1
     err = capsys.readouterr().err
-    assert "runs.jsonl line 7: runs.6.mfu:" in err
+    assert "runs.jsonl line 7 (run r6): mfu must be" in err
     assert "the first 6 runs were stored before this (1 created, 5 already there)" in err
 
 

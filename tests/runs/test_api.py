@@ -119,8 +119,8 @@ def test_same_run_id_in_other_pipeline_is_a_new_run(
 
 
 BAD_INPUTS: list[tuple[dict[str, Any], str, str]] = [
-    ({"gpu_utilization": 38}, "gpu_utilization", "looks like a percentage: send 0.38"),
-    ({"gpu_utilization": 1.5}, "gpu_utilization", "looks like a percentage: send 0.015"),
+    ({"gpu_utilization": 38}, "gpu_utilization", "looks like a percentage: did you mean 0.38?"),
+    ({"gpu_utilization": 1.5}, "gpu_utilization", "looks like a percentage: did you mean 0.015?"),
     ({"gpu_utilization": -0.1}, "gpu_utilization", "between 0 and 1"),
     ({"gpu_utilization": 250}, "gpu_utilization", "between 0 and 1"),
     # In plain words, never pydantic's ("Input should be greater than or equal to ...").

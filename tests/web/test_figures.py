@@ -183,7 +183,11 @@ def test_to_json_escapes_markup_and_round_trips_a_hostile_variant_name() -> None
     assert "<" not in text and ">" not in text and "&" not in text
     assert "\\u003cextra\\u003e" in text  # the hover templates' own markup, escaped too
     back = json.loads(text)
-    assert [t["name"] for t in back["data"]] == [XSS_TEXT, "a &amp; b &gt; c", "Budget"]
+    assert [t["name"] for t in back["data"]] == [
+        XSS_TEXT,
+        "a &amp; b &gt; c",
+        "Budget $1,000/month",
+    ]
     assert XSS not in back["data"][0]["hovertemplate"]  # referenced, never interpolated
 
 
@@ -200,7 +204,7 @@ def test_to_json_replaces_nan_and_infinity_by_null() -> None:
 def test_cost_projection_bars_are_the_planning_numbers() -> None:
     p = projections()
     fig = cost_projection_figure(p, 1300.0)
-    assert [t["name"] for t in fig["data"]] == ["baseline", "candidate", "Budget"]
+    assert [t["name"] for t in fig["data"]] == ["baseline", "candidate", "Budget $1,300/month"]
     base, cand = fig["data"][0], fig["data"][1]
     assert base["x"] == cand["x"] == ["1×/week", "2×/week"]
     # The expected bill: weekly baseline, mean of $270, $280, $290 = $280 per run x 52/12
@@ -228,7 +232,7 @@ def test_cost_projection_bars_are_the_planning_numbers() -> None:
 
 def test_cost_projection_budget_line_spans_the_plot() -> None:
     fig = cost_projection_figure(projections(), 1300.0)
-    budget = trace(fig, "Budget")
+    budget = trace(fig, "Budget $1,300/month")  # the legend says the amount
     assert budget["y"] == [1300.0, 1300.0]
     assert budget["line"]["dash"] == "dash"
     assert budget["xaxis"] == "x2" and fig["layout"]["xaxis2"]["range"] == [0, 1]
@@ -255,7 +259,7 @@ def test_cost_projection_note_names_the_four_week_month() -> None:
     # 4-week month: $280 x 4 = $1,120
     assert fig["data"][0]["y"] == pytest.approx([1120.0])
     assert "× 4 weeks per month" in fig["layout"]["meta"]["note"]
-    assert trace(fig, "Budget")["y"] == [0, 0]  # a zero budget is still a budget
+    assert trace(fig, "Budget $0/month")["y"] == [0, 0]  # a zero budget is still a budget
 
 
 # --- badput ------------------------------------------------------------------------------
@@ -369,6 +373,16 @@ def test_goodput_trend_has_gaps_for_weeks_without_runs() -> None:
 def test_goodput_trend_names_mfu_when_every_run_reports_it() -> None:
     fig = goodput_trend_figure(weeks(with_mfu=True))
     assert fig["data"][2]["name"] == "Program (MFU)"
+
+
+def test_goodput_trend_names_mfu_when_most_runs_report_it_and_ticks_are_round() -> None:
+    """Scaling probes without MFU beside MFU-reporting runs: the legend says MFU, with the
+    utilization standing in for the rest, not "utilization proxy" for the whole chart."""
+    mixed = [*weeks(with_mfu=True), *weeks()[:1]]
+    fig = goodput_trend_figure(mixed)
+    assert fig["data"][2]["name"] == "Program (MFU; utilization where runs report none)"
+    axis = fig["layout"]["yaxis"]
+    assert (axis["tick0"], axis["dtick"], axis["tickformat"]) == (0, 0.25, ".0%")
     assert fig["data"][2]["y"][0] == pytest.approx(0.3)
 
 

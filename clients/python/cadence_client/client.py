@@ -372,29 +372,30 @@ class CadenceClient:
                 retry_after = _retry_after(response.headers.get("Retry-After"))
             if attempt == self.max_attempts:
                 break
-            delay = self._delay(attempt, retry_after)
-            log.warning(
-                "cadence %s %s failed (%s); retry %d/%d in %.2fs",
-                method,
-                url,
-                reason,
-                attempt,
-                self.max_attempts - 1,
-                delay,
-            )
-            self._sleep(delay)
+            self._wait(attempt, retry_after, f"{method} {url} failed ({reason})")
         assert cause is not None
+        raise self._gave_up(method, url, cause) from cause
+
+    def _wait(self, attempt: int, retry_after: float | None, failed: str) -> None:
+        """Log the failed attempt and sleep the backoff before the next one."""
+        delay = self._delay(attempt, retry_after)
+        log.warning(
+            "cadence %s; retry %d/%d in %.2fs", failed, attempt, self.max_attempts - 1, delay
+        )
+        self._sleep(delay)
+
+    def _gave_up(self, method: str, url: str, cause: Exception) -> ServiceUnavailable:
         if isinstance(cause, CadenceClientError):
             last = cause.message  # its status and code lead the error's own text
         else:
             last = f"{type(cause).__name__}: {cause}"
-        raise ServiceUnavailable(
+        return ServiceUnavailable(
             f"failed after {self.max_attempts} attempts; last error: {last}",
             attempts=self.max_attempts,
             cause=cause,
             method=method,
             url=url,
-        ) from cause
+        )
 
     @contextmanager
     def hurried(self, attempts: int = 2, backoff_max: float = 1.0) -> Iterator[None]:

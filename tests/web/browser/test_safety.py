@@ -57,7 +57,7 @@ def test_hostile_names_are_shown_as_text(page, problems, live_server, path):
         assert XSS_VARIANT in options
         # ... and a legend entry of the cost chart, as text (Plotly escapes it too).
         legend = page.locator("#chart-cost .legendtext").all_text_contents()
-        assert legend == [XSS_VARIANT, "candidate", "Budget"]
+        assert legend == [XSS_VARIANT, "candidate", "Budget $500/month"]
     if "baseline=" in path:  # the gate compares the hostile variant with the candidate
         expect(page.locator(".gate-verdict .verdict")).to_be_visible()
         expect(page.locator(".gate-verdict")).to_contain_text(f"Baseline: variant {XSS_VARIANT}")

@@ -27,6 +27,7 @@ from cadence_client.commands.report import (
 )
 from cadence_client.cost_check import CostCheck, CostLimits, check_cost
 from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
+from cadence_client.refusal import print_refusal
 
 OVER = 1
 EXIT_CODES = """exit codes:
@@ -41,6 +42,8 @@ SCENARIO_FLAGS = (
     ("workers", int, "workers per run"),
     ("failure_rate", float, "failures per instance-hour"),
 )
+# The projection's query parameters are the scenario flags' names.
+FLAG_OF_PARAMETER = {name: "--" + name.replace("_", "-") for name, _, _ in SCENARIO_FLAGS}
 
 
 def add_parser(sub: Any) -> None:
@@ -98,10 +101,10 @@ def run_check(
                 **scenario,
             )
     except AuthError as exc:
-        _say(f"cadence: not allowed: {exc}", error=True)
+        print_refusal(exc)
         return AUTH
     except CadenceAPIError as exc:
-        _say(f"cadence: cannot project {args.pipeline!r}: {exc.message}", error=True)
+        print_refusal(exc, terms=FLAG_OF_PARAMETER, lead=f"cannot project {args.pipeline!r}: ")
         return USAGE
     except ServiceUnavailable as exc:
         _say(f"cadence: server unavailable at {exc.url}: {exc.message}", error=True)

@@ -20,6 +20,7 @@ import httpx
 
 from cadence_client.client import CadenceClient
 from cadence_client.errors import AuthError, CadenceAPIError, ConflictError, ServiceUnavailable
+from cadence_client.refusal import RecordName, print_refusal
 
 BATCH = 1000
 COLUMNS = ("run_id", "evaluated_at", "value", "metric")
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace, *, transport: httpx.BaseTransport | None = Non
         print(f"cadence: {args.file}: {exc}", file=sys.stderr)
         return USAGE
     url = args.url or os.environ.get("CADENCE_URL") or "http://127.0.0.1:8000"
-    created = existing = 0
+    created = existing = offset = 0
     try:
         with CadenceClient(url, token, transport=transport) as client:
             for offset in range(0, len(items), BATCH):
@@ -86,9 +87,7 @@ def run(args: argparse.Namespace, *, transport: httpx.BaseTransport | None = Non
                 created += int(body["created"])
                 existing += int(body["existing"])
     except CadenceAPIError as exc:
-        print(f"cadence: refused ({exc.status} {exc.code}): {exc.message}", file=sys.stderr)
-        for f in exc.fields:
-            print(f"  {f.get('field')}: {f.get('reason')}", file=sys.stderr)
+        print_refusal(exc, _evaluation_name(items, args.file, offset))
         if isinstance(exc, AuthError):
             return AUTH
         return CONFLICT if isinstance(exc, ConflictError) else REFUSED
@@ -97,3 +96,18 @@ def run(args: argparse.Namespace, *, transport: httpx.BaseTransport | None = Non
         return UNAVAILABLE
     print(f"{len(items)} evaluations stored: {created} created, {existing} already there")
     return OK
+
+
+def _evaluation_name(items: list[dict[str, Any]], path: Path, offset: int) -> RecordName:
+    """Item ``i`` of the batch at ``offset`` as the file's reader knows it: its place in
+    the file and its run_id."""
+
+    def name(index: int) -> str | None:
+        if offset + index >= len(items):
+            return None
+        item = items[offset + index]
+        run_id = item.get("run_id") if isinstance(item, dict) else None
+        place = f"{path} evaluation {offset + index + 1}"
+        return place + (f" (run {run_id})" if run_id else "")
+
+    return name

@@ -37,6 +37,7 @@ from cadence_client.commands.report import (
 )
 from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
 from cadence_client.plugins import entry_points
+from cadence_client.refusal import print_refusal
 
 EXPORT_FORMATS = "cadence.export_formats"
 EXPORT_EXIT_CODES = """exit codes: 0 exported, 1 refused by the server, 2 usage error,
@@ -117,10 +118,10 @@ def run_export(
             with _output(args.output) as out:
                 count = write(runs(), out)
     except AuthError as exc:
-        _error(f"not allowed ({exc.status} {exc.code}): {exc.message}")
+        print_refusal(exc)
         return AUTH
     except CadenceAPIError as exc:
-        _error(f"refused ({exc.status} {exc.code}): {exc.message}")
+        print_refusal(exc)
         return REFUSED
     except ServiceUnavailable as exc:
         _error(f"server unavailable at {exc.url}: {exc.message}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from cadence_client.commands.records import (
     read_records,
 )
 from cadence_client.errors import AuthError, CadenceAPIError, ConflictError, ServiceUnavailable
+from cadence_client.refusal import print_refusal, run_name
 
 OK, REFUSED, USAGE, CONFLICT, AUTH, UNAVAILABLE = 0, 1, 2, 3, 4, 5
 BATCH_SIZE = 500
@@ -60,7 +60,10 @@ RUN_FLAGS: dict[str, tuple[str, type, str]] = {
 }
 METAVARS = {str: "TEXT", int: "N", float: "X"}
 REQUIRED_FLAGS = ("pipeline", "run_id", "started_at", "finished_at", "workers")
-FIELD_PATH = re.compile(r"^runs\.(\d+)(\..*)?$")
+# The flag a person typed for each field, for refusals of a run given by flags.
+FLAG_OF_FIELD = {
+    field: "--" + flag.replace("_", "-") for flag, (field, _k, _h) in RUN_FLAGS.items()
+}
 
 
 def add_parsers(sub: Any) -> None:
@@ -228,27 +231,17 @@ def _exit_code(exc: CadenceAPIError) -> int:
 def _refused(
     exc: CadenceAPIError, records: Sequence[Record], offset: int, source: str, from_flags: bool
 ) -> None:
-    kind = {AUTH: "not allowed", CONFLICT: "conflict"}.get(_exit_code(exc), "refused")
-    _error(f"{kind} ({exc.status} {exc.code}): {exc.message}")
-    for item in exc.fields:
-        print("  " + _field_line(item, records, offset, source, from_flags), file=sys.stderr)
+    """The refusal in the file's terms (``runs.csv line 5 (run r1)``) or the flags'
+    (``--utilization``), never the request's (``runs.3.gpu_utilization``)."""
 
+    def record(index: int) -> str | None:
+        if offset + index >= len(records):
+            return None
+        chosen = records[offset + index]
+        where = "" if from_flags else f"{source} {chosen.where}"
+        return run_name(chosen.run, where)
 
-def _field_line(
-    item: dict[str, Any], records: Sequence[Record], offset: int, source: str, from_flags: bool
-) -> str:
-    """``runs.3.gpu_utilization: reason`` with the run's index shifted to the whole file
-    and its line, e.g. ``data.csv line 5: runs.3.gpu_utilization: ...``."""
-    name, reason = str(item.get("field", "")), str(item.get("reason", ""))
-    match = FIELD_PATH.match(name)
-    if match is None:
-        return f"{name}: {reason}"
-    index = int(match.group(1)) + offset
-    rest = match.group(2) or ""
-    if from_flags:
-        return f"{rest.lstrip('.') or 'run'}: {reason}"
-    where = f"{source} {records[index].where}: " if index < len(records) else ""
-    return f"{where}runs.{index}{rest}: {reason}"
+    print_refusal(exc, record, FLAG_OF_FIELD if from_flags else {})
 
 
 def _stored_before(done: int, created: int, existing: int) -> None:

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from cadence_client.mlflow.mapping import (
     run_id_of,
 )
 from cadence_client.mlflow.mlflow_api import MlflowClient, MlflowError
+from cadence_client.refusal import print_refusal
 
 EXIT_CODES = """exit codes:
   0  done (runs skipped for missing fields still exit 0; each is printed)
@@ -98,17 +100,7 @@ def run_import(
         _error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
         return USAGE
     try:
-        with MlflowClient(args.tracking_uri, transport=mlflow_transport) as mlflow:
-            experiment_id = mlflow.experiment_id(args.experiment)
-            found = list(mlflow.search_runs(experiment_id))
-            mapped = [
-                map_run(r, args.pipeline, mapping, args.variant_tag, _history(mlflow, r))
-                for r in found
-            ]
-            evals = []
-            if mapping.evaluations and not args.dry_run:
-                ready_now = [m for m in mapped if m.payload is not None]
-                evals = evaluations_of(mlflow, ready_now, mapping.evaluations)
+        experiment_id, found, mapped, evals = _read_mlflow(args, mapping, mlflow_transport)
     except MlflowError as exc:
         _error(exc.message)
         return USAGE
@@ -116,46 +108,99 @@ def run_import(
         if m.payload is None:
             print(f"skipped {m.run_id}: {m.reason}", file=sys.stderr)
     ready = [m for m in mapped if m.payload is not None]
-    skipped = len(mapped) - len(ready)
     if args.dry_run:
         for m in ready:
             print(json.dumps(m.payload, sort_keys=True))
         print(
-            f"dry run: found {len(found)}, would import {len(ready)}, skipped {skipped} "
-            f"(experiment {args.experiment!r} id {experiment_id}); nothing posted",
+            f"dry run: found {found}, would import {len(ready)}, skipped "
+            f"{len(mapped) - len(ready)} (experiment {args.experiment!r} id {experiment_id}); "
+            "nothing posted",
             file=sys.stderr,
         )
         return OK
-    created = existing = 0
     url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
+    tally = Tally(found, skipped=len(mapped) - len(ready))
     try:
         with CadenceClient(url, token, transport=transport, sleep=sleep) as client:
-            for offset in range(0, len(ready), BATCH_SIZE):
-                chunk = ready[offset : offset + BATCH_SIZE]
-                try:
-                    result, refused = _post(client, chunk)
-                except CadenceAPIError as exc:
-                    _refused(exc, chunk)
-                    _summary(len(found), created, existing, skipped, partial=True)
-                    return _exit_code(exc)
-                skipped += refused
-                created, existing = created + result.created, existing + result.existing
-            if evals:
-                try:
-                    new, old = post_evaluations(client, args.pipeline, evals)
-                except CadenceAPIError as exc:
-                    _refused(exc, [])
-                    _summary(len(found), created, existing, skipped, partial=True)
-                    return _exit_code(exc)
-                print(f"evaluations: {len(evals)} ({new} created / {old} already there)")
+            code = _post_all(client, ready, evals, args.pipeline, tally)
     except ServiceUnavailable as exc:
         _error(f"server unavailable at {exc.url}: {exc.message}")
-        _summary(len(found), created, existing, skipped, partial=True)
+        tally.say(partial=True)
         return UNAVAILABLE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         _error(f"bad --url: {exc}")
         return USAGE
-    _summary(len(found), created, existing, skipped)
+    if code == OK:
+        tally.say()
+    return code
+
+
+def _read_mlflow(
+    args: argparse.Namespace, mapping: Mapping, transport: httpx.BaseTransport | None
+) -> tuple[str, int, list[Mapped], list[dict[str, Any]]]:
+    """The experiment's id, how many runs it has, each mapped, and their evaluations
+    (when the mapping asks for them and something will be posted)."""
+    with MlflowClient(args.tracking_uri, transport=transport) as mlflow:
+        experiment_id = mlflow.experiment_id(args.experiment)
+        found = list(mlflow.search_runs(experiment_id))
+        mapped = [
+            map_run(r, args.pipeline, mapping, args.variant_tag, _history(mlflow, r)) for r in found
+        ]
+        evals = []
+        if mapping.evaluations and not args.dry_run:
+            ready_now = [m for m in mapped if m.payload is not None]
+            evals = evaluations_of(mlflow, ready_now, mapping.evaluations)
+    return experiment_id, len(found), mapped, evals
+
+
+@dataclass
+class Tally:
+    """What the import has done so far, for its last line."""
+
+    found: int
+    skipped: int = 0
+    created: int = 0
+    existing: int = 0
+
+    def say(self, partial: bool = False) -> None:
+        line = (
+            f"found {self.found}, imported {self.created + self.existing} ({self.created} "
+            f"created / {self.existing} already there), skipped {self.skipped}"
+        )
+        if partial:
+            _error(f"stopped early: {line}")
+        else:
+            print(line)
+
+
+def _post_all(
+    client: CadenceClient,
+    ready: list[Mapped],
+    evals: list[dict[str, Any]],
+    pipeline: str,
+    tally: Tally,
+) -> int:
+    """Post the runs in batches, then the evaluations; a refusal is printed, with the
+    partial tally, and its exit code returned."""
+    for offset in range(0, len(ready), BATCH_SIZE):
+        chunk = ready[offset : offset + BATCH_SIZE]
+        try:
+            result, refused = _post(client, chunk)
+        except CadenceAPIError as exc:
+            _refused(exc, chunk)
+            tally.say(partial=True)
+            return _exit_code(exc)
+        tally.skipped += refused
+        tally.created += result.created
+        tally.existing += result.existing
+    if evals:
+        try:
+            new, old = post_evaluations(client, pipeline, evals)
+        except CadenceAPIError as exc:
+            _refused(exc, [])
+            tally.say(partial=True)
+            return _exit_code(exc)
+        print(f"evaluations: {len(evals)} ({new} created / {old} already there)")
     return OK
 
 
@@ -201,25 +246,7 @@ def _reasons_by_run(exc: ValidationFailed, count: int) -> dict[int, str]:
 
 
 def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
-    kind = {4: "not allowed", 3: "conflict"}.get(_exit_code(exc), "refused")
-    _error(f"{kind} ({exc.status} {exc.code}): {exc.message}")
-    for item in exc.fields:
-        name, reason = str(item.get("field", "")), str(item.get("reason", ""))
-        parts = name.split(".", 2)
-        if len(parts) >= 2 and parts[0] == "runs" and parts[1].isdigit():
-            index = int(parts[1])
-            if index < len(chunk):
-                rest = parts[2] if len(parts) == 3 else "run"
-                name = f"MLflow run {chunk[index].run_id}: {rest}"
-        print(f"  {name}: {reason}", file=sys.stderr)
-
-
-def _summary(found: int, created: int, existing: int, skipped: int, partial: bool = False) -> None:
-    line = (
-        f"found {found}, imported {created + existing} ({created} created / {existing} "
-        f"already there), skipped {skipped}"
+    """Each refused field named by its MLflow run."""
+    print_refusal(
+        exc, lambda index: f"MLflow run {chunk[index].run_id}" if index < len(chunk) else None
     )
-    if partial:
-        _error(f"stopped early: {line}")
-    else:
-        print(line)

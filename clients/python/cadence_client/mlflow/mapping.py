@@ -224,11 +224,43 @@ def _payload(
     variant_tag: str | None,
     history: History | None,
 ) -> dict[str, Any]:
-    info = run.get("info") or {}
     data = run.get("data") or {}
     if run_id == "?":
         raise Skip("no run_id")
     values = {section: _pairs(data.get(section)) for section in SECTIONS}
+    outcome, started, finished, window = _attempt(run.get("info") or {})
+    used: set[Source] = set()
+    sources: dict[str, list[Source]] = {}
+    if variant_tag:
+        sources["variant"] = [Source("tags", variant_tag)]
+    payload: dict[str, Any] = {
+        "pipeline": pipeline,
+        "run_id": run_id,
+        "started_at": started.isoformat(),
+        "finished_at": finished.isoformat(),
+    }
+    for name, target in FIELDS.items():
+        searched = sources.get(name) or mapping.sources(name)
+        found = next((s for s in searched if s.key in values[s.section]), None)
+        if found is None:
+            _unfound(name, target, payload, searched, mapping, outcome, values, window, history)
+            continue
+        used.add(found)
+        raw = values[found.section][found.key]
+        _set_field(payload, name, target, found, raw, mapping, window, history)
+    payload.setdefault("variant", "baseline")
+    if outcome != "succeeded":
+        payload["outcome"] = outcome
+    if "quality_value" in payload:
+        payload["quality_metric"] = mapping.quality_metric
+    tags = _tags(values["tags"], {s.key for s in used if s.section == "tags"})
+    if tags:
+        payload["tags"] = tags
+    return payload
+
+
+def _attempt(info: dict[str, Any]) -> tuple[str, datetime, datetime, tuple[int, int]]:
+    """The run's outcome, start, end and window (epoch milliseconds), or Skip."""
     status = str(info.get("status") or "UNKNOWN")
     start, end = info.get("start_time"), info.get("end_time")
     if end in (None, "", 0, "0"):
@@ -241,78 +273,78 @@ def _payload(
     started, finished = _time(start, "start_time"), _time(end, "end_time")
     if finished <= started:
         raise Skip("end_time is not after start_time")
+    return outcome, started, finished, (int(start), int(end))
 
-    used: set[Source] = set()
 
-    def lookup(name: str) -> tuple[Source, str] | None:
-        for source in sources.get(name) or mapping.sources(name):
-            if source.key in values[source.section]:
-                used.add(source)
-                return source, values[source.section][source.key]
-        return None
+def _unfound(
+    name: str,
+    target: str,
+    payload: dict[str, Any],
+    searched: list[Source],
+    mapping: Mapping,
+    outcome: str,
+    values: dict[str, dict[str, str]],
+    window: tuple[int, int],
+    history: History | None,
+) -> None:
+    """A field no mapped source holds: utilization from MLflow's system metrics when it
+    has them; a Skip when the field is required (workers; utilization of a success)."""
+    default_utilization = name == "gpu_utilization" and name not in mapping.fields
+    if default_utilization:
+        system = _system_utilization(values["metrics"], window, history)
+        if system is not None:
+            payload[target] = system
+            payload["utilization_source"] = "nvml_gpu_util"
+            return
+    if name == "workers" or (name == "gpu_utilization" and outcome == "succeeded"):
+        where = ", ".join(str(s) for s in searched)
+        if default_utilization:
+            where += f", metrics.{SYSTEM_UTILIZATION}"
+        raise Skip(f"no {name} (looked for {where})")
 
-    sources: dict[str, list[Source]] = {}
-    if variant_tag:
-        sources["variant"] = [Source("tags", variant_tag)]
 
-    payload: dict[str, Any] = {
-        "pipeline": pipeline,
-        "run_id": run_id,
-        "started_at": started.isoformat(),
-        "finished_at": finished.isoformat(),
-    }
-    window = (int(start), int(end))
-    for name, target in FIELDS.items():
-        found = lookup(name)
-        if found is None and name == "gpu_utilization" and name not in mapping.fields:
-            system = _system_utilization(values["metrics"], window, history)
-            if system is not None:
-                payload[target] = system
-                payload["utilization_source"] = "nvml_gpu_util"
-                continue
-        if found is None:
-            required = name == "workers" or (name == "gpu_utilization" and outcome == "succeeded")
-            if required:
-                where = ", ".join(str(s) for s in sources.get(name) or mapping.sources(name))
-                if name == "gpu_utilization" and name not in mapping.fields:
-                    where += f", metrics.{SYSTEM_UTILIZATION}"
-                raise Skip(f"no {name} (looked for {where})")
-            continue
-        source, raw = found
-        if name in TEXT_FIELDS:
-            text = CONTROL.sub(" ", raw).strip()
-            if text:
-                payload[target] = text
-            continue
-        if name == "gpu_utilization" and source.section == "metrics" and history is not None:
-            raw = _mean_over(history(source.key), window, raw)
-        number = _number(raw, name, source)
-        if name == "workers":
-            if not number.is_integer():
-                raise Skip(f"workers {raw!r} ({source}) is not a whole number")
-            payload[target] = int(number)
-            continue
-        if name == "gpu_utilization" and 1 < number <= 100:
-            if not mapping.utilization_is_percent:
-                raise Skip(
-                    f"gpu_utilization {number:g} ({source}) looks like a percentage; set "
-                    "utilization_is_percent = true in the mapping if it is one"
-                )
-            number = number / 100
-        if name == "gpu_utilization" and not 0 <= number <= 1:
-            raise Skip(f"gpu_utilization {raw} ({source}) is not a fraction between 0 and 1")
-        if name == "gpu_utilization" and mapping.utilization_source:
+def _set_field(
+    payload: dict[str, Any],
+    name: str,
+    target: str,
+    source: Source,
+    raw: str,
+    mapping: Mapping,
+    window: tuple[int, int],
+    history: History | None,
+) -> None:
+    """One found value into the payload: text cleaned, numbers checked (Skip if bad)."""
+    if name in TEXT_FIELDS:
+        text = CONTROL.sub(" ", raw).strip()
+        if text:
+            payload[target] = text
+        return
+    if name == "gpu_utilization" and source.section == "metrics" and history is not None:
+        raw = _mean_over(history(source.key), window, raw)
+    number = _number(raw, name, source)
+    if name == "workers":
+        if not number.is_integer():
+            raise Skip(f"workers {raw!r} ({source}) is not a whole number")
+        payload[target] = int(number)
+        return
+    if name == "gpu_utilization":
+        number = _utilization(number, raw, source, mapping)
+        if mapping.utilization_source:
             payload["utilization_source"] = mapping.utilization_source
-        payload[target] = number
-    payload.setdefault("variant", "baseline")
-    if outcome != "succeeded":
-        payload["outcome"] = outcome
-    if "quality_value" in payload:
-        payload["quality_metric"] = mapping.quality_metric
-    tags = _tags(values["tags"], {s.key for s in used if s.section == "tags"})
-    if tags:
-        payload["tags"] = tags
-    return payload
+    payload[target] = number
+
+
+def _utilization(number: float, raw: str, source: Source, mapping: Mapping) -> float:
+    if 1 < number <= 100:
+        if not mapping.utilization_is_percent:
+            raise Skip(
+                f"gpu_utilization {number:g} ({source}) looks like a percentage; set "
+                "utilization_is_percent = true in the mapping if it is one"
+            )
+        number = number / 100
+    if not 0 <= number <= 1:
+        raise Skip(f"gpu_utilization {raw} ({source}) is not a fraction between 0 and 1")
+    return number
 
 
 def _mean_over(points: list[tuple[int, float]], window: tuple[int, int], last: str) -> str:
