@@ -302,11 +302,6 @@ def _runs_query() -> Select[Any]:
     return select(*_OUT_COLUMNS).join(Pipeline, Pipeline.id == Run.pipeline_id)
 
 
-def load_runs(session: Session, ids: Sequence[int]) -> list[tuple[Any, list[Any]]]:
-    found = {r.id: (r, i) for r, i in _read(session, _runs_query().where(Run.id.in_(list(ids))))}
-    return [found[i] for i in ids if i in found]
-
-
 def run_pipeline_id(session: Session, pk: int) -> int | None:
     return session.scalar(select(RUN_TABLE.c.pipeline_id).where(RUN_TABLE.c.id == pk))
 
@@ -376,18 +371,12 @@ def count_runs(session: Session, pipeline_id: int) -> int:
     return int(session.scalar(select(func.count()).where(Run.pipeline_id == pipeline_id)) or 0)
 
 
-def sorted_run_ids(
+def sorted_runs(
     session: Session, pipeline_id: int, *, sort: str, descending: bool, offset: int, limit: int
-) -> list[int]:
-    """One page of a pipeline's run ids in the order of ``SORTS[sort]`` (ties by id)."""
+) -> list[tuple[Any, list[Any]]]:
+    """One page of a pipeline's runs in the order of ``SORTS[sort]`` (ties by id), each
+    with its interruptions."""
     key = SORTS[sort]
     order = [key.desc() if descending else key.asc(), Run.id.desc() if descending else Run.id]
-    stmt = (
-        select(Run.id)
-        .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline_id)
-        .order_by(*order)
-        .offset(offset)
-        .limit(limit)
-    )
-    return list(session.scalars(stmt))
+    stmt = _runs_query().where(Run.pipeline_id == pipeline_id).order_by(*order)
+    return _read(session, stmt.offset(offset).limit(limit))
