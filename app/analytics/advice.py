@@ -163,9 +163,6 @@ def checkpoints_of(
     return checkpoints(pipeline, runs, variant=variant, scenario=scenario, given=given)
 
 
-# Over 60 lines because each input is picked (given, else recorded, with its source) in
-# turn and the picks are what the answer echoes; split, the inputs dict would be threaded
-# through every part.
 def checkpoints(
     pipeline: Pipeline,
     runs: RunReads,
@@ -182,11 +179,45 @@ def checkpoints(
     rows = runs_of(pipeline, runs, chosen)
     if isinstance(rows, NotEnoughData):
         return rows
-    d = failure_defaults(runs)
+    inputs = _checkpoint_inputs(rows, runs, scenario, given)
+    if inputs["checkpoint_write_hours"].value <= 0:
+        return NotEnoughData(
+            "checkpoint_write_hours",
+            "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
+        )
+    target = scenario.target(pipeline.runs_per_week)
+    advice = checkpoint_advice(
+        write_hours=inputs["checkpoint_write_hours"].value,
+        current_interval_hours=inputs["checkpoint_interval_hours"].value,
+        workers=inputs["paid_gpus"].value,
+        wall_clock_hours=inputs["wall_clock_hours"].value,
+        runs_per_month=runs_per_month(target, scenario.convention),
+        price_per_gpu_hour=inputs["price_per_gpu_hour"].value,
+        failure_rate_per_instance_hour=inputs["failure_rate"].value,
+        resume_hours=inputs["restart_hours"].value,
+        instances=max(1, int(inputs["instances"].value)),
+    )
     exposure = runs.exposure()
-    estimate = estimate_failure_rate(exposure.interruptions, exposure.instance_hours)
+    return CheckpointsOut(
+        pipeline=pipeline.name,
+        inputs=inputs,
+        failure_rate_estimate=estimate_failure_rate(
+            exposure.interruptions, exposure.instance_hours
+        ),
+        advice=advice,
+        scenario=echo(pipeline, scenario),
+        window=window(chosen, rows),
+    )
+
+
+def _checkpoint_inputs(
+    rows: list[RunRow], runs: RunReads, scenario: Scenario, given: CheckpointInputs
+) -> dict[str, InputSource]:
+    """Each input of the advice: the request's value, else what the runs recorded, with
+    its source and how it was read (the answer echoes them)."""
+    d = failure_defaults(runs)
+    interrupted = runs.exposure().interruptions > 0
     wall = statistics.median(r.facts.wall_clock_hours for r in rows)
-    paid = statistics.median(r.facts.effective_workers for r in rows)
     inputs: dict[str, InputSource] = {}
 
     def pick(key: str, value: float | None, recorded: float, source: str, note: str) -> float:
@@ -198,82 +229,39 @@ def checkpoints(
         )
         return recorded
 
-    n_instances = int(
-        pick(
-            "instances",
-            given.instances,
-            statistics.median(r.facts.workers for r in rows),
-            "recorded",
-            "median workers of recent runs; each worker one failure domain",
-        )
-    )
-    rate = pick(
-        "failure_rate",
-        scenario.failure_rate,
-        d.rate,
-        d.rate_source,
+    workers = statistics.median(r.facts.workers for r in rows)
+    note = "median workers of recent runs; each worker one failure domain"
+    pick("instances", given.instances, workers, "recorded", note)
+    recorded_rate = d.rate_source == "recorded"
+    note = (
         "interruptions per instance-hour"
-        if d.rate_source == "recorded"
-        else "planning default (fewer than 3 recorded interruptions)",
+        if recorded_rate
+        else "planning default (fewer than 3 recorded interruptions)"
     )
+    pick("failure_rate", scenario.failure_rate, d.rate, d.rate_source, note)
+    source = "recorded" if interrupted else "default"
+    note = "2 x mean progress lost per failure" if interrupted else "assumed hourly checkpoints"
     interval = pick(
-        "checkpoint_interval_hours",
-        scenario.checkpoint_interval_hours,
-        d.interval_hours,
-        "recorded" if exposure.interruptions else "default",
-        "2 x mean progress lost per failure"
-        if exposure.interruptions
-        else "assumed hourly checkpoints",
-    )
+        "checkpoint_interval_hours", scenario.checkpoint_interval_hours, d.interval_hours,
+        source, note,
+    )  # fmt: skip
     ckpt = statistics.median(r.facts.checkpoint_hours for r in rows)
-    write = pick(
-        "checkpoint_write_hours",
-        given.checkpoint_write_hours,
-        write_hours_per_checkpoint(ckpt, wall, interval),
-        "recorded",
-        "median blocking checkpoint hours / checkpoints per run",
-    )
-    restart = pick(
-        "restart_hours",
-        given.restart_hours,
-        d.restart_hours,
-        "recorded" if exposure.interruptions else "default",
-        "mean resume + reschedule time per interruption",
-    )
-    target = scenario.target(pipeline.runs_per_week)
-    price = _price(rows, scenario)
+    write = write_hours_per_checkpoint(ckpt, wall, interval)
+    note = "median blocking checkpoint hours / checkpoints per run"
+    pick("checkpoint_write_hours", given.checkpoint_write_hours, write, "recorded", note)
+    note = "mean resume + reschedule time per interruption"
+    pick("restart_hours", given.restart_hours, d.restart_hours, source, note)
     inputs["wall_clock_hours"] = InputSource(
         value=wall, source="recorded", note="median of recent runs"
     )
     inputs["paid_gpus"] = InputSource(
-        value=paid, source="recorded", note="median G / T of recent runs: what a lost hour costs"
+        value=statistics.median(r.facts.effective_workers for r in rows),
+        source="recorded",
+        note="median G / T of recent runs: what a lost hour costs",
     )
     inputs["price_per_gpu_hour"] = InputSource(
-        value=price,
+        value=_price(rows, scenario),
         source="query" if scenario.price is not None else "recorded",
         note="scenario price" if scenario.price is not None else "median price of recent runs",
     )
-    if write <= 0:
-        return NotEnoughData(
-            "checkpoint_write_hours",
-            "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
-        )
-    advice = checkpoint_advice(
-        write_hours=write,
-        current_interval_hours=interval,
-        workers=paid,
-        wall_clock_hours=wall,
-        runs_per_month=runs_per_month(target, scenario.convention),
-        price_per_gpu_hour=price,
-        failure_rate_per_instance_hour=rate,
-        resume_hours=restart,
-        instances=max(1, n_instances),
-    )
-    return CheckpointsOut(
-        pipeline=pipeline.name,
-        inputs=inputs,
-        failure_rate_estimate=estimate,
-        advice=advice,
-        scenario=echo(pipeline, scenario),
-        window=window(chosen, rows),
-    )
+    return inputs

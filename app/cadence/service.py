@@ -33,6 +33,20 @@ class Scenario:
     proposed_runs_per_week: float | None = None
 
 
+def _planning(scenario: Scenario) -> PlanningScenario:
+    """The planning scenario of the projection that prices a retraining."""
+    w = scenario.what_if
+    return PlanningScenario(
+        price=w.price,
+        utilization_target=w.utilization_target,
+        workers=w.workers,
+        failure_rate=w.failure_rate_per_instance_hour,
+        checkpoint_interval_hours=w.checkpoint_interval_hours,
+        convention=scenario.convention,
+        budget=scenario.budget,
+    )
+
+
 def decay_fit(pipeline: Pipeline, points: list[QualityPoint]) -> DecayFit | NotEnoughData:
     """The decay of the serving model's quality with its age, from its evaluations."""
     name = pipeline.name
@@ -71,22 +85,12 @@ def cadence(
     fit = decay_fit(pipeline, points)
     if isinstance(fit, NotEnoughData):
         return fit
-    w = scenario.what_if
-    planning = PlanningScenario(
-        price=w.price,
-        utilization_target=w.utilization_target,
-        workers=w.workers,
-        failure_rate=w.failure_rate_per_instance_hour,
-        checkpoint_interval_hours=w.checkpoint_interval_hours,
-        convention=scenario.convention,
-        budget=scenario.budget,
-    )
     out = analytics.projection(
         pipeline,
         runs,
         variants=[scenario.variant] if scenario.variant else None,
         cadences=[1.0],
-        scenario=planning,
+        scenario=_planning(scenario),
     )
     if isinstance(out, NotEnoughData):
         return out
