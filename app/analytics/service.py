@@ -33,7 +33,6 @@ from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
 from app.planning.sources import gate_source_warnings
 from app.planning.whatif import WhatIf
 
-RECENT_RUNS = RUN_WINDOW  # one window for projection, gate, levers and checkpoints
 DEFAULT_CHECKPOINT_INTERVAL_HOURS = 1.0
 
 
