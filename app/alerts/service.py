@@ -328,9 +328,13 @@ def evaluate_after_ingest(db: Database, settings: Settings, names: list[str]) ->
 
 
 def page_section(session: Session, pipeline: Pipeline, limit: int = 10) -> dict[str, object]:
-    """Rules and deliveries as readers see them, and the outbox by status."""
+    """Rules and deliveries as readers see them, and the outbox by status. Deliveries
+    are of rules (a rule's are deleted with it): with no rule there is none to read."""
+    rules = list_rules(session, pipeline)
+    if not rules:
+        return {"rules": rules, "deliveries": [], "outbox": {}}
     return {
-        "rules": list_rules(session, pipeline),
+        "rules": rules,
         "deliveries": deliveries(session, pipeline, limit=limit),
         "outbox": repository.outbox_counts(session, pipeline.id),
     }

@@ -7,10 +7,12 @@ and month convention, over the same window of recent runs as the projection.
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.analytics import repository as repo
+from app.analytics.missing import NotEnoughData
+from app.analytics.reads import RunReads, RunRow, default_variants, read_runs
 from app.analytics.schemas import (
     CheckpointsOut,
     InputSource,
@@ -18,16 +20,7 @@ from app.analytics.schemas import (
     Prediction,
     ScalingOut,
 )
-from app.analytics.service import (
-    _bad,
-    _variant_names,
-    default_variants,
-    echo,
-    failure_defaults,
-    runs_of,
-    scaling_model,
-    window,
-)
+from app.analytics.service import echo, failure_defaults, runs_of, window
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name
 from app.planning.failures import (
@@ -41,23 +34,44 @@ from app.planning.scaling import ScalingModel, fit_usl, scaling_advice, scaling_
 from app.planning.scenario import RUN_WINDOW, Scenario
 
 
-def _price(rows: list[repo.RunRow], scenario: Scenario) -> float:
+def _price(rows: list[RunRow], scenario: Scenario) -> float:
     """The scenario's price, else the median price the runs are projected at."""
     if scenario.price is not None:
         return scenario.price
     return float(statistics.median(r.facts.price_per_gpu_hour for r in rows))
 
 
-def scaling(
+def scaling_of(
     session: Session, name: str, *, variant: str | None, workers: int | None, scenario: Scenario
-) -> ScalingOut:
+) -> ScalingOut | NotEnoughData:
+    """:func:`scaling` of a pipeline by name, with a prediction at ``workers``."""
     pipeline = get_by_name(session, name)
-    chosen, points = scaling_model(session, pipeline, variant)
+    out = scaling(pipeline, read_runs(session, pipeline, scaling=variant), scenario)
+    if workers is None:
+        return out
+    model = out.model
+    if model is None:
+        return NotEnoughData(
+            "workers",
+            "no scaling model yet: record runs of one variant at two or "
+            "more worker counts (short probes are enough)",
+        )
+    prediction = Prediction(
+        workers=workers,
+        wall_clock_hours=model.predict_wall_clock(workers),
+        gpu_hours=model.predict_gpu_hours(workers),
+        extrapolation=model.is_extrapolation(workers),
+    )
+    return out.model_copy(update={"prediction": prediction})
+
+
+def scaling(pipeline: Pipeline, runs: RunReads, scenario: Scenario) -> ScalingOut:
+    """Speedup and efficiency of the scaling variant (``runs.scaling_variant``), and the
+    advice at the production variant's (else any variant's) newest runs."""
+    points = list(runs.scaling_points)
     table = scaling_table(points) if points else []
     model: ScalingModel | None = fit_usl(points) if points else None
-    base = repo.recent_runs(
-        session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
-    ) or repo.recent_runs(session, pipeline.id, limit=RUN_WINDOW)
+    base = runs.window(pipeline.production_variant) or runs.recent[-RUN_WINDOW:]
     utilization = statistics.median(r.facts.gpu_utilization for r in base) if base else None
     efficiency = table[-1].efficiency if len(table) >= 2 else None
     if utilization is not None:
@@ -72,45 +86,41 @@ def scaling(
         )
     else:
         advice = ["No runs yet: record runs (and short probes at several worker counts) first."]
-    prediction = None
-    if workers is not None:
-        if model is None:
-            raise _bad(
-                "workers",
-                "no scaling model yet: record runs of one variant at two or "
-                "more worker counts (short probes are enough)",
-            )
-        prediction = Prediction(
-            workers=workers,
-            wall_clock_hours=model.predict_wall_clock(workers),
-            gpu_hours=model.predict_gpu_hours(workers),
-            extrapolation=model.is_extrapolation(workers),
-        )
     return ScalingOut(
-        pipeline=name,
-        variant=chosen,
+        pipeline=pipeline.name,
+        variant=runs.scaling_variant,
         table=table,
         model=model,
         advice=advice,
-        prediction=prediction,
+        prediction=None,
         utilization=utilization,
     )
 
 
-def _default_variant(session: Session, pipeline: Pipeline) -> str:
+def _default_variant(pipeline: Pipeline, runs: RunReads) -> str:
     """The production variant (else the most-run one, else "baseline")."""
-    names = default_variants(_variant_names(session, pipeline), pipeline.production_variant)
+    names = default_variants(runs.names, pipeline.production_variant)
     return (names or ["baseline"])[0]
 
 
-def levers(session: Session, name: str, *, variant: str | None, scenario: Scenario) -> LeversOut:
+def levers_of(
+    session: Session, name: str, *, variant: str | None, scenario: Scenario
+) -> LeversOut | NotEnoughData:
     pipeline = get_by_name(session, name)
-    chosen = variant or _default_variant(session, pipeline)
-    rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
+    return levers(pipeline, read_runs(session, pipeline, (variant,)), variant, scenario)
+
+
+def levers(
+    pipeline: Pipeline, runs: RunReads, variant: str | None, scenario: Scenario
+) -> LeversOut | NotEnoughData:
+    chosen = variant or _default_variant(pipeline, runs)
+    rows = runs_of(pipeline, runs, chosen)
+    if isinstance(rows, NotEnoughData):
+        return rows
     target = scenario.target(pipeline.runs_per_week)
     per_month = runs_per_month(target, scenario.convention)
     utilization = statistics.median(r.facts.gpu_utilization for r in rows)
-    _, points = scaling_model(session, pipeline)
+    points = list(runs.scaling_points)
     table = scaling_table(points) if points else []
     efficiency = table[-1].efficiency if len(table) >= 2 else None
     ranked = rank_levers(
@@ -121,7 +131,7 @@ def levers(session: Session, name: str, *, variant: str | None, scenario: Scenar
         efficiency=efficiency,
     )
     return LeversOut(
-        pipeline=name,
+        pipeline=pipeline.name,
         variant=chosen,
         runs_per_week=target,
         runs_per_month=per_month,
@@ -131,115 +141,127 @@ def levers(session: Session, name: str, *, variant: str | None, scenario: Scenar
     )
 
 
-def checkpoints(
+@dataclass(frozen=True)
+class CheckpointInputs:
+    """What a request may give instead of what the runs recorded."""
+
+    instances: int | None = None
+    checkpoint_write_hours: float | None = None
+    restart_hours: float | None = None
+
+
+def checkpoints_of(
     session: Session,
     name: str,
     *,
     variant: str | None,
     scenario: Scenario,
-    instances: int | None,
-    checkpoint_write_hours: float | None,
-    restart_hours: float | None,
-) -> CheckpointsOut:
+    given: CheckpointInputs,
+) -> CheckpointsOut | NotEnoughData:
+    pipeline = get_by_name(session, name)
+    runs = read_runs(session, pipeline, (variant,))
+    return checkpoints(pipeline, runs, variant=variant, scenario=scenario, given=given)
+
+
+def checkpoints(
+    pipeline: Pipeline,
+    runs: RunReads,
+    *,
+    variant: str | None,
+    scenario: Scenario,
+    given: CheckpointInputs = CheckpointInputs(),
+) -> CheckpointsOut | NotEnoughData:
     """Checkpoint advice at the scenario's cadence, price, failure rate and interval.
 
     Instances (failure domains) set the MTBF only; the GPU-hours a pause or a failure
     costs are hours x the GPUs the runs pay for (median G / T), methodology.md §4."""
-    pipeline = get_by_name(session, name)
-    chosen = variant or _default_variant(session, pipeline)
-    rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
-    d = failure_defaults(session, pipeline)
-    exposure = repo.failure_exposure(session, pipeline.id)
-    estimate = estimate_failure_rate(exposure.interruptions, exposure.instance_hours)
+    chosen = variant or _default_variant(pipeline, runs)
+    rows = runs_of(pipeline, runs, chosen)
+    if isinstance(rows, NotEnoughData):
+        return rows
+    inputs = _checkpoint_inputs(rows, runs, scenario, given)
+    if inputs["checkpoint_write_hours"].value <= 0:
+        return NotEnoughData(
+            "checkpoint_write_hours",
+            "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
+        )
+    target = scenario.target(pipeline.runs_per_week)
+    advice = checkpoint_advice(
+        write_hours=inputs["checkpoint_write_hours"].value,
+        current_interval_hours=inputs["checkpoint_interval_hours"].value,
+        workers=inputs["paid_gpus"].value,
+        wall_clock_hours=inputs["wall_clock_hours"].value,
+        runs_per_month=runs_per_month(target, scenario.convention),
+        price_per_gpu_hour=inputs["price_per_gpu_hour"].value,
+        failure_rate_per_instance_hour=inputs["failure_rate"].value,
+        resume_hours=inputs["restart_hours"].value,
+        instances=max(1, int(inputs["instances"].value)),
+    )
+    exposure = runs.exposure()
+    return CheckpointsOut(
+        pipeline=pipeline.name,
+        inputs=inputs,
+        failure_rate_estimate=estimate_failure_rate(
+            exposure.interruptions, exposure.instance_hours
+        ),
+        advice=advice,
+        scenario=echo(pipeline, scenario),
+        window=window(chosen, rows),
+    )
+
+
+def _checkpoint_inputs(
+    rows: list[RunRow], runs: RunReads, scenario: Scenario, given: CheckpointInputs
+) -> dict[str, InputSource]:
+    """Each input of the advice: the request's value, else what the runs recorded, with
+    its source and how it was read (the answer echoes them)."""
+    d = failure_defaults(runs)
+    interrupted = runs.exposure().interruptions > 0
     wall = statistics.median(r.facts.wall_clock_hours for r in rows)
-    paid = statistics.median(r.facts.effective_workers for r in rows)
     inputs: dict[str, InputSource] = {}
 
-    def pick(key: str, given: float | None, recorded: float, source: str, note: str) -> float:
-        if given is not None:
-            inputs[key] = InputSource(value=given, source="query")
-            return given
+    def pick(key: str, value: float | None, recorded: float, source: str, note: str) -> float:
+        if value is not None:
+            inputs[key] = InputSource(value=value, source="query")
+            return value
         inputs[key] = InputSource.model_validate(
             {"value": recorded, "source": source, "note": note}
         )
         return recorded
 
-    n_instances = int(
-        pick(
-            "instances",
-            instances,
-            statistics.median(r.facts.workers for r in rows),
-            "recorded",
-            "median workers of recent runs; each worker one failure domain",
-        )
-    )
-    rate = pick(
-        "failure_rate",
-        scenario.failure_rate,
-        d.rate,
-        d.rate_source,
+    workers = statistics.median(r.facts.workers for r in rows)
+    note = "median workers of recent runs; each worker one failure domain"
+    pick("instances", given.instances, workers, "recorded", note)
+    recorded_rate = d.rate_source == "recorded"
+    note = (
         "interruptions per instance-hour"
-        if d.rate_source == "recorded"
-        else "planning default (fewer than 3 recorded interruptions)",
+        if recorded_rate
+        else "planning default (fewer than 3 recorded interruptions)"
     )
+    pick("failure_rate", scenario.failure_rate, d.rate, d.rate_source, note)
+    source = "recorded" if interrupted else "default"
+    note = "2 x mean progress lost per failure" if interrupted else "assumed hourly checkpoints"
     interval = pick(
-        "checkpoint_interval_hours",
-        scenario.checkpoint_interval_hours,
-        d.interval_hours,
-        "recorded" if exposure.interruptions else "default",
-        "2 x mean progress lost per failure"
-        if exposure.interruptions
-        else "assumed hourly checkpoints",
-    )
+        "checkpoint_interval_hours", scenario.checkpoint_interval_hours, d.interval_hours,
+        source, note,
+    )  # fmt: skip
     ckpt = statistics.median(r.facts.checkpoint_hours for r in rows)
-    write = pick(
-        "checkpoint_write_hours",
-        checkpoint_write_hours,
-        write_hours_per_checkpoint(ckpt, wall, interval),
-        "recorded",
-        "median blocking checkpoint hours / checkpoints per run",
-    )
-    restart = pick(
-        "restart_hours",
-        restart_hours,
-        d.restart_hours,
-        "recorded" if exposure.interruptions else "default",
-        "mean resume + reschedule time per interruption",
-    )
-    target = scenario.target(pipeline.runs_per_week)
-    price = _price(rows, scenario)
+    write = write_hours_per_checkpoint(ckpt, wall, interval)
+    note = "median blocking checkpoint hours / checkpoints per run"
+    pick("checkpoint_write_hours", given.checkpoint_write_hours, write, "recorded", note)
+    note = "mean resume + reschedule time per interruption"
+    pick("restart_hours", given.restart_hours, d.restart_hours, source, note)
     inputs["wall_clock_hours"] = InputSource(
         value=wall, source="recorded", note="median of recent runs"
     )
     inputs["paid_gpus"] = InputSource(
-        value=paid, source="recorded", note="median G / T of recent runs: what a lost hour costs"
+        value=statistics.median(r.facts.effective_workers for r in rows),
+        source="recorded",
+        note="median G / T of recent runs: what a lost hour costs",
     )
     inputs["price_per_gpu_hour"] = InputSource(
-        value=price,
+        value=_price(rows, scenario),
         source="query" if scenario.price is not None else "recorded",
         note="scenario price" if scenario.price is not None else "median price of recent runs",
     )
-    if write <= 0:
-        raise _bad(
-            "checkpoint_write_hours",
-            "recorded runs show no blocking checkpoint time; pass checkpoint_write_hours",
-        )
-    advice = checkpoint_advice(
-        write_hours=write,
-        current_interval_hours=interval,
-        workers=paid,
-        wall_clock_hours=wall,
-        runs_per_month=runs_per_month(target, scenario.convention),
-        price_per_gpu_hour=price,
-        failure_rate_per_instance_hour=rate,
-        resume_hours=restart,
-        instances=max(1, n_instances),
-    )
-    return CheckpointsOut(
-        pipeline=name,
-        inputs=inputs,
-        failure_rate_estimate=estimate,
-        advice=advice,
-        scenario=echo(pipeline, scenario),
-        window=window(chosen, rows),
-    )
+    return inputs

@@ -31,6 +31,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
+from app.db import rollup_reads
 from app.db.memo import kept
 
 # Above this many pipelines the counters of every pipeline are read (one join, no list of
@@ -69,7 +70,7 @@ def windows(
     if not pipelines:
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
-    counters = repo.production_changes(session, ids)
+    counters = rollup_reads.production_changes(session, ids)
     cache: dict[Key, Entry] = kept(session, "recent_costs")
     out: dict[int, tuple[float, ...]] = {}
     stale: dict[int, tuple[Key, Entry]] = {}

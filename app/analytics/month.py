@@ -56,24 +56,57 @@ def months(
     newest = rollup_reads.newest_starts(session, ids)
     windows = costs.windows(session, pipelines, window)
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
-    out = {}
-    for p in pipelines:
-        spend = spends.get(p.id, {})
-        costs_ = windows.get(p.id, ())
-        started = newest.get(p.id, {}).get(p.production_variant)
-        runs = (
-            remaining_runs(started, p.runs_per_week, now)
-            if costs_ and started is not None
-            else exactly(0)
+    return {
+        p.id: _month_to_date(
+            p,
+            spends.get(p.id, {}),
+            windows.get(p.id, ()),
+            newest.get(p.id, {}).get(p.production_variant),
+            now,
+            thresholds,
+            cache,
         )
-        key = (month, tuple(sorted(spend.items())), costs_, runs, p.monthly_budget_usd,
-               p.production_variant, thresholds)  # fmt: skip
-        found = cache.get(p.id)
-        if found is None or found[0] != key:
-            forecast = forecast_bill(list(costs_) or [0.0], runs)
-            made = month_to_date(
-                spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds
-            )
-            found = cache[p.id] = (key, made)
-        out[p.id] = found[1]
-    return out
+        for p in pipelines
+    }
+
+
+def month_to_date_of(
+    session: Session,
+    pipeline: Budgeted,
+    spend: dict[str, float],
+    costs_: tuple[float, ...],
+    started: datetime | None,
+    now: datetime,
+) -> MonthToDate:
+    """One pipeline's month to date from what its page has read already: this month's
+    spend by variant, its production variant's window of retraining costs and newest
+    start (kept as :func:`months` keeps them)."""
+    cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
+    return _month_to_date(pipeline, spend, costs_, started, now, None, cache)
+
+
+def _month_to_date(
+    p: Budgeted,
+    spend: dict[str, float],
+    costs_: tuple[float, ...],
+    started: datetime | None,
+    now: datetime,
+    thresholds: StatusThresholds | None,
+    cache: dict[int, tuple[object, MonthToDate]],
+) -> MonthToDate:
+    month = month_of(now)
+    runs = (
+        remaining_runs(started, p.runs_per_week, now)
+        if costs_ and started is not None
+        else exactly(0)
+    )
+    key = (month, tuple(sorted(spend.items())), costs_, runs, p.monthly_budget_usd,
+           p.production_variant, thresholds)  # fmt: skip
+    found = cache.get(p.id)
+    if found is None or found[0] != key:
+        forecast = forecast_bill(list(costs_) or [0.0], runs)
+        made = month_to_date(
+            spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds
+        )
+        found = cache[p.id] = (key, made)
+    return found[1]

@@ -20,16 +20,18 @@ from sqlalchemy import (
     cast,
     distinct,
     func,
+    literal,
     select,
     true,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session, aliased
 
 from app.db.memo import per_session
-from app.db.models import Pipeline, Run, RunVariant
+from app.db.models import Pipeline, Run
 from app.db.run_terms import as_date, goodput_totals, run_terms, wall_clock, week_start
-from app.db.sql import dialect, effective_price, in_ids, recorded_price
+from app.db.sql import dialect, effective_price, recorded_price
 from app.planning.model import Interruption, RunFacts
 from app.planning.rollup import GOODPUT_SUMS
 from app.planning.weekly import WeekTotals
@@ -64,41 +66,12 @@ def recent_runs(
 ) -> list[RunRow]:
     """The newest ``limit`` runs (of a variant), as planning inputs, each with the
     GPU-hours and cost of its retraining's attempts that did not succeed."""
-    hours = wall_clock(dialect(session)).label("hours")
-    failed_gpu, failed_usd = _failed_attempts()
-    stmt = (
-        select(
-            Run.id,
-            Run.run_id,
-            Run.variant,
-            Run.started_at,
-            Run.workers,
-            hours,
-            Run.gpu_hours,
-            Run.gpu_utilization,
-            effective_price().label("price"),
-            Run.data_stall_hours,
-            Run.checkpoint_hours,
-            Run.scheduling_wait_hours,
-            Run.mfu,
-            Run.quality_value,
-            Run.interruption_count,
-            Run.lost_progress_hours,
-            Run.resume_hours,
-            Run.reschedule_hours,
-            Run.utilization_source,
-            failed_gpu.label("failed_gpu_hours"),
-            failed_usd.label("failed_usd"),
-        )
-        .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline_id, *PLANNING_ATTEMPTS)
-        .order_by(Run.started_at.desc(), Run.id.desc())
-        .limit(limit)
-    )
-    if variant is not None:
-        stmt = stmt.where(Run.variant == variant)
-    rows = [_to_run_row(r) for r in session.execute(stmt)]
-    return rows[::-1] if chronological else rows
+    if variant is None:
+        rows = windows(session, pipeline_id, [], limit=0, recent=limit, scaling=None).recent
+    else:
+        found = windows(session, pipeline_id, [variant], limit=limit, recent=0, scaling=None)
+        rows = found.by_variant[variant]
+    return rows if chronological else rows[::-1]
 
 
 def _failed_attempts() -> tuple[Any, Any]:
@@ -169,22 +142,6 @@ def recent_costs(
     window = func.array_agg(aggregate_order_by(recent.c.cost, recent.c.started_at, recent.c.pk))
     stmt = select(pairs.c.pid, window).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
     return {pid: tuple(float(c) for c in w) for pid, w in session.execute(stmt)}
-
-
-def production_changes(
-    session: Session, pipeline_ids: list[int] | None
-) -> dict[int, tuple[str, int]]:
-    """(production variant, its change counter) of these pipelines (every one: None) whose
-    production variant has runs, by pipeline id: one join of ``run_variant``."""
-    v = RunVariant
-    stmt = (
-        select(v.pipeline_id, v.variant, v.changes)
-        .join(Pipeline, (Pipeline.id == v.pipeline_id) & (Pipeline.production_variant == v.variant))
-        .where(v.runs > 0)
-    )
-    if pipeline_ids is not None:
-        stmt = stmt.where(in_ids(session, v.pipeline_id, pipeline_ids))
-    return {pid: (variant, changes) for pid, variant, changes in session.execute(stmt)}
 
 
 def _to_run_row(r: Any) -> RunRow:
@@ -274,18 +231,6 @@ def weekly_totals(
     return out
 
 
-@per_session
-def run_span(session: Session, pipeline_id: int) -> tuple[datetime, datetime] | None:
-    first, last = session.execute(
-        select(func.min(Run.started_at), func.max(Run.started_at)).where(
-            Run.pipeline_id == pipeline_id
-        )
-    ).one()
-    if first is None:
-        return None
-    return _aware(first), _aware(last)
-
-
 def _aware(value: Any) -> datetime:
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
@@ -295,66 +240,129 @@ def _aware(value: Any) -> datetime:
 
 @dataclass(frozen=True)
 class VariantStats:
+    """One variant's runs (every outcome): how many, at how many worker counts, the newest
+    start, and its interruptions against instance-hours (each worker one instance)."""
+
     variant: str
     runs: int
     worker_counts: int
     last_started_at: datetime
+    interruptions: int = 0
+    instance_hours: float = 0.0
+    lost_progress_hours: float = 0.0
+    restart_hours: float = 0.0
 
 
 @per_session
 def variants(session: Session, pipeline_id: int) -> list[VariantStats]:
+    """Every variant of the pipeline, most-run first: one GROUP BY over its runs."""
     rows = session.execute(
         select(
-            Run.variant, func.count(), func.count(distinct(Run.workers)), func.max(Run.started_at)
+            Run.variant,
+            func.count(),
+            func.count(distinct(Run.workers)),
+            func.max(Run.started_at),
+            func.coalesce(func.sum(Run.interruption_count), 0),
+            func.coalesce(func.sum(Run.gpu_hours), 0.0),
+            func.coalesce(func.sum(Run.lost_progress_hours), 0.0),
+            func.coalesce(func.sum(Run.resume_hours + Run.reschedule_hours), 0.0),
         )
         .where(Run.pipeline_id == pipeline_id)
         .group_by(Run.variant)
         .order_by(func.count().desc(), Run.variant)
     )
-    return [VariantStats(v, int(n), int(w), _aware(last)) for v, n, w, last in rows]
+    return [
+        VariantStats(v, int(n), int(w), _aware(last), int(i), float(h), float(lost), float(rest))
+        for v, n, w, last, i, h, lost, rest in rows
+    ]
 
 
 @dataclass(frozen=True)
-class FailureExposure:
-    interruptions: int
-    instance_hours: float
-    mean_lost_progress_hours: float | None
-    mean_restart_hours: float | None
+class Windows:
+    """The newest planning runs of some variants, of any variant, and the (workers, wall
+    clock hours) of one variant's newest runs of every outcome (the scaling fit)."""
+
+    by_variant: dict[str, list[RunRow]]
+    recent: list[RunRow]
+    worker_times: list[tuple[int, float]]
 
 
-@per_session
-def failure_exposure(session: Session, pipeline_id: int) -> FailureExposure:
-    """Interruptions against instance-hours (each worker counted as one instance)."""
-    count, exposure, lost, restart = session.execute(
-        select(
-            func.coalesce(func.sum(Run.interruption_count), 0),
-            func.coalesce(func.sum(Run.gpu_hours), 0.0),
-            func.sum(Run.lost_progress_hours),
-            func.sum(Run.resume_hours + Run.reschedule_hours),
-        ).where(Run.pipeline_id == pipeline_id)
-    ).one()
-    n = int(count)
-    return FailureExposure(
-        interruptions=n,
-        instance_hours=float(exposure),
-        mean_lost_progress_hours=float(lost) / n if n else None,
-        mean_restart_hours=float(restart) / n if n else None,
-    )
+SCALING_RUNS = 500  # the newest runs of the scaling variant the fit reads
 
 
-@per_session
-def worker_times(
-    session: Session, pipeline_id: int, variant: str, limit: int = 500
-) -> list[tuple[int, float]]:
-    """(workers, wall clock hours) of a variant's newest runs, for the scaling fit."""
-    hours = wall_clock(dialect(session))
+def windows(
+    session: Session,
+    pipeline_id: int,
+    variants: list[str],
+    *,
+    limit: int,
+    recent: int,
+    scaling: str | None,
+) -> Windows:
+    """:func:`recent_runs` of each variant (``limit``) and of any variant (``recent``),
+    plus the scaling variant's newest :data:`SCALING_RUNS` runs, in one statement: a
+    UNION ALL of index scans, each member labelled. Oldest first in each window."""
+    backend = dialect(session)
+    failed_gpu, failed_usd = _failed_attempts()
+    columns = [*_planning_columns(backend), failed_gpu.label("failed_gpu_hours")]
+    priced = [*columns, failed_usd.label("failed_usd")]
+    members = [_member(pipeline_id, f"v:{v}", priced, limit, variant=v) for v in variants]
+    if recent:
+        members.append(_member(pipeline_id, "recent", priced, recent))
+    if scaling is not None:
+        # Every outcome counts for wall clock by worker count; the costs are not read.
+        zero = literal(0.0, Float)
+        cheap = [*_planning_columns(backend), zero.label("failed_gpu"), zero.label("failed_usd")]
+        members.append(
+            _member(pipeline_id, "s", cheap, SCALING_RUNS, variant=scaling, planning=False)
+        )
+    out = Windows({name: [] for name in variants}, [], [])
+    if not members:
+        return out
+    rows = sorted(session.execute(union_all(*members)), key=lambda r: (r.started_at, r.id))
+    for r in rows:
+        if r.member == "s":
+            out.worker_times.append((int(r.workers), float(r.raw_hours)))
+        elif r.member == "recent":
+            out.recent.append(_to_run_row(r))
+        else:
+            out.by_variant[r.member[2:]].append(_to_run_row(r))
+    out.worker_times.reverse()  # newest first, as the fit has always read them
+    return out
+
+
+def _planning_columns(backend: str) -> list[Any]:
+    hours = wall_clock(backend)
+    return [
+        Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours.label("hours"),
+        hours.label("raw_hours"), Run.gpu_hours, Run.gpu_utilization,
+        effective_price().label("price"), Run.data_stall_hours, Run.checkpoint_hours,
+        Run.scheduling_wait_hours, Run.mfu, Run.quality_value, Run.interruption_count,
+        Run.lost_progress_hours, Run.resume_hours, Run.reschedule_hours, Run.utilization_source,
+    ]  # fmt: skip
+
+
+def _member(
+    pipeline_id: int,
+    label: str,
+    columns: list[Any],
+    limit: int,
+    *,
+    variant: str | None = None,
+    planning: bool = True,
+) -> Any:
     stmt = (
-        select(Run.workers, hours)
-        .where(Run.pipeline_id == pipeline_id, Run.variant == variant)
-        .order_by(Run.started_at.desc())
+        select(literal(label).label("member"), *columns)
+        .join(Pipeline, Pipeline.id == Run.pipeline_id)
+        .where(Run.pipeline_id == pipeline_id)
+        .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
     )
-    return [(int(w), float(t)) for w, t in session.execute(stmt)]
+    if planning:
+        stmt = stmt.where(*PLANNING_ATTEMPTS)
+    if variant is not None:
+        stmt = stmt.where(Run.variant == variant)
+    return select(stmt.subquery())
 
 
 def recorded_spend(

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from app.analytics import advice, service, weekly
 from app.analytics import plan as plan_service
+from app.analytics.missing import answered
 from app.analytics.scenario import ScenarioDep
 from app.analytics.schemas import (
     CheckpointsOut,
@@ -65,13 +66,14 @@ def get_projection(
     """Monthly cost (median, p90, P(over budget)) at each cadence from each variant's
     newest runs, under the scenario; echoes the scenario and the run window used."""
     with db.read() as session:
-        return service.projection(
+        answer = service.projection_of(
             session,
             name,
             variants=parse_variants(variant),
             cadences=parse_cadences(cadences),
             scenario=scenario,
         )
+    return answered(answer)
 
 
 @router.get("/pipelines/{name}/goodput", response_model=GoodputOut)
@@ -117,7 +119,7 @@ def get_gate(
             power=power,
             cost_basis=cost_basis,
         )
-        return service.gate(
+        answer = service.gate_of(
             session,
             name,
             baseline=baseline,
@@ -125,6 +127,7 @@ def get_gate(
             scenario=scenario,
             thresholds=thresholds,
         )
+    return answered(answer)
 
 
 @router.get("/pipelines/{name}/scaling", response_model=ScalingOut)
@@ -137,7 +140,10 @@ def get_scaling(
 ) -> ScalingOut:
     """Speedup and efficiency by worker count, the USL fit, and a prediction."""
     with db.read() as session:
-        return advice.scaling(session, name, variant=variant, workers=workers, scenario=scenario)
+        answer = advice.scaling_of(
+            session, name, variant=variant, workers=workers, scenario=scenario
+        )
+    return answered(answer)
 
 
 @router.get("/pipelines/{name}/levers", response_model=LeversOut)
@@ -146,7 +152,8 @@ def get_levers(
 ) -> LeversOut:
     """Badput causes ranked by monthly cost at the scenario's cadence and price."""
     with db.read() as session:
-        return advice.levers(session, name, variant=variant, scenario=scenario)
+        answer = advice.levers_of(session, name, variant=variant, scenario=scenario)
+    return answered(answer)
 
 
 @router.get("/pipelines/{name}/checkpoints", response_model=CheckpointsOut)
@@ -163,15 +170,11 @@ def get_checkpoints(
 ) -> CheckpointsOut:
     """Current vs Young/Daly optimal checkpoint interval, ETTR, and the monthly saving."""
     with db.read() as session:
-        return advice.checkpoints(
-            session,
-            name,
-            variant=variant,
-            scenario=scenario,
-            instances=instances,
-            checkpoint_write_hours=checkpoint_write_hours,
-            restart_hours=restart_hours,
+        given = advice.CheckpointInputs(instances, checkpoint_write_hours, restart_hours)
+        answer = advice.checkpoints_of(
+            session, name, variant=variant, scenario=scenario, given=given
         )
+    return answered(answer)
 
 
 @router.post("/plan", response_model=PlanOut)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
 from app.analytics import costs, month
 from app.analytics import repository as repo
+from app.analytics.missing import NotEnoughData
+from app.analytics.reads import RunReads, RunRow, default_variants, read_runs
 from app.analytics.schemas import (
     CriterionOut,
     GateOut,
@@ -24,13 +26,13 @@ from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
 from app.planning.gate import CostBasis, GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
+from app.planning.month_to_date import MonthToDate
 from app.planning.projection import CALENDAR, monthly_cost_now, project_costs
-from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
+from app.planning.scaling import ScalingModel, fit_usl
 from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
 from app.planning.sources import gate_source_warnings
 from app.planning.whatif import WhatIf
 
-RECENT_RUNS = RUN_WINDOW  # one window for projection, gate, levers and checkpoints
 DEFAULT_CHECKPOINT_INTERVAL_HOURS = 1.0
 
 
@@ -38,26 +40,13 @@ def _bad(field: str, reason: str) -> Invalid:
     return Invalid(f"{field}: {reason}", fields=[{"field": field, "reason": reason}])
 
 
-def _variant_names(session: Session, pipeline: Pipeline) -> list[str]:
-    return [v.variant for v in repo.variants(session, pipeline.id)]
-
-
-def default_variants(names: list[str], production: str = "baseline") -> list[str]:
-    """The production variant (or the most-run variant), then candidate when there is one."""
-    if not names:
-        return []
-    first = production if production in names else names[0]
-    rest = ["candidate"] if "candidate" in names and first != "candidate" else []
-    return [first, *rest]
-
-
 def runs_of(
-    session: Session, pipeline: Pipeline, variant: str, limit: int, field: str = "variant"
-) -> list[repo.RunRow]:
-    rows = repo.recent_runs(session, pipeline.id, variant=variant, limit=limit)
+    pipeline: Pipeline, runs: RunReads, variant: str, field: str = "variant"
+) -> list[RunRow] | NotEnoughData:
+    rows = runs.window(variant)
     if not rows:
-        known = ", ".join(_variant_names(session, pipeline)) or "none yet"
-        raise _bad(
+        known = ", ".join(runs.names) or "none yet"
+        return NotEnoughData(
             field,
             f"pipeline {pipeline.name!r} has no runs of variant {variant!r} (variants: {known})",
         )
@@ -72,14 +61,14 @@ class FailureDefaults:
     rate_source: str
 
 
-def failure_defaults(session: Session, pipeline: Pipeline) -> FailureDefaults:
+def failure_defaults(runs: RunReads) -> FailureDefaults:
     """Checkpoint interval, restart time and failure rate as recorded runs suggest.
 
     Progress lost at a failure averages half the checkpoint interval, so the interval is
     estimated as 2 x mean lost progress; the failure rate is interruptions per
     instance-hour when at least 3 were recorded, else the planning default 4e-4.
     """
-    exposure = repo.failure_exposure(session, pipeline.id)
+    exposure = runs.exposure()
     interval = DEFAULT_CHECKPOINT_INTERVAL_HOURS
     if exposure.mean_lost_progress_hours:
         interval = 2.0 * exposure.mean_lost_progress_hours
@@ -91,43 +80,22 @@ def failure_defaults(session: Session, pipeline: Pipeline) -> FailureDefaults:
     return FailureDefaults(interval, exposure.mean_restart_hours or 0.0, rate, source)
 
 
-def scaling_variant(session: Session, pipeline: Pipeline) -> str | None:
-    """The variant with the most distinct worker counts (at least two)."""
-    stats = [v for v in repo.variants(session, pipeline.id) if v.worker_counts >= 2]
-    if not stats:
-        return None
-    return max(stats, key=lambda v: (v.worker_counts, v.runs)).variant
-
-
-def scaling_model(
-    session: Session, pipeline: Pipeline, variant: str | None = None
-) -> tuple[str | None, list[ScalingPoint]]:
-    variant = variant or scaling_variant(session, pipeline)
-    if variant is None:
-        return None, []
-    points = [
-        ScalingPoint(w, t) for w, t in repo.worker_times(session, pipeline.id, variant) if t > 0
-    ]
-    return variant, points
-
-
-def window(variant: str, rows: list[repo.RunRow]) -> RunWindow:
+def window(variant: str, rows: list[RunRow]) -> RunWindow:
     return window_of(variant, [r.started_at for r in rows])
 
 
 def scenario_inputs(
-    session: Session, pipeline: Pipeline, scenario: Scenario
+    runs: RunReads, scenario: Scenario
 ) -> tuple[WhatIf | None, ScalingModel | None]:
     """The run-level what-ifs of a scenario, completed from what the runs recorded (the
     checkpoint interval and restart time a failure-rate what-if needs), and the scaling
     model a workers what-if needs. None when the scenario changes nothing per run."""
     model = None
-    if scenario.workers is not None:
-        _, points = scaling_model(session, pipeline)
-        model = fit_usl(points) if points else None
+    if scenario.workers is not None and runs.scaling_points:
+        model = fit_usl(list(runs.scaling_points))
     interval, restart, recorded = None, 0.0, None
     if scenario.failure_rate is not None:
-        d = failure_defaults(session, pipeline)
+        d = failure_defaults(runs)
         interval, restart = d.interval_hours, d.restart_hours
         # The recorded rate, the page's default, keeps the recorded loss: a no-op.
         recorded = d.rate if d.rate_source == "recorded" else None
@@ -153,36 +121,56 @@ def echo(pipeline: Pipeline, scenario: Scenario) -> ScenarioOut:
     )
 
 
-def projection(
+def projection_of(
     session: Session,
     name: str,
     *,
     variants: list[str] | None,
     cadences: list[float] | None,
     scenario: Scenario,
-    with_month: bool = True,
-) -> ProjectionOut:
+) -> ProjectionOut | NotEnoughData:
+    """:func:`projection` of a pipeline by name, with this month so far."""
+    pipeline = get_by_name(session, name)
+    runs = read_runs(session, pipeline, variants or ())
+    mtd = month.months(session, [pipeline]).get(pipeline.id)
+    return projection(
+        pipeline, runs, variants=variants, cadences=cadences, scenario=scenario, month_to_date=mtd
+    )
+
+
+def projection(
+    pipeline: Pipeline,
+    runs: RunReads,
+    *,
+    variants: list[str] | None,
+    cadences: list[float] | None,
+    scenario: Scenario,
+    month_to_date: MonthToDate | None = None,
+) -> ProjectionOut | NotEnoughData:
     """Monthly cost of each variant at the given cadences plus the scenario's target,
     from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs, and
-    (``with_month``) this month so far. A caller that reads only the cadences (the value
-    section) passes False: the month costs three queries it would throw away."""
-    pipeline = get_by_name(session, name)
-    available = _variant_names(session, pipeline)
+    this month so far when the caller read it (the value section reads only the
+    cadences)."""
+    available = runs.names
     chosen = variants or default_variants(available, pipeline.production_variant)
     if not chosen:
-        raise _bad(
+        return NotEnoughData(
             "pipeline",
-            f"pipeline {name!r} has no runs yet: POST some to "
+            f"pipeline {pipeline.name!r} has no runs yet: POST some to "
             "/api/v1/runs, or use POST /api/v1/plan with typical numbers",
         )
     target = scenario.target(pipeline.runs_per_week)
     wanted = sorted({*(cadences or [1.0, 2.0]), target})
-    what_if, model = scenario_inputs(session, pipeline, scenario)
+    what_if, model = scenario_inputs(runs, scenario)
     budget = scenario.budget_or(pipeline.monthly_budget_usd)
-    current = runs_of(session, pipeline, chosen[0], RUN_WINDOW)
+    current = runs_of(pipeline, runs, chosen[0])
+    if isinstance(current, NotEnoughData):
+        return current
     out, windows = {}, {}
     for variant in chosen:
-        rows = current if variant == chosen[0] else runs_of(session, pipeline, variant, RUN_WINDOW)
+        rows = runs_of(pipeline, runs, variant)
+        if isinstance(rows, NotEnoughData):
+            return rows
         windows[variant] = window(variant, rows)
         out[variant] = project_costs(
             [r.facts for r in rows],
@@ -194,16 +182,15 @@ def projection(
             scaling_model=model,
             current_runs=[r.facts for r in current],
         )
-    mtd = month.months(session, [pipeline]).get(pipeline.id) if with_month else None
     return ProjectionOut(
-        pipeline=name,
+        pipeline=pipeline.name,
         variants=chosen,
         current_variant=chosen[0],
         projections=out,
         available_variants=available,
         scenario=echo(pipeline, scenario),
         windows=windows,
-        month_to_date=mtd,
+        month_to_date=month_to_date,
     )
 
 
@@ -221,7 +208,7 @@ def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
     return proj.cadences[0].monthly_cost_usd
 
 
-def gate(
+def gate_of(
     session: Session,
     name: str,
     *,
@@ -229,20 +216,41 @@ def gate(
     candidate: str,
     scenario: Scenario,
     thresholds: GateThresholds,
-) -> GateOut:
+) -> GateOut | NotEnoughData:
+    """:func:`gate` of a pipeline by name."""
+    pipeline = get_by_name(session, name)
+    runs = read_runs(session, pipeline, (baseline, candidate))
+    return gate(
+        pipeline,
+        runs,
+        baseline=baseline,
+        candidate=candidate,
+        scenario=scenario,
+        thresholds=thresholds,
+    )
+
+
+def gate(
+    pipeline: Pipeline,
+    runs: RunReads,
+    *,
+    baseline: str,
+    candidate: str,
+    scenario: Scenario,
+    thresholds: GateThresholds,
+) -> GateOut | NotEnoughData:
     """The gate at the scenario's target cadence, on the same run window and what-ifs as
     the projection, so its cost criterion shows the projection's number."""
-    pipeline = get_by_name(session, name)
+    name = pipeline.name
     budget = scenario.budget_or(pipeline.monthly_budget_usd)
     if budget is None:
-        raise _bad(
+        return NotEnoughData(
             "budget",
             f"pipeline {name!r} has no monthly budget: pass budget=... or PUT one on the pipeline",
         )
     target = scenario.target(pipeline.runs_per_week)
-    base_rows = repo.recent_runs(session, pipeline.id, variant=baseline, limit=RUN_WINDOW)
-    cand_rows = repo.recent_runs(session, pipeline.id, variant=candidate, limit=RUN_WINDOW)
-    what_if, model = scenario_inputs(session, pipeline, scenario)
+    base_rows, cand_rows = runs.window(baseline), runs.window(candidate)
+    what_if, model = scenario_inputs(runs, scenario)
     result = evaluate_gate(
         [r.facts for r in base_rows],
         [r.facts for r in cand_rows],
@@ -291,7 +299,7 @@ def with_words(result: GateResult, words: GateWords) -> GateResultOut:
     return GateResultOut(**{**values, "criteria": criteria})
 
 
-def thresholds_for(
+def gate_thresholds(
     pipeline: Pipeline,
     *,
     min_uplift_points: float = 10.0,
@@ -302,17 +310,22 @@ def thresholds_for(
     cost_basis: str | None = None,
 ) -> GateThresholds:
     """Gate thresholds with the pipeline's quality margin, power and cost basis unless
-    given."""
+    given; a PlanningError for values the gate cannot work with."""
     margin = pipeline.quality_margin if quality_margin is None else quality_margin
+    return GateThresholds(
+        min_utilization_uplift_points=min_uplift_points,
+        quality_margin=margin,
+        alpha=alpha,
+        min_runs=min_runs,
+        power=power or pipeline.gate_power,
+        cost_basis=cast(CostBasis, cost_basis or pipeline.gate_cost_basis),
+    )
+
+
+def thresholds_for(pipeline: Pipeline, **given: Any) -> GateThresholds:
+    """:func:`gate_thresholds` for an API request: a 422 naming ``gate`` when unusable."""
     try:
-        return GateThresholds(
-            min_utilization_uplift_points=min_uplift_points,
-            quality_margin=margin,
-            alpha=alpha,
-            min_runs=min_runs,
-            power=power or pipeline.gate_power,
-            cost_basis=cast(CostBasis, cost_basis or pipeline.gate_cost_basis),
-        )
+        return gate_thresholds(pipeline, **given)
     except PlanningError as exc:
         raise _bad("gate", str(exc)) from exc
 

@@ -73,8 +73,11 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
 
 def default_month(session: Session) -> str:
     """The month of the newest bill line, else the current month."""
-    latest = repository.latest_line_start(session) or datetime.now(UTC)
-    return f"{latest.year:04d}-{latest.month:02d}"
+    return month_text(repository.latest_line_start(session) or datetime.now(UTC))
+
+
+def month_text(at: datetime) -> str:
+    return f"{at.year:04d}-{at.month:02d}"
 
 
 def _resources(tag: object) -> list[str]:
@@ -129,8 +132,12 @@ def figures_out(kind: type[Out], f: Figures, **extra: object) -> Out:
 def pipeline_reconciliation(session: Session, name: str, month: str | None) -> ReconciliationOut:
     """One pipeline's billed, explained and unexplained GPU spend in a month."""
     pipeline = pipelines.get_by_name(session, name)
-    month = month or default_month(session)
-    figures = month_reconciliation(session, month, only=name).of(name)
+    billed = True
+    if month is None:
+        latest = repository.latest_line_start(session)
+        billed = latest is not None  # no bill imported at all: nothing more to read
+        month = month_text(latest or datetime.now(UTC))
+    figures = month_reconciliation(session, month, only=name).of(name) if billed else Figures()
     return figures_out(
         ReconciliationOut,
         figures,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.analytics.missing import answered
 from app.analytics.router import Variant
 from app.analytics.scenario import ScenarioDep
 from app.cadence import service
@@ -27,4 +28,4 @@ def get_cadence(
     ``cadence`` what that cadence buys against today's."""
     scenario = service.Scenario(p.what_if(), p.convention, p.budget, variant, p.cadence)
     with db.read() as session:
-        return service.cadence(session, name, scenario)
+        return answered(service.cadence_of(session, name, scenario))

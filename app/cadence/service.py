@@ -8,20 +8,18 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.analytics import service as analytics
+from app.analytics.missing import NotEnoughData
+from app.analytics.reads import RunReads, read_runs
 from app.cadence.schemas import CadenceOut
+from app.db.models import Pipeline
 from app.evaluations.service import quality_points
-from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.cadence_value import cadence_value
-from app.planning.decay import MIN_POINTS, DecayFit, fit_decay
+from app.planning.decay import MIN_POINTS, DecayFit, QualityPoint, fit_decay
 from app.planning.model import PlanningError
 from app.planning.projection import CALENDAR
 from app.planning.scenario import Scenario as PlanningScenario
 from app.planning.whatif import WhatIf
-
-
-def _bad(field: str, reason: str) -> Invalid:
-    return Invalid(f"{field}: {reason}", fields=[{"field": field, "reason": reason}])
 
 
 @dataclass(frozen=True)
@@ -35,34 +33,10 @@ class Scenario:
     proposed_runs_per_week: float | None = None
 
 
-def decay_fit(session: Session, name: str) -> DecayFit:
-    pipeline = get_by_name(session, name)
-    points = quality_points(session, pipeline)
-    if len(points) < MIN_POINTS:
-        raise _bad(
-            "evaluations",
-            f"pipeline {name!r} has {len(points)} evaluations of {pipeline.quality_metric!r}; "
-            f"the decay fit needs at least {MIN_POINTS} at two or more model ages "
-            f"(POST /api/v1/pipelines/{name}/evaluations)",
-        )
-    try:
-        return fit_decay(points, higher_is_better=pipeline.higher_is_better)
-    except PlanningError as exc:
-        raise _bad("evaluations", str(exc)) from exc
-
-
-def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
-    pipeline = get_by_name(session, name)
-    value = pipeline.quality_value_usd_per_unit_month
-    if value is None:
-        raise _bad(
-            "quality_value_usd_per_unit_month",
-            f"not set for pipeline {name!r}: PUT /api/v1/pipelines/{name} with what one unit "
-            f"of {pipeline.quality_metric} is worth per month",
-        )
-    fit = decay_fit(session, name)
+def _planning(scenario: Scenario) -> PlanningScenario:
+    """The planning scenario of the projection that prices a retraining."""
     w = scenario.what_if
-    planning = PlanningScenario(
+    return PlanningScenario(
         price=w.price,
         utilization_target=w.utilization_target,
         workers=w.workers,
@@ -71,14 +45,55 @@ def cadence(session: Session, name: str, scenario: Scenario) -> CadenceOut:
         convention=scenario.convention,
         budget=scenario.budget,
     )
+
+
+def decay_fit(pipeline: Pipeline, points: list[QualityPoint]) -> DecayFit | NotEnoughData:
+    """The decay of the serving model's quality with its age, from its evaluations."""
+    name = pipeline.name
+    if len(points) < MIN_POINTS:
+        return NotEnoughData(
+            "evaluations",
+            f"pipeline {name!r} has {len(points)} evaluations of {pipeline.quality_metric!r}; "
+            f"the decay fit needs at least {MIN_POINTS} at two or more model ages "
+            f"(POST /api/v1/pipelines/{name}/evaluations)",
+        )
+    try:
+        return fit_decay(points, higher_is_better=pipeline.higher_is_better)
+    except PlanningError as exc:
+        return NotEnoughData("evaluations", str(exc))
+
+
+def cadence_of(session: Session, name: str, scenario: Scenario) -> CadenceOut | NotEnoughData:
+    pipeline = get_by_name(session, name)
+    runs = read_runs(session, pipeline, (scenario.variant,))
+    return cadence(pipeline, runs, quality_points(session, pipeline), scenario)
+
+
+def cadence(
+    pipeline: Pipeline, runs: RunReads, points: list[QualityPoint], scenario: Scenario
+) -> CadenceOut | NotEnoughData:
+    """Retraining spend plus the value lost to a stale model, at each cadence, priced
+    from the scenario's projection of the variant (default: the production variant)."""
+    name = pipeline.name
+    value = pipeline.quality_value_usd_per_unit_month
+    if value is None:
+        return NotEnoughData(
+            "quality_value_usd_per_unit_month",
+            f"not set for pipeline {name!r}: PUT /api/v1/pipelines/{name} with what one unit "
+            f"of {pipeline.quality_metric} is worth per month",
+        )
+    fit = decay_fit(pipeline, points)
+    if isinstance(fit, NotEnoughData):
+        return fit
     out = analytics.projection(
-        session,
-        name,
+        pipeline,
+        runs,
         variants=[scenario.variant] if scenario.variant else None,
         cadences=[1.0],
-        scenario=planning,
-        with_month=False,
+        scenario=_planning(scenario),
     )
+    if isinstance(out, NotEnoughData):
+        return out
     variant = out.variants[0]
     proj = out.projections[variant]
     at = next(c for c in proj.cadences if c.runs_per_week == 1.0)

@@ -13,10 +13,10 @@ from typing import Any
 from sqlalchemy import func, literal, select
 from sqlalchemy.orm import Session
 
-from app.db.models import Pipeline
-from app.db.rollup import ROLLUP, VARIANTS
+from app.db.models import Pipeline, Run
+from app.db.rollup import ROLLUP, VARIANTS, _recompute_select
 from app.db.run_terms import as_date, goodput_totals
-from app.db.sql import in_ids
+from app.db.sql import dialect, in_ids
 from app.planning.rollup import CAUSES, GOODPUT_SUMS, SUMS
 from app.planning.weekly import WeekTotals
 
@@ -181,3 +181,37 @@ def newest_starts(
     for pid, variant, started in session.execute(stmt):
         out.setdefault(pid, {})[variant] = started
     return out
+
+
+def production_changes(
+    session: Session, pipeline_ids: list[int] | None
+) -> dict[int, tuple[str, int]]:
+    """(production variant, its change counter) of these pipelines (every one: None) whose
+    production variant has runs, by pipeline id: one join of ``run_variant``."""
+    v = VARIANTS.c
+    stmt = (
+        select(v.pipeline_id, v.variant, v.changes)
+        .join(Pipeline, (Pipeline.id == v.pipeline_id) & (Pipeline.production_variant == v.variant))
+        .where(v.runs > 0)
+    )
+    if pipeline_ids is not None:
+        stmt = stmt.where(in_ids(session, v.pipeline_id, pipeline_ids))
+    return {pid: (variant, changes) for pid, variant, changes in session.execute(stmt)}
+
+
+def run_buckets(
+    session: Session, pipeline_id: int, since: datetime, until: datetime
+) -> list[dict[str, Any]]:
+    """One pipeline's rollup rows for runs started in [since, until), computed from the
+    runs and split by ``utilization_source`` too: what one page needs of its weeks (the
+    trend, its sources) and of its month (spend by variant) in one GROUP BY."""
+    stmt = (
+        _recompute_select(dialect(session))
+        .add_columns(Run.utilization_source)
+        .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
+        .group_by(Run.utilization_source)
+    )
+    rows = [dict(r._mapping) for r in session.execute(stmt)]
+    for r in rows:
+        r["week_start"], r["month_start"] = as_date(r["week_start"]), as_date(r["month_start"])
+    return rows

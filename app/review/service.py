@@ -6,7 +6,6 @@ a service (pipelines, analytics)."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -15,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from app.analytics import advice, org_weeks
 from app.analytics import service as analytics
+from app.analytics.missing import NotEnoughData
 from app.analytics.month import months
-from app.exceptions import CadenceError
 from app.pipelines import service as pipelines
 from app.planning.month_to_date import BudgetStatus
 from app.planning.scenario import Scenario
@@ -109,10 +108,9 @@ def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:
         p = line.pipeline
         if p is None or line.this.runs == 0 or line.badput_usd <= 0:
             continue
-        try:
-            at_current_cadence = Scenario(cadence=p.runs_per_week)
-            levers = advice.levers(session, p.name, variant=None, scenario=at_current_cadence)
-        except (CadenceError, statistics.StatisticsError):  # no runs to rank levers on
+        at_current_cadence = Scenario(cadence=p.runs_per_week)
+        levers = advice.levers_of(session, p.name, variant=None, scenario=at_current_cadence)
+        if isinstance(levers, NotEnoughData):  # no runs to rank levers on
             continue
         found.extend(
             Action(p, lever.label, lever.remedy, lever.usd_per_month, lever.saving_if_halved_usd)

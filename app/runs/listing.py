@@ -32,11 +32,16 @@ SORTS = tuple(repository.SORTS)
 
 
 def table_page(
-    session: Session, pipeline_id: int, *, sort: str, descending: bool, number: int, size: int
-) -> tuple[list[RunOut], int]:
-    """One page of the runs table (1-based ``number``) and the total count."""
-    total = repository.count_runs(session, pipeline_id)
-    ids = repository.sorted_run_ids(
+    session: Session,
+    pipeline_id: int,
+    *,
+    sort: str,
+    descending: bool,
+    number: int,
+    size: int,
+) -> list[RunOut]:
+    """One page of the runs table (1-based ``number``); the page knows the total."""
+    rows = repository.sorted_runs(
         session,
         pipeline_id,
         sort=sort,
@@ -44,7 +49,7 @@ def table_page(
         offset=(number - 1) * size,
         limit=size,
     )
-    return [to_out(*r) for r in repository.load_runs(session, ids)], total
+    return [to_out(*r) for r in rows]
 
 
 def csv_rows(db: Database, pipeline_id: int, chunk: int = 1000) -> Iterator[str]:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import methodcaller
 from typing import Any, cast
 
 from sqlalchemy import Select, Table, and_, func, insert, or_, select, tuple_
@@ -275,6 +276,10 @@ _OUT_COLUMNS = (
 )
 
 
+_BREAK_COLUMNS = (Interruption.lost_progress_hours, Interruption.resume_hours,
+                  Interruption.reschedule_hours, Interruption.cause)  # fmt: skip
+
+
 def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
     """(run row, its interruption rows) for each run the statement selects, in order."""
     rows = list(session.execute(stmt))
@@ -283,13 +288,7 @@ def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
     if with_breaks:
         match = in_ids(session, Interruption.run_pk, with_breaks)
         found = session.execute(
-            select(
-                Interruption.run_pk,
-                Interruption.lost_progress_hours,
-                Interruption.resume_hours,
-                Interruption.reschedule_hours,
-                Interruption.cause,
-            )
+            select(Interruption.run_pk, *_BREAK_COLUMNS)
             .where(match)
             .order_by(Interruption.run_pk, Interruption.position)
         )
@@ -300,11 +299,6 @@ def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
 
 def _runs_query() -> Select[Any]:
     return select(*_OUT_COLUMNS).join(Pipeline, Pipeline.id == Run.pipeline_id)
-
-
-def load_runs(session: Session, ids: Sequence[int]) -> list[tuple[Any, list[Any]]]:
-    found = {r.id: (r, i) for r, i in _read(session, _runs_query().where(Run.id.in_(list(ids))))}
-    return [found[i] for i in ids if i in found]
 
 
 def run_pipeline_id(session: Session, pk: int) -> int | None:
@@ -376,18 +370,23 @@ def count_runs(session: Session, pipeline_id: int) -> int:
     return int(session.scalar(select(func.count()).where(Run.pipeline_id == pipeline_id)) or 0)
 
 
-def sorted_run_ids(
+def sorted_runs(
     session: Session, pipeline_id: int, *, sort: str, descending: bool, offset: int, limit: int
-) -> list[int]:
-    """One page of a pipeline's run ids in the order of ``SORTS[sort]`` (ties by id)."""
-    key = SORTS[sort]
-    order = [key.desc() if descending else key.asc(), Run.id.desc() if descending else Run.id]
+) -> list[tuple[Any, list[Any]]]:
+    """One page of a pipeline's runs in the order of ``SORTS[sort]`` (ties by id), joined
+    to their interruptions in one statement."""
+    key, way = SORTS[sort], methodcaller("desc" if descending else "asc")
+    one = _runs_query().add_columns(key.label("sort_key")).where(Run.pipeline_id == pipeline_id)
+    page = one.order_by(way(key), way(Run.id)).offset(offset).limit(limit).subquery()
     stmt = (
-        select(Run.id)
-        .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline_id)
-        .order_by(*order)
-        .offset(offset)
-        .limit(limit)
+        select(*[c for c in page.c if c.name != "sort_key"], *_BREAK_COLUMNS)
+        .outerjoin(Interruption, Interruption.run_pk == page.c.id)
+        .order_by(way(page.c.sort_key), way(page.c.id), Interruption.position)
     )
-    return list(session.scalars(stmt))
+    out: list[tuple[Any, list[Any]]] = []
+    for row in session.execute(stmt):
+        if not out or out[-1][0][0] != row.id:
+            out.append((row[: len(_OUT_COLUMNS)], []))
+        if row.lost_progress_hours is not None:  # the run had an interruption
+            out[-1][1].append(row)
+    return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -13,19 +12,17 @@ from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
 from app.billing import service as billing
-from app.db.models import Pipeline
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
 from app.planning.portfolio import portfolio_totals, sort_rows
-from app.planning.scenario import Scenario
 from app.planning.weekly import iso_week, last_complete_week
 from app.planning.welch import ALPHA_MIN
 from app.portfolio.service import load_portfolio
 from app.runs import listing
 from app.templating import templates
-from app.web import views
+from app.web import page_context, views
 from app.web.decision import decide
 from app.web.figures import to_json
 from app.web.value_view import value_section
@@ -50,11 +47,11 @@ def gate_params(
     min_uplift: Annotated[float, Query(ge=0, le=100)] = 10.0,
     margin: Annotated[float | None, Query(ge=0, le=1e6)] = None,
     alpha: Annotated[float, Query(ge=ALPHA_MIN, lt=0.5)] = 0.05,
-) -> views.GateParams:
-    return views.GateParams(baseline, candidate, min_uplift, margin, alpha)
+) -> page_context.GateParams:
+    return page_context.GateParams(baseline, candidate, min_uplift, margin, alpha)
 
 
-GateDep = Annotated[views.GateParams, Depends(gate_params)]
+GateDep = Annotated[page_context.GateParams, Depends(gate_params)]
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -112,21 +109,18 @@ def pipeline_page(
     unit: Annotated[Literal["gpu", "usd"], Query()] = "gpu",  # the badput charts' unit
 ) -> HTMLResponse:
     with db.read() as session:
-        pipeline = get_by_name(session, name)
-        p, context = _priced_context(session, pipeline, p, g, dict(request.query_params))
-        summaries, trend_warnings = views.weekly(session, pipeline)
-        scaling, scaling_out = views.scaling_section(session, pipeline, p)
-        runs, total = listing.table_page(
+        ctx = page_context.build(session, name, p, g, dict(request.query_params))
+        pipeline, total = ctx.pipeline, ctx.runs.total_runs
+        runs = listing.table_page(
             session, pipeline.id, sort=sort, descending=order == "desc", number=page, size=size
         )
+        context = _whatif_context(ctx)
         context.update(
             {
-                "trend": views.trend_sections(summaries),
-                "weeks": summaries,
-                "trend_warnings": trend_warnings,
-                "runs_charts": views.run_sections(session, pipeline),
-                "scaling": scaling,
-                "scaling_out": scaling_out,
+                "trend": views.trend_sections(ctx.weeks.weeks),
+                "weeks": ctx.weeks.weeks,
+                "trend_warnings": ctx.weeks.warnings,
+                "runs_charts": views.run_sections(ctx),
                 "runs": runs,
                 "total_runs": total,
                 "sort": sort,
@@ -136,63 +130,37 @@ def pipeline_page(
                 "unit": unit,
                 "pages": max(1, -(-total // size)),
                 "history": pipeline_changes.recent(session, pipeline.id, limit=5),
-                "observed_utilization": views.observed_utilization(session, pipeline),
+                "observed_utilization": views.observed_utilization(ctx),
                 "alerts": alerts_section(session, pipeline),
             }
         )
+        scaling, context["scaling_out"] = views.scaling_section(ctx)
+        context["scaling"] = scaling
     return templates.TemplateResponse(request, "pipeline.html", context)
 
 
-def bill_priced(p: Scenario, bill: Any, source: str | None) -> tuple[Scenario, str | None]:
-    """``price_from=bill``: the scenario at the bill's effective price per GPU-hour for the
-    newest billed month, and the words that say so (docs/finops.md)."""
-    if source != "bill":
-        return p, None
-    price = bill.effective_price_per_gpu_hour
-    if price is None:
-        return p, f"price: no bill line for this pipeline in {bill.month}, so as recorded"
-    return replace(
-        p, price=round(price, 4)
-    ), f"price: from the bill, ${price:,.2f}, as of {bill.month}"
-
-
-def _priced_context(
-    session: Any, pipeline: Pipeline, p: Scenario, g: views.GateParams, query: dict[str, str]
-) -> tuple[Scenario, dict[str, Any]]:
-    """The scenario, at the bill's price when asked, and its sections' context with the
-    pipeline's reconciliation (``bill``) and the words for the price (``price_note``)."""
-    bill = billing.pipeline_reconciliation(session, pipeline.name, None)
-    p, price_note = bill_priced(p, bill, query.get("price_from"))
-    context = _whatif_context(session, pipeline, p, g, query)
-    context.update({"bill": bill, "price_note": price_note})
-    return p, context
-
-
-def _whatif_context(
-    session: Any, pipeline: Pipeline, p: Scenario, g: views.GateParams, query: dict[str, str]
-) -> dict[str, Any]:
+def _whatif_context(ctx: page_context.PipelinePageContext) -> dict[str, Any]:
     """Every figure that depends on the scenario, the gate included: one re-render
     keeps the cost cards, levers, checkpoints and the gate on the same scenario."""
-    g = views.with_pipeline_defaults(g, pipeline)
-    cost, projection = views.projection_section(session, pipeline, p)
-    gate, gate_empty = views.gate_section(session, pipeline, g, p)
-    levers, levers_empty = views.levers_section(session, pipeline, p)
-    checkpoint, checkpoint_out = views.checkpoint_section(session, pipeline, p)
+    pipeline = ctx.pipeline
+    cost, projection = views.projection_section(ctx)
+    gate, gate_empty = views.gate_section(ctx)
+    levers, levers_empty = views.levers_section(ctx)
+    checkpoint, checkpoint_out = views.checkpoint_section(ctx)
     headline = views.headline(projection)
     descriptions = pipeline.variant_descriptions or {}
     # What a faster cadence buys, for the variant the decision is about: the gate's
     # candidate when the gate has one to judge, else the production variant.
-    about = g.candidate if gate is not None else None
-    target = p.target(pipeline.runs_per_week)
+    about = ctx.gate.candidate if gate is not None else None
     budget = projection.scenario.budget_usd if projection else pipeline.monthly_budget_usd
     return {
         "decision": decide(
-            headline, budget, gate, target, descriptions, basis=pipeline.gate_cost_basis
+            headline, budget, gate, ctx.target, descriptions, basis=pipeline.gate_cost_basis
         ),
         "descriptions": descriptions,
         "pipeline": pipeline,
-        "p": p,
-        "target": target,
+        "p": ctx.scenario,
+        "target": ctx.target,
         "cost": cost,
         "headline": headline,
         "projection": projection,
@@ -203,11 +171,13 @@ def _whatif_context(
         "to_json": to_json,
         "gate": gate,
         "gate_empty": gate_empty,
-        "g": g,
-        "query": query,
-        "variants": views.variant_names(session, pipeline),
+        "g": ctx.gate,
+        "query": ctx.query,
+        "variants": ctx.runs.names,
         "whatif_keys": SCENARIO_KEYS,
-        "value": value_section(session, pipeline, p, variant=about),
+        "value": value_section(ctx, variant=about),
+        "bill": ctx.bill,
+        "price_note": ctx.price_note,
     }
 
 
@@ -222,8 +192,8 @@ def whatif_fragment(
     """The scenario's sections (gate included), re-rendered: finished figures plus
     server-escaped HTML."""
     with db.read() as session:
-        pipeline = get_by_name(session, name)
-        _, context = _priced_context(session, pipeline, p, g, dict(request.query_params))
+        ctx = page_context.build(session, name, p, g, dict(request.query_params))
+        context = _whatif_context(ctx)
     env = templates.env
     html = env.get_template("_whatif.html").render(request=request, **context)
     decision = env.get_template("_decision.html").render(request=request, **context)

@@ -1,49 +1,38 @@
 """What each page shows: planning results gathered for a template (no HTML here).
 
-Each function reads through the analytics layer (SQL aggregation) and the pure planning
-core, and turns results into figure dicts with the pure builders in ``figures``. Parts
-that cannot be computed yet (no runs, no candidate, no budget) become an empty-state
-message naming what to do next, never an empty chart.
+The pipeline page's sections are functions of its one context
+(:class:`app.web.page_context.PipelinePageContext`, read once per request): each asks
+the analytics layer's pure answers and turns results into figure dicts with the pure
+builders in ``figures``. Parts that cannot be computed yet (no runs, no candidate, no
+budget) are a ``NotEnoughData`` value that becomes an empty-state message naming what
+to do next, never an empty chart.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analytics import advice, org_weeks, reads
+from app.analytics import advice, org_weeks
 from app.analytics import service as analytics
-from app.analytics import weekly as analytics_weekly
+from app.analytics.missing import NotEnoughData
+from app.analytics.reads import RunReads, default_variants, read_runs
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
 from app.db import memo
 from app.db.models import Pipeline
-from app.exceptions import Invalid
 from app.pipelines import service as pipelines_service
 from app.planning.economics import badput
 from app.planning.model import PlanningError
-from app.planning.scenario import RUN_WINDOW, Scenario
+from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary, last_complete_week, monday_of
 from app.web import figures
+from app.web.page_context import GateParams, PipelinePageContext
 from app.web.sparkline import sparkline_svg
-
-CHART_RUNS = 52
-TREND_WEEKS = 12
-
-
-@dataclass(frozen=True)
-class GateParams:
-    """The gate's own settings; its cadence, price and budget come from the scenario."""
-
-    baseline: str = "baseline"
-    candidate: str = "candidate"
-    min_uplift_points: float = 10.0
-    quality_margin: float | None = None  # None: the pipeline's setting
-    alpha: float = 0.05
 
 
 @dataclass
@@ -53,11 +42,6 @@ class Section:
     figure: dict[str, Any] | None = None
     empty: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-# What a section may raise for settings it cannot work with (a price of 0 stored before
-# the bounds, a scenario at the edge): the section says so, the page still answers.
-SECTION_ERRORS = (Invalid, PlanningError)
 
 
 # A section's refusal in a reader's words, by the field the API's message names: the API
@@ -74,28 +58,35 @@ PAGE_WORDS = {
 }
 
 
-def sentence(exc: Exception) -> str:
-    """A section's refusal as the sentence it shows in place of its content."""
-    if isinstance(exc, Invalid):
-        field = str((exc.fields or [{}])[0].get("field", ""))
-        return PAGE_WORDS.get(field, exc.message)
-    return f"Not shown with these settings: {exc}. Check the pipeline's settings."
+def sentence(missing: NotEnoughData | PlanningError) -> str:
+    """What a section shows in place of its content: what is missing, or the setting
+    it cannot work with (a price of 0 stored before the bounds, a scenario at the edge:
+    the section says so, the page still answers)."""
+    if isinstance(missing, NotEnoughData):
+        return PAGE_WORDS.get(missing.field, missing.message)
+    return f"Not shown with these settings: {missing}. Check the pipeline's settings."
 
 
 def _section(fig: dict[str, Any], empty: str) -> Section:
     return Section(figure=fig) if figures.has_data(fig) else Section(empty=empty)
 
 
-def projection_section(
-    session: Session, pipeline: Pipeline, s: Scenario
-) -> tuple[Section, ProjectionOut | None]:
+def projection_section(ctx: PipelinePageContext) -> tuple[Section, ProjectionOut | None]:
+    pipeline, s = ctx.pipeline, ctx.scenario
     cadences = sorted({1.0, 2.0, pipeline.runs_per_week})
     try:
         out = analytics.projection(
-            session, pipeline.name, variants=None, cadences=cadences, scenario=s
+            pipeline,
+            ctx.runs,
+            variants=None,
+            cadences=cadences,
+            scenario=s,
+            month_to_date=ctx.month_to_date,
         )
-    except SECTION_ERRORS as exc:
+    except PlanningError as exc:
         return Section(empty=sentence(exc)), None
+    if isinstance(out, NotEnoughData):
+        return Section(empty=sentence(out)), None
     fig = figures.cost_projection_figure(out.projections, s.budget_or(pipeline.monthly_budget_usd))
     return Section(figure=fig), out
 
@@ -130,27 +121,11 @@ def headline(out: ProjectionOut | None) -> list[dict[str, Any]]:
     return rows
 
 
-def variant_names(session: Session, pipeline: Pipeline) -> list[str]:
-    return reads.variant_names(session, pipeline)
-
-
-def observed_utilization(session: Session, pipeline: Pipeline) -> float | None:
+def observed_utilization(ctx: PipelinePageContext) -> float | None:
     """Median utilization of the recent runs of the default variant (the slider's start)."""
-    names = analytics.default_variants(
-        variant_names(session, pipeline), pipeline.production_variant
-    )
-    if not names:
-        return None
-    rows = reads.recent_runs(session, pipeline, variant=names[0], limit=RUN_WINDOW)
+    names = default_variants(ctx.runs.names, ctx.pipeline.production_variant)
+    rows = ctx.runs.window(names[0]) if names else []
     return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
-
-
-def weekly(
-    session: Session, pipeline: Pipeline, weeks: int = TREND_WEEKS
-) -> tuple[list[WeekSummary], list[str]]:
-    """The weeks of the goodput trend, and its warnings (e.g. mixed utilization sources)."""
-    out = analytics_weekly.goodput(session, pipeline.name, weeks=weeks, until=None)
-    return out.weeks, out.warnings
 
 
 def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
@@ -165,8 +140,8 @@ def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
     }
 
 
-def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
-    rows = reads.recent_runs(session, pipeline, limit=CHART_RUNS)
+def run_sections(ctx: PipelinePageContext) -> dict[str, Section]:
+    rows = ctx.runs.recent
     hint = (
         "No runs yet: add `cadence report` (or the Python client) to the training job, as "
         "Reporting runs in the documentation shows, or run `cadence demo` for example data."
@@ -186,27 +161,23 @@ def run_sections(session: Session, pipeline: Pipeline) -> dict[str, Section]:
         )
         for r in rows
     ]
+    quality = figures.utilization_quality_figure(points, ctx.pipeline.quality_metric)
     return {
         "run_gpu": _section(figures.badput_by_run_figure(gpu, "gpu_hours"), hint),
         "run_usd": _section(figures.badput_by_run_figure(usd, "usd"), hint),
-        "quality": _section(
-            figures.utilization_quality_figure(points, pipeline.quality_metric), hint
-        ),
+        "quality": _section(quality, hint),
     }
 
 
-def with_pipeline_defaults(g: GateParams, pipeline: Pipeline) -> GateParams:
-    """The gate's settings with the pipeline's quality margin where the page gave none,
-    so the form shows the margin in force."""
-    if g.quality_margin is not None:
-        return g
-    return replace(g, quality_margin=pipeline.quality_margin)
+def gate_section(ctx: PipelinePageContext) -> tuple[GateOut | None, str | None]:
+    return gate_answer(ctx.pipeline, ctx.runs, ctx.gate, ctx.scenario)
 
 
-def gate_section(
-    session: Session, pipeline: Pipeline, g: GateParams, s: Scenario
+def gate_answer(
+    pipeline: Pipeline, runs: RunReads, g: GateParams, s: Scenario
 ) -> tuple[GateOut | None, str | None]:
-    names = variant_names(session, pipeline)
+    """The gate, or the sentence saying what it still needs."""
+    names = runs.names
     missing = [v for v in (g.baseline, g.candidate) if v not in names]
     if missing:
         return None, (
@@ -216,28 +187,27 @@ def gate_section(
             f"{', '.join(names) or 'none'}."
         )
     try:
-        thresholds = analytics.thresholds_for(
+        thresholds = analytics.gate_thresholds(
             pipeline,
             min_uplift_points=g.min_uplift_points,
             quality_margin=g.quality_margin,
             alpha=g.alpha,
         )
-        return analytics.gate(
-            session,
-            pipeline.name,
+        out = analytics.gate(
+            pipeline,
+            runs,
             baseline=g.baseline,
             candidate=g.candidate,
             scenario=s,
             thresholds=thresholds,
-        ), None
-    except SECTION_ERRORS as exc:
+        )
+    except PlanningError as exc:
         return None, sentence(exc)
+    return (None, sentence(out)) if isinstance(out, NotEnoughData) else (out, None)
 
 
-def scaling_section(
-    session: Session, pipeline: Pipeline, s: Scenario
-) -> tuple[Section, ScalingOut]:
-    out = advice.scaling(session, pipeline.name, variant=None, workers=None, scenario=s)
+def scaling_section(ctx: PipelinePageContext) -> tuple[Section, ScalingOut]:
+    out = advice.scaling(ctx.pipeline, ctx.runs, ctx.scenario)
     fig = figures.scaling_figure(out.table, out.model)
     hint = (
         "No scaling probes yet: record short runs of the same job at two or more worker "
@@ -246,30 +216,21 @@ def scaling_section(
     return (_section(fig, hint) if len(out.table) >= 2 else Section(empty=hint)), out
 
 
-def levers_section(
-    session: Session, pipeline: Pipeline, s: Scenario
-) -> tuple[LeversOut | None, str | None]:
+def levers_section(ctx: PipelinePageContext) -> tuple[LeversOut | None, str | None]:
     try:
-        return advice.levers(session, pipeline.name, variant=None, scenario=s), None
-    except SECTION_ERRORS as exc:
+        out = advice.levers(ctx.pipeline, ctx.runs, None, ctx.scenario)
+    except PlanningError as exc:
         return None, sentence(exc)
+    return (None, sentence(out)) if isinstance(out, NotEnoughData) else (out, None)
 
 
-def checkpoint_section(
-    session: Session, pipeline: Pipeline, s: Scenario
-) -> tuple[Section, CheckpointsOut | None]:
+def checkpoint_section(ctx: PipelinePageContext) -> tuple[Section, CheckpointsOut | None]:
     try:
-        out = advice.checkpoints(
-            session,
-            pipeline.name,
-            variant=None,
-            scenario=s,
-            instances=None,
-            checkpoint_write_hours=None,
-            restart_hours=None,
-        )
-    except SECTION_ERRORS as exc:
+        out = advice.checkpoints(ctx.pipeline, ctx.runs, variant=None, scenario=ctx.scenario)
+    except PlanningError as exc:
         return Section(empty=sentence(exc)), None
+    if isinstance(out, NotEnoughData):
+        return Section(empty=sentence(out)), None
     i = out.inputs
     fig = figures.checkpoint_figure(
         out.advice,
@@ -300,9 +261,11 @@ class Card:
 
 def _card_parts(session: Session, pipeline: Pipeline) -> tuple[str | None, str, list[float], int]:
     """A card's gate verdict and its reason, cost per run (oldest first) and run count."""
-    rows = reads.recent_runs(session, pipeline, limit=12)
+    g = GateParams()
+    runs = read_runs(session, pipeline, (g.baseline, g.candidate), recent=12)
+    rows = runs.recent[-12:]
     verdict, note = None, "no candidate runs yet"
-    gate, message = gate_section(session, pipeline, GateParams(), Scenario())
+    gate, message = gate_answer(pipeline, runs, g, Scenario())
     if gate is not None:
         # The badge says PASS / FAIL / NOT YET: the note is the reason after it.
         verdict, note = gate.result.verdict, gate.headline.split(": ", 1)[-1]

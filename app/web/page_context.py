@@ -1,0 +1,130 @@
+"""The pipeline page's one typed context: what every section of ``GET /pipelines/{name}``
+(and of its what-if re-render) is computed from, read once per request.
+
+The pipeline and its parsed scenario are read once; the runs are read twice (the
+variants' statistics, then every window in one statement, ``app.analytics.reads``), the
+evaluations once, the weeks and this month's spend once (``analytics.weekly.page_weeks``)
+and the bill once. Each section in ``views`` and ``value_view`` is a function of this
+object and reads nothing itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from app.analytics import month, weekly
+from app.analytics.reads import RunReads, read_runs
+from app.billing import service as billing
+from app.billing.schemas import ReconciliationOut
+from app.db.models import Pipeline
+from app.evaluations.service import quality_points
+from app.pipelines.service import get_by_name
+from app.planning.decay import QualityPoint
+from app.planning.month_to_date import MonthToDate
+from app.planning.scenario import Scenario
+
+CHART_RUNS = 52
+TREND_WEEKS = 12
+
+
+@dataclass(frozen=True)
+class GateParams:
+    """The gate's own settings; its cadence, price and budget come from the scenario."""
+
+    baseline: str = "baseline"
+    candidate: str = "candidate"
+    min_uplift_points: float = 10.0
+    quality_margin: float | None = None  # None: the pipeline's setting
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class PipelinePageContext:
+    pipeline: Pipeline
+    scenario: Scenario  # as asked, at the bill's price with ``price_from=bill``
+    gate: GateParams  # with the pipeline's quality margin where the page gave none
+    runs: RunReads
+    quality: list[QualityPoint]  # the serving model's evaluations (age, value)
+    weeks: weekly.PageWeeks  # the goodput trend and this month's spend by variant
+    month_to_date: MonthToDate | None  # None: the pipeline has no runs
+    bill: ReconciliationOut  # the newest billed month's reconciliation
+    price_note: str | None  # the words for a price taken from the bill
+    query: dict[str, str]
+
+    @property
+    def target(self) -> float:
+        """The scenario's runs per week (the pipeline's cadence unless asked otherwise)."""
+        return self.scenario.target(self.pipeline.runs_per_week)
+
+
+def bill_priced(
+    p: Scenario, bill: ReconciliationOut, source: str | None
+) -> tuple[Scenario, str | None]:
+    """``price_from=bill``: the scenario at the bill's effective price per GPU-hour for the
+    newest billed month, and the words that say so (docs/finops.md)."""
+    if source != "bill":
+        return p, None
+    price = bill.effective_price_per_gpu_hour
+    if price is None:
+        return p, f"price: no bill line for this pipeline in {bill.month}, so as recorded"
+    return replace(
+        p, price=round(price, 4)
+    ), f"price: from the bill, ${price:,.2f}, as of {bill.month}"
+
+
+def with_pipeline_defaults(g: GateParams, pipeline: Pipeline) -> GateParams:
+    """The gate's settings with the pipeline's quality margin where the page gave none,
+    so the form shows the margin in force."""
+    if g.quality_margin is not None:
+        return g
+    return replace(g, quality_margin=pipeline.quality_margin)
+
+
+def build(
+    session: Session,
+    name: str,
+    scenario: Scenario,
+    gate: GateParams,
+    query: dict[str, str],
+    now: datetime | None = None,
+) -> PipelinePageContext:
+    """Read everything the page's sections need, once."""
+    now = now or datetime.now(UTC)
+    pipeline = get_by_name(session, name)
+    bill = billing.pipeline_reconciliation(session, pipeline.name, None)
+    priced, price_note = bill_priced(scenario, bill, query.get("price_from"))
+    g = with_pipeline_defaults(gate, pipeline)
+    runs = read_runs(session, pipeline, (g.baseline, g.candidate), recent=CHART_RUNS)
+    weeks = weekly.page_weeks(session, pipeline, runs.latest_start, TREND_WEEKS, now)
+    return PipelinePageContext(
+        pipeline=pipeline,
+        scenario=priced,
+        gate=g,
+        runs=runs,
+        quality=quality_points(session, pipeline),
+        weeks=weeks,
+        month_to_date=_month_to_date(session, pipeline, runs, weeks, now),
+        bill=bill,
+        price_note=price_note,
+        query=query,
+    )
+
+
+def _month_to_date(
+    session: Session,
+    pipeline: Pipeline,
+    runs: RunReads,
+    weeks: weekly.PageWeeks,
+    now: datetime,
+) -> MonthToDate | None:
+    """This month so far, as ``analytics.month.months`` has it, from what the page read:
+    the production variant's window of retraining costs and its newest start."""
+    if not runs.variants:
+        return None
+    production = pipeline.production_variant
+    costs = tuple(r.facts.retraining_cost_usd for r in runs.window(production))
+    started = next((v.last_started_at for v in runs.variants if v.variant == production), None)
+    return month.month_to_date_of(session, pipeline, weeks.month_spend, costs, started, now)

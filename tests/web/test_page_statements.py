@@ -1,0 +1,79 @@
+"""How many SQL statements one pipeline page costs: every statement the request sends
+is counted (``before_cursor_execute`` on the test engine), none left out.
+
+The pages run on a real Database (``committed_db``: its own connections, real commits),
+as in production: the ``db`` fixture's outer transaction would add a SAVEPOINT and a
+RELEASE to every unit of work, which a served request never sends. What is counted
+beside the queries: on SQLite the ``BEGIN`` the engine sends for each unit of work
+(app/db/engine.py); PostgreSQL's BEGIN is sent by psycopg itself and COMMIT is not a
+cursor statement, so neither appears there. Connection set-up (SQLite's PRAGMAs,
+PostgreSQL's time zone, a connect option) runs on the raw connection when the pool opens
+it, before the counted requests, and is no statement of theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
+
+from app.db.engine import Database
+from app.demo import RANKER, load_demo
+from app.main import create_app
+from app.settings import Settings
+
+PAGE = f"/pipelines/{RANKER}"
+MAX_PAGE_STATEMENTS = 10  # the issue found 22 (29 on SQLite and 30 on PostgreSQL here)
+
+
+@pytest.fixture
+def demo_served(committed_db: Database, settings: Settings) -> Iterator[TestClient]:
+    """The demo (the ranker: runs of two variants and scaling probes, evaluations, a
+    budget, a candidate for the gate), committed, served by a real app."""
+    with committed_db.write() as s:
+        load_demo(s)
+    with TestClient(create_app(settings, database=committed_db)) as client:
+        assert client.get("/healthz").status_code == 200  # the pool's first connection
+        yield client
+
+
+def statements(engine: Engine, client: TestClient, path: str) -> list[str]:
+    seen: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(" ".join(statement.split())[:120])
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        assert client.get(path).status_code == 200
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    return seen
+
+
+def test_a_pipeline_page_costs_at_most_ten_statements(
+    demo_served: TestClient, committed_db: Database
+) -> None:
+    committed_db.caches.clear()  # cold: nothing kept from an earlier request
+    cold = statements(committed_db.engine, demo_served, PAGE)
+    assert len(cold) <= MAX_PAGE_STATEMENTS, "\n".join(cold)
+    # The kept values (this month's forecast) save computing, not statements.
+    warm = statements(committed_db.engine, demo_served, PAGE)
+    assert len(warm) == len(cold), "\n".join(warm)
+    queries = [s for s in cold if s != "BEGIN"]
+    assert sum(s.startswith("SELECT pipeline.id") for s in queries) == 1  # read once
+    assert sum("FROM evaluation" in s for s in queries) == 1
+
+
+def test_the_what_if_re_render_reads_the_same_context(
+    demo_served: TestClient, committed_db: Database
+) -> None:
+    """The what-if re-render builds the same context without the page-only reads (the
+    runs table, the history, the alerts): fewer statements than the page."""
+    committed_db.caches.clear()
+    page = statements(committed_db.engine, demo_served, PAGE)
+    whatif = statements(committed_db.engine, demo_served, f"{PAGE}/whatif?cadence=2")
+    assert len(whatif) == len(page) - 3, "\n".join(whatif)
