@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from app.db.engine import WriteSession
 from app.db.models import Run, RunRollup, RunVariant
 from app.db.run_terms import as_date, month_start, run_terms, week_start
 from app.db.sql import dialect, dialect_insert, in_ids_param, upsert_insert
@@ -129,7 +130,7 @@ def _adding(backend: str) -> tuple[Any, Any]:
     return rolled, counted
 
 
-def subtract_run(session: Session, pk: int) -> None:
+def subtract_run(session: WriteSession, pk: int) -> None:
     """Take one run's terms out of its rollup row, computed in SQL from the stored row
     (a delete; the run need not load into Python), and drop the row if no runs remain."""
     one = _recompute_select(dialect(session)).where(Run.id == pk).subquery()
@@ -255,7 +256,7 @@ def rebuild_variants(session: Session | Connection) -> None:
     session.execute(insert(VARIANTS).from_select(columns, counted))
 
 
-def shift_runs(session: Session, run_ids: Sequence[int], sign: int) -> None:
+def shift_runs(session: WriteSession, run_ids: Sequence[int], sign: int) -> None:
     """Take these stored runs' terms out of their rollup rows (``sign=-1``) or put them
     back (``+1``), summed per key in SQL: one upsert for any number of runs. For a change
     of the runs' measurements in place (app/measurements): out, the update, back in; the
@@ -281,7 +282,7 @@ def shift_runs(session: Session, run_ids: Sequence[int], sign: int) -> None:
     session.execute(stmt)
 
 
-def count_changes(session: Session, run_ids: Sequence[int]) -> None:
+def count_changes(session: WriteSession, run_ids: Sequence[int]) -> None:
     """One change more on the variants of these runs: the values kept between requests
     (app/db/memo.py) are keyed by it, so they are recomputed."""
     if not run_ids:
