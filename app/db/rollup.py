@@ -77,7 +77,7 @@ def pg_upsert_params(values: dict[str, Any]) -> dict[str, Any]:
     return {"r": [sums[c] for c in SUMS], "r_week": week, "r_month": month}
 
 
-def add_runs(session: Session, run_ids: Sequence[int]) -> None:
+def add_runs(session: WriteSession, run_ids: Sequence[int]) -> None:
     """Add these newly stored runs to their rollup rows, creating missing rows, and count
     them in ``run_variant`` (each variant touched: its run count, newest start and one
     change). Summed in SQL from the stored rows, like :func:`subtract_run`: in Python
@@ -225,7 +225,7 @@ def variant_counts(session: Session) -> tuple[VariantRows, VariantRows]:
     )
 
 
-def rebuild(session: Session | Connection) -> int:
+def rebuild(session: WriteSession | Connection) -> int:
     """Replace the rollups with a recomputation from the runs (migration 0009, bulk loads
     such as the benchmark's COPY, which then calls :func:`rebuild_variants` too)."""
     session.execute(delete(ROLLUP))
@@ -236,7 +236,7 @@ def rebuild(session: Session | Connection) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def rebuild_variants(session: Session | Connection) -> None:
+def rebuild_variants(session: WriteSession | Connection) -> None:
     """Replace ``run_variant`` with counts from the runs. Every counter starts above the
     highest pipeline signature before (:func:`signatures`), so neither a counter nor a
     signature a running process has cached is seen again."""

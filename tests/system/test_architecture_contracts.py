@@ -164,9 +164,11 @@ def upserts(s: orm.Session): s.execute(pg_insert(Run).on_conflict_do_nothing())
 def reads(session: Session): return session.execute(select(Run))
 def writes(session: WriteSession, row): session.add(row); session.flush()
 def other(rows: list, session: Session): rows.append(1); return session.scalars(select(Run))
+def _built(): return insert(Run).from_select([], select(Run))
+def through_a_helper(session: Session | Connection): session.execute(_built())
 """
     found = read_session_writes(probe(tmp_path, source))
-    assert [f.split(" ")[0] for f in found] == ["adds", "updates", "upserts"]
+    assert [f.split(" ")[0] for f in found] == ["adds", "updates", "upserts", "through_a_helper"]
 
 
 MYPY_PROBE = """
