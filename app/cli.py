@@ -19,7 +19,7 @@ from cadence_client import cli as client_cli
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.billing.command import add_parsers as add_billing_parsers
-from app.db.engine import Database, make_engine
+from app.db.engine import Database, make_database
 from app.db.revision import alembic_config, schema_state
 from app.exceptions import CadenceError
 from app.server import PROTOCOL
@@ -30,7 +30,8 @@ Handler = Callable[[Settings, argparse.Namespace], int]
 
 
 def _database(settings: Settings) -> Database:
-    return Database(make_engine(settings))
+    """The database a command opens its units of work on (``write()``, ``read()``)."""
+    return make_database(settings)
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
@@ -82,7 +83,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     db = _database(settings)
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             loaded = load_demo(session, only_if_empty=args.if_empty)
     finally:
         db.dispose()
@@ -95,7 +96,7 @@ def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
 
     db = _database(settings)
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             if args.token_command == "create":
                 pipelines = [p for p in (args.pipeline or []) if p]
                 row, secret = service.create_token(session, args.name, args.scope, pipelines)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -155,75 +156,92 @@ def _respond(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(CadenceError)
-    async def _cadence(request: Request, exc: CadenceError) -> Response:
-        body = cadence_error_body(exc)
-        return _respond(request, exc.status_code, body, exc.headers)
+async def _cadence(request: Request, exc: CadenceError) -> Response:
+    body = cadence_error_body(exc)
+    return _respond(request, exc.status_code, body, exc.headers)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> Response:
-        fields = validation_fields(exc.errors())
-        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
-        body = error_body("validation_error", f"invalid request: {summary}", fields)
-        return _respond(request, 422, body)
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
-            exc.status_code, "http_error"
+async def _validation(request: Request, exc: RequestValidationError) -> Response:
+    fields = validation_fields(exc.errors())
+    summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
+    body = error_body("validation_error", f"invalid request: {summary}", fields)
+    return _respond(request, 422, body)
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+    code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+        exc.status_code, "http_error"
+    )
+    headers = getattr(exc, "headers", None)
+    allow = allowed_methods(request) if exc.status_code == 405 else None
+    if allow:
+        headers = {**(headers or {}), "Allow": allow}
+    return _respond(request, exc.status_code, error_body(code, str(exc.detail)), headers)
+
+
+async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
+    # The client hung up before its body was read (a cancelled upload, a killed
+    # process): nothing went wrong here, and nobody reads the answer. Logged at INFO
+    # and counted under 499 (nginx's "client closed request"), not as a 500 at ERROR.
+    log.info("client disconnected before its body was read: %s", request.url.path)
+    body = error_body(CLIENT_DISCONNECTED, "the client closed the connection mid-request")
+    return JSONResponse(body, status_code=CLIENT_CLOSED_REQUEST)
+
+
+async def _planning(request: Request, exc: PlanningError) -> Response:
+    return _respond(request, 422, error_body("invalid_plan", str(exc)))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    body = error_body("internal_error", "something went wrong on our side; it has been logged")
+    return _respond(request, 500, body)
+
+
+# Database errors that mean "retry later" answer 503 with Retry-After, never 500:
+# OperationalError (connection refused or lost, server shutting down or starting up,
+# a query cancelled by statement_timeout), InterfaceError (a closed connection),
+# any DBAPIError SQLAlchemy classified as a disconnect, and an exhausted pool.
+async def _database_down(request: Request, exc: Exception) -> Response:
+    if query_cancelled(exc):
+        log.warning(
+            "query cancelled on %s %s: %s",
+            request.method,
+            request.url.path,
+            str(exc).splitlines()[0][:200],
         )
-        headers = getattr(exc, "headers", None)
-        allow = allowed_methods(request) if exc.status_code == 405 else None
-        if allow:
-            headers = {**(headers or {}), "Allow": allow}
-        return _respond(request, exc.status_code, error_body(code, str(exc.detail)), headers)
-
-    @app.exception_handler(ClientDisconnect)
-    async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
-        # The client hung up before its body was read (a cancelled upload, a killed
-        # process): nothing went wrong here, and nobody reads the answer. Logged at INFO
-        # and counted under 499 (nginx's "client closed request"), not as a 500 at ERROR.
-        log.info("client disconnected before its body was read: %s", request.url.path)
-        body = error_body(CLIENT_DISCONNECTED, "the client closed the connection mid-request")
-        return JSONResponse(body, status_code=CLIENT_CLOSED_REQUEST)
-
-    @app.exception_handler(PlanningError)
-    async def _planning(request: Request, exc: PlanningError) -> Response:
-        return _respond(request, 422, error_body("invalid_plan", str(exc)))
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        body = error_body("internal_error", "something went wrong on our side; it has been logged")
-        return _respond(request, 500, body)
-
-    # Database errors that mean "retry later" answer 503 with Retry-After, never 500:
-    # OperationalError (connection refused or lost, server shutting down or starting up,
-    # a query cancelled by statement_timeout), InterfaceError (a closed connection),
-    # any DBAPIError SQLAlchemy classified as a disconnect, and an exhausted pool.
-    @app.exception_handler(OperationalError)
-    @app.exception_handler(InterfaceError)
-    @app.exception_handler(PoolTimeout)
-    async def _database_down(request: Request, exc: Exception) -> Response:
-        if query_cancelled(exc):
-            log.warning(
-                "query cancelled on %s %s: %s",
-                request.method,
-                request.url.path,
-                str(exc).splitlines()[0][:200],
-            )
-            body = error_body("statement_timeout", STATEMENT_TIMEOUT_MESSAGE)
-            return _respond(request, 503, body, {"Retry-After": "5"})
-        log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
-        body = error_body("database_unavailable", "the database is unavailable; retry shortly")
+        body = error_body("statement_timeout", STATEMENT_TIMEOUT_MESSAGE)
         return _respond(request, 503, body, {"Retry-After": "5"})
+    log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
+    body = error_body("database_unavailable", "the database is unavailable; retry shortly")
+    return _respond(request, 503, body, {"Retry-After": "5"})
 
-    @app.exception_handler(DBAPIError)
-    async def _database_error(request: Request, exc: DBAPIError) -> Response:
-        if exc.connection_invalidated:
-            return await _database_down(request, exc)
-        raise exc  # anything else is a bug: the 500 handler above logs it
+
+async def _database_error(request: Request, exc: DBAPIError) -> Response:
+    if exc.connection_invalidated:
+        return await _database_down(request, exc)
+    raise exc  # anything else is a bug: _unexpected (the 500 handler) logs it
+
+
+# Each error kind and its handler. Starlette picks the handler of the nearest class in
+# an exception's MRO, so OperationalError finds _database_down before DBAPIError's.
+HANDLERS: tuple[tuple[type[Exception], Callable[[Request, Any], Awaitable[Response]]], ...] = (
+    (CadenceError, _cadence),
+    (RequestValidationError, _validation),
+    (StarletteHTTPException, _http),
+    (ClientDisconnect, _client_gone),
+    (PlanningError, _planning),
+    (Exception, _unexpected),
+    (OperationalError, _database_down),
+    (InterfaceError, _database_down),
+    (PoolTimeout, _database_down),
+    (DBAPIError, _database_error),
+)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    for kind, handler in HANDLERS:
+        app.add_exception_handler(kind, handler)
 
 
 STATEMENT_TIMEOUT_MESSAGE = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
@@ -18,11 +18,13 @@ from app.deps import refuse_control_characters
 from app.exception_handlers import install_error_handlers
 from app.health.router import router as health_router
 from app.middleware import BodySizeLimit, Compression, JsonBodiesOnly
-from app.observability import configure_logging, install_observability
+from app.observability.install import install_observability
+from app.observability.logs import configure_logging
 from app.openapi import install_openapi
 from app.pipelines.router import router as pipelines_router
 from app.runs.router import router as runs_router
-from app.security import SecuredFastAPI, install_security
+from app.security.headers import SecuredFastAPI
+from app.security.install import install_security
 from app.settings import Settings, get_settings
 
 YOUNG_GENERATION = 10_000  # the collector's first threshold in a server (see lifespan)
@@ -37,55 +39,12 @@ class SchemaNotAtHead(RuntimeError):
 def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_format, settings.log_level)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        db = database or make_database(settings)
-        app.state.database = db
-        try:
-            state = schema_state(db.engine)
-            if not state.at_head:
-                log.error("%s", state.message())
-                raise SchemaNotAtHead(state.message())
-        except SchemaNotAtHead:
-            raise
-        except Exception as exc:  # unreachable database: serve, and say so on /readyz
-            log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
-        run_sender = settings.alert_sender and not db.single_connection
-        sender = Sender(db, settings) if run_sender else None
-        # Alert webhooks go out from here, never from a request; the sweeper evaluates
-        # what an ingest left unjudged (a crash before its follow-up, a failed one).
-        sweeper = Sweeper(db, settings) if run_sender else None
-        for worker in (sender, sweeper):
-            if worker is not None:
-                worker.start()
-        if database is None:
-            # Everything alive now lives as long as the process (modules, Plotly's
-            # validators: ~200,000 objects). Out of the collector's sight, a full
-            # collection on a page of 5,000 pipelines took 10-20 ms instead of ~100 ms
-            # (bench/README.md, "Org phase"). Tests pass their own database: their
-            # objects stay collectable.
-            gc.freeze()
-            # A young generation of 10,000 objects, not 700: a 1,000-run page keeps more
-            # than 700 objects alive at once, so each request promoted thousands towards
-            # a full collection, which once the org-wide caches hold ~80,000 objects takes
-            # 30-40 ms (the run list's p95: 60-70 ms against a p50 of 22). At 10,000 such
-            # a page triggers no collection at all (bench/README.md, "Batches, and the
-            # targets all met").
-            gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
-        yield
-        for worker in (sweeper, sender):
-            if worker is not None:
-                worker.stop()
-        if database is None:
-            db.dispose()
-
     app = SecuredFastAPI(  # FastAPI with the security headers as its outermost layer
         title="Cadence",
         version="0.1.0",
         summary="What scheduled retraining costs, where the GPU time goes, "
         "and whether a faster cadence is affordable.",
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, database),
         docs_url=None,  # /docs is served by app.web with Swagger UI from a package
         redoc_url=None,
         dependencies=[Depends(refuse_control_characters)],
@@ -100,13 +59,69 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     # Inside the telemetry layer, which counts the status and time of what is sent.
     app.add_middleware(Compression)
     # Outermost of the add_middleware layers: request id, metrics, access log, /metrics.
-    install_observability(app, settings)
+    install_observability(app)
     for router in (health_router, runs_router, pipelines_router):
         app.include_router(router)
     _include_optional_routers(app)
     app.include_router(assets_router)  # /static/...: gzipped, fingerprinted (app.assets)
     install_openapi(app)  # bearer scheme, error bodies, examples
     return app
+
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+
+def _lifespan(settings: Settings, database: Database | None) -> Lifespan:
+    """The server's life: the database (made here unless a test passes its own), the
+    schema check, the alert sender and sweeper."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        db = database or make_database(settings)
+        app.state.database = db
+        _check_schema(db)
+        run_sender = settings.alert_sender and not db.single_connection
+        # Alert webhooks go out from here, never from a request; the sweeper evaluates
+        # what an ingest left unjudged (a crash before its follow-up, a failed one).
+        workers = (Sender(db, settings), Sweeper(db, settings)) if run_sender else ()
+        for worker in workers:
+            worker.start()
+        if database is None:
+            _tune_collector()
+        yield
+        for worker in reversed(workers):
+            worker.stop()
+        if database is None:
+            db.dispose()
+
+    return lifespan
+
+
+def _check_schema(db: Database) -> None:
+    """Refuse to serve a schema behind the code; an unreachable database is served (and
+    /readyz says so)."""
+    try:
+        state = schema_state(db.engine)
+    except Exception as exc:
+        log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
+        return
+    if not state.at_head:
+        log.error("%s", state.message())
+        raise SchemaNotAtHead(state.message())
+
+
+def _tune_collector() -> None:
+    # Everything alive now lives as long as the process (modules, Plotly's validators:
+    # ~200,000 objects). Out of the collector's sight, a full collection on a page of
+    # 5,000 pipelines took 10-20 ms instead of ~100 ms (bench/README.md, "Org phase").
+    # Tests pass their own database: their objects stay collectable.
+    gc.freeze()
+    # A young generation of 10,000 objects, not 700: a 1,000-run page keeps more than
+    # 700 objects alive at once, so each request promoted thousands towards a full
+    # collection, which once the org-wide caches hold ~80,000 objects takes 30-40 ms
+    # (the run list's p95: 60-70 ms against a p50 of 22). At 10,000 such a page triggers
+    # no collection at all (bench/README.md, "Batches, and the targets all met").
+    gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
 
 
 def _include_optional_routers(app: FastAPI) -> None:

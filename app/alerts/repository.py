@@ -36,7 +36,7 @@ def _unclaimed(now: datetime) -> Any:
 
 
 def enqueue(
-    session: Session,
+    session: WriteSession,
     rule_id: int,
     event: str,
     payload: dict[str, Any],
@@ -104,7 +104,7 @@ def any_due(session: Session, *, now: datetime) -> bool:
 
 
 def claim_due(
-    session: Session, *, now: datetime, limit: int, lease: timedelta, token: str
+    session: WriteSession, *, now: datetime, limit: int, lease: timedelta, token: str
 ) -> list[Claimed]:
     """Claim up to ``limit`` notifications due at ``now`` for ``lease``, oldest first."""
     ids = list(
@@ -134,7 +134,7 @@ def claim_due(
 
 
 def record_attempt(
-    session: Session,
+    session: WriteSession,
     claimed: Claimed,
     result: Attempt,
     *,
@@ -308,7 +308,7 @@ def enqueue_now(
 
 
 def _queued(
-    session: Session, rule_id: int, event: str, payload: dict[str, Any], due: datetime
+    session: WriteSession, rule_id: int, event: str, payload: dict[str, Any], due: datetime
 ) -> AlertDelivery:
     row = AlertDelivery(
         rule_id=rule_id,

@@ -1,4 +1,4 @@
-"""This month so far, for one pipeline or all of them (DOMAIN.md section 9): what every
+"""This month so far, for one pipeline or all of them (docs/methodology.md §5.4): what every
 variant has spent since the 1st (UTC), plus the bill of the production variant's
 retrainings still to start before the month ends, against the budget.
 

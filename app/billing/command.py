@@ -17,7 +17,7 @@ from typing import Any
 
 from app.billing import service
 from app.billing.reader import BillError, read_bill
-from app.db.engine import Database, make_engine
+from app.db.engine import Database, make_database
 from app.settings import Settings
 
 OK, BAD_FILE = 0, 1
@@ -55,7 +55,7 @@ def _import_subparsers(sub: Any) -> Any:
 
 def run_import(settings: Settings, files: Sequence[Path], db: Database | None = None) -> int:
     own = db is None
-    database = db or Database(make_engine(settings))
+    database = db or make_database(settings)
     try:
         return import_files(database, files)
     finally:

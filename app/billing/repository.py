@@ -11,6 +11,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.billing.reader import LineItem
+from app.db.engine import WriteSession
 from app.db.models import BillLine, Pipeline, Run
 from app.db.sql import upsert_insert
 
@@ -18,7 +19,7 @@ CHUNK = 500
 RESOURCE_TAG = "cloud_resource_id"
 
 
-def store_lines(session: Session, source: str, lines: Sequence[LineItem]) -> int:
+def store_lines(session: WriteSession, source: str, lines: Sequence[LineItem]) -> int:
     """Insert the lines not stored yet (by ``row_key``); returns how many were new."""
     created = 0
     for offset in range(0, len(lines), CHUNK):

@@ -101,10 +101,11 @@ def _sqlite_engine(settings: Settings, url_text: str, **overrides: Any) -> Engin
 
 
 # Reads and writes are distinct types: a function that writes takes a ``WriteSession``,
-# which only ``Database.write`` hands out, so mypy refuses a read session (perhaps a
-# replica's) where a write is needed. Reading functions take ``ReadSession``, which
-# both are.
-ReadSession = Session
+# which only ``Database.write`` and ``write_session`` hand out, so mypy refuses a
+# ``ReadSession`` (perhaps a replica's) or a bare ``Session`` where a write is needed.
+# A function that only reads takes ``Session``, which both are. NewTypes cost nothing at
+# run time: the session is the sessionmaker's own.
+ReadSession = NewType("ReadSession", Session)
 WriteSession = NewType("WriteSession", Session)
 
 
@@ -170,8 +171,7 @@ class Database:
 
     def read_session(self) -> ReadSession:
         """A session a replica may answer; the caller commits or closes it."""
-        session: ReadSession = self.read_sessions()
-        return session
+        return ReadSession(self.read_sessions())
 
     def write_session(self) -> WriteSession:
         """A session on the primary that locks early on SQLite; the caller commits it."""
@@ -181,14 +181,14 @@ class Database:
     def read(self) -> Iterator[ReadSession]:
         """A unit of work that only reads, and may read from the replica."""
         with _unit_of_work(self.read_sessions()) as session:
-            yield session
+            yield ReadSession(session)
 
     @contextmanager
     def read_latest(self) -> Iterator[ReadSession]:
         """A unit of work that only reads, on the primary: it sees the latest commit
         (token checks, a just-written alert state)."""
         with _unit_of_work(self.primary_reads()) as session:
-            yield session
+            yield ReadSession(session)
 
     @contextmanager
     def write(self) -> Iterator[WriteSession]:

@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from app.db.engine import WriteSession
 from app.db.models import Run, RunRollup, RunVariant
 from app.db.run_terms import as_date, month_start, run_terms, week_start
 from app.db.sql import dialect, dialect_insert, in_ids_param, upsert_insert
@@ -76,7 +77,7 @@ def pg_upsert_params(values: dict[str, Any]) -> dict[str, Any]:
     return {"r": [sums[c] for c in SUMS], "r_week": week, "r_month": month}
 
 
-def add_runs(session: Session, run_ids: Sequence[int]) -> None:
+def add_runs(session: WriteSession, run_ids: Sequence[int]) -> None:
     """Add these newly stored runs to their rollup rows, creating missing rows, and count
     them in ``run_variant`` (each variant touched: its run count, newest start and one
     change). Summed in SQL from the stored rows, like :func:`subtract_run`: in Python
@@ -129,7 +130,7 @@ def _adding(backend: str) -> tuple[Any, Any]:
     return rolled, counted
 
 
-def subtract_run(session: Session, pk: int) -> None:
+def subtract_run(session: WriteSession, pk: int) -> None:
     """Take one run's terms out of its rollup row, computed in SQL from the stored row
     (a delete; the run need not load into Python), and drop the row if no runs remain."""
     one = _recompute_select(dialect(session)).where(Run.id == pk).subquery()
@@ -224,7 +225,7 @@ def variant_counts(session: Session) -> tuple[VariantRows, VariantRows]:
     )
 
 
-def rebuild(session: Session | Connection) -> int:
+def rebuild(session: WriteSession | Connection) -> int:
     """Replace the rollups with a recomputation from the runs (migration 0009, bulk loads
     such as the benchmark's COPY, which then calls :func:`rebuild_variants` too)."""
     session.execute(delete(ROLLUP))
@@ -235,7 +236,7 @@ def rebuild(session: Session | Connection) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def rebuild_variants(session: Session | Connection) -> None:
+def rebuild_variants(session: WriteSession | Connection) -> None:
     """Replace ``run_variant`` with counts from the runs. Every counter starts above the
     highest pipeline signature before (:func:`signatures`), so neither a counter nor a
     signature a running process has cached is seen again."""
@@ -255,7 +256,7 @@ def rebuild_variants(session: Session | Connection) -> None:
     session.execute(insert(VARIANTS).from_select(columns, counted))
 
 
-def shift_runs(session: Session, run_ids: Sequence[int], sign: int) -> None:
+def shift_runs(session: WriteSession, run_ids: Sequence[int], sign: int) -> None:
     """Take these stored runs' terms out of their rollup rows (``sign=-1``) or put them
     back (``+1``), summed per key in SQL: one upsert for any number of runs. For a change
     of the runs' measurements in place (app/measurements): out, the update, back in; the
@@ -281,7 +282,7 @@ def shift_runs(session: Session, run_ids: Sequence[int], sign: int) -> None:
     session.execute(stmt)
 
 
-def count_changes(session: Session, run_ids: Sequence[int]) -> None:
+def count_changes(session: WriteSession, run_ids: Sequence[int]) -> None:
     """One change more on the variants of these runs: the values kept between requests
     (app/db/memo.py) are keyed by it, so they are recomputed."""
     if not run_ids:

@@ -10,6 +10,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.db.engine import WriteSession
 from app.db.models import Evaluation, Run
 
 MAX_FIT_POINTS = 5000
@@ -42,7 +43,7 @@ def stored(session: Session, keys: Sequence[Key]) -> dict[Key, Evaluation]:
     return {k: v for k, v in found.items() if k in wanted}
 
 
-def insert_new(session: Session, values: list[dict[str, Any]]) -> None:
+def insert_new(session: WriteSession, values: list[dict[str, Any]]) -> None:
     """Insert, skipping keys a racing request stored first (they are compared afterwards)."""
     if not values:
         return

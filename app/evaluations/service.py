@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
+from app.db.engine import WriteSession
 from app.db.models import Pipeline
 from app.evaluations import repository
 from app.evaluations.schemas import EvaluationBatchOut, EvaluationIn, EvaluationOut, EvaluationPage
@@ -31,7 +32,7 @@ def _key_of(item: EvaluationIn, run_pk: int, metric: str) -> repository.Key:
 
 
 def ingest(
-    session: Session, name: str, items: list[EvaluationIn], *, token: TokenInfo | None
+    session: WriteSession, name: str, items: list[EvaluationIn], *, token: TokenInfo | None
 ) -> EvaluationBatchOut:
     """Store evaluations all or nothing; identical retries are no-ops, changed values 409.
 

@@ -1,4 +1,4 @@
-"""The month's bill as a distribution (DOMAIN.md section 9, methodology.md §5.3).
+"""The month's bill as a distribution (docs/methodology.md §5.3).
 
 A budget is a limit on a sum: the month's retraining costs. The forecast of that sum B:
 

@@ -2,7 +2,7 @@
 
 No window, no resampling: B = the sum of N independent costs drawn from a known
 discrete distribution, with N from a :class:`~app.planning.schedule.RunsInMonth`. Used
-for the worked checks of DOMAIN.md section 9 (methodology.md §5.3) and as the reference
+for the worked checks of docs/methodology.md §5.3 and as the reference
 the Monte Carlo forecast is tested against.
 """
 

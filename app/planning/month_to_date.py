@@ -1,4 +1,4 @@
-"""This month so far: spend to date plus the rest of the month (DOMAIN.md section 9).
+"""This month so far: spend to date plus the rest of the month (docs/methodology.md §5.4).
 
 The end-of-month bill = spend to date (every attempt of every variant started this UTC
 month, experiments and scaling probes included, at the price frozen on each) + the bill

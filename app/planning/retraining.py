@@ -1,4 +1,4 @@
-"""Attempts grouped into scheduled retraining (DOMAIN.md section 2, methodology.md §5.1).
+"""Attempts grouped into scheduled retraining (docs/methodology.md §5.1).
 
 A run record is one *attempt*. Every attempt is paid in full, whatever its outcome; the
 attempts that share a ``retraining_id`` are one scheduled retraining, whose cost is the

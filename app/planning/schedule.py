@@ -1,4 +1,4 @@
-"""How many retrainings a month holds (DOMAIN.md section 9, methodology.md §5.2).
+"""How many retrainings a month holds (docs/methodology.md §5.2).
 
 Two questions, two answers:
 

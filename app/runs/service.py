@@ -1,4 +1,4 @@
-"""Ingesting and reading run records. Services flush; the session dependency commits."""
+"""Ingesting and reading run records. Services flush; the unit of work the router opens commits."""
 
 from __future__ import annotations
 

@@ -176,3 +176,15 @@ class Security:
 def security_of(request: Request) -> Security:
     security: Security = request.app.state.security
     return security
+
+
+def auth_state(request: Request) -> dict[str, Any] | None:
+    """For base.html: who is signed in and the logout CSRF value (``user`` None: nobody),
+    and ``open``: reads need no sign-in, which is for admins only."""
+    security: Security | None = getattr(request.app.state, "security", None)
+    if security is None:
+        return None
+    signed_in: SignedIn | None = getattr(request.state, STATE_KEY, None)
+    if signed_in is None:
+        return {"user": None, "csrf": None, "open": not security.token_mode}
+    return {"user": signed_in.name, "csrf": signed_in.csrf, "open": not security.token_mode}

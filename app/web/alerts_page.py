@@ -23,9 +23,8 @@ from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.exception_handlers import plain_reason
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
-from app.security import auth_state
 from app.security.router import CSRF_FAILED, read_form
-from app.security.sessions import CSRF_FIELD, security_of
+from app.security.sessions import CSRF_FIELD, auth_state, security_of
 from app.templating import render_error_page, templates
 from app.web.settings import can_edit
 

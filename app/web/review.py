@@ -1,8 +1,8 @@
 """The weekly review (Monday morning) and its CSV and JSON exports.
 
-The router parses the week and the team, asks ``app.web.review_data`` for the sums
-and ``app.web.review_view`` for the lines; the three answers (page, CSV, JSON) show
-the same lines.
+The router parses the week and the team, asks ``app.review.service`` for the sums
+and ``app.review.lines`` for the lines; the three answers (page, CSV, JSON) show the
+same lines.
 """
 
 from __future__ import annotations

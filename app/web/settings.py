@@ -23,9 +23,8 @@ from app.exception_handlers import plain_reason
 from app.pipelines import changes
 from app.pipelines.schemas import PipelineUpdate
 from app.pipelines.service import get_by_name
-from app.security import auth_state
 from app.security.router import CSRF_FAILED, read_form_body
-from app.security.sessions import CSRF_FIELD, security_of
+from app.security.sessions import CSRF_FIELD, auth_state, security_of
 from app.settings import Settings
 from app.templating import render_error_page, templates
 

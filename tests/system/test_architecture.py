@@ -2,58 +2,37 @@
 
 ``lint-imports`` (run by ``make lint``) checks who may import whom. These tests read
 the source of ``app/`` and check the rest: queries only in repositories and ``app/db``,
-modules under 400 lines, no copied blocks, and no import cycle between modules.
+modules under 400 lines, no copied blocks, and no import circle in ``app/`` or the
+client. The contracts by role (routers, planning, sessions, package ``__init__``s, long
+functions) are in test_architecture_contracts.py; the readers of the source in
+tests/fixtures/architecture.py.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app"
+from tests.fixtures.architecture import (
+    APP,
+    CLIENT,
+    cycles,
+    import_graph,
+    imports,
+    modules,
+    name_of,
+    queries_in,
+)
+
 MAX_LINES = 400
 BLOCK = 6  # identical lines in a row that count as a copied block
-
-# Building or running a statement is a query; adding, flushing or deleting ORM objects
-# in a unit of work is not (services may do that).
-SQL_NAMES = frozenset({"select", "insert", "update", "delete", "text", "func", "union", "exists"})
-SQL_CALLS = frozenset({"execute", "scalar", "scalars", "query", "exec_driver_sql"})
-
-
-def modules() -> list[Path]:
-    return sorted(p for p in APP.rglob("*.py") if "__pycache__" not in p.parts)
-
-
-def name_of(path: Path) -> str:
-    parts = path.relative_to(APP.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def may_query(path: Path) -> bool:
     return path.name == "repository.py" or path.relative_to(APP).parts[0] == "db"
-
-
-def queries_in(path: Path) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
-            names = {a.name for a in node.names}
-            if node.module == "sqlalchemy" and names & SQL_NAMES:
-                found.append(f"line {node.lineno}: imports {sorted(names & SQL_NAMES)}")
-            if node.module.startswith("sqlalchemy.dialects"):
-                found.append(f"line {node.lineno}: imports {node.module}")
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in SQL_CALLS
-            and "session" in ast.unparse(node.func.value).lower()
-        ):
-            found.append(f"line {node.lineno}: {ast.unparse(node.func)}(...)")
-    return found
 
 
 def test_queries_live_only_in_repositories_and_app_db() -> None:
@@ -65,14 +44,24 @@ def test_queries_live_only_in_repositories_and_app_db() -> None:
     assert offenders == {}, "move these queries into the feature's repository.py"
 
 
-def test_the_checker_sees_a_query() -> None:
-    source = "from sqlalchemy import select\ndef f(session):\n    return session.scalar(1)\n"
-    probe = APP.parent / "tests" / "system" / "_probe_query.py"
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("from sqlalchemy import select\ndef f(session):\n    return session.scalar(1)\n", 2),
+        ("import sqlalchemy as sa\nq = sa.select(1)\n", 1),
+        ("import sqlalchemy\nq = sqlalchemy.func.count()\n", 1),
+        ("from sqlalchemy import select as s\n", 1),
+        ("from sqlalchemy import sql\nq = sql.expression.text('1')\n", 1),
+        ("import sqlalchemy.dialects.postgresql\n", 1),
+        ("from sqlalchemy.dialects import postgresql\n", 1),
+        ("from sqlalchemy import dialects\n", 1),
+        ("from sqlalchemy.orm import Session\nfrom sqlalchemy.exc import DBAPIError\n", 0),
+    ],
+)
+def test_the_checker_sees_a_query(tmp_path: Path, source: str, found: int) -> None:
+    probe = tmp_path / "probe.py"
     probe.write_text(source)
-    try:
-        assert len(queries_in(probe)) == 2
-    finally:
-        probe.unlink()
+    assert len(queries_in(probe)) == found, queries_in(probe)
 
 
 def feature_of(module: str) -> str:
@@ -81,13 +70,13 @@ def feature_of(module: str) -> str:
 
 def test_features_reach_other_features_only_through_their_services() -> None:
     """A repository is its own feature's: another feature calls that feature's service."""
-    paths = modules()
-    known = {name_of(p) for p in paths}
     crossing = sorted(
         f"{name_of(p)} -> {target}"
-        for p in paths
-        for target in module_imports(p, known, top_level_only=False)
-        if target.endswith(".repository") and feature_of(target) != feature_of(name_of(p))
+        for p in modules()
+        for _, target in imports(p)
+        if target.startswith("app.")
+        and target.endswith(".repository")
+        and feature_of(target) != feature_of(name_of(p))
     )
     assert crossing == []
 
@@ -142,69 +131,22 @@ def test_the_duplicate_checker_finds_a_copy(tmp_path: Path) -> None:
     assert sorted(sorted(b) for b in blocks) == [["a.py:1", "b.py:1"], ["a.py:2", "b.py:2"]]
 
 
-def module_imports(path: Path, known: set[str], top_level_only: bool = True) -> set[str]:
-    """App modules that ``path`` imports. ``top_level_only``: those imported when it is
-    executed (not the lazy imports inside functions nor ``if TYPE_CHECKING:`` blocks)."""
-    package = name_of(path) if path.name == "__init__.py" else name_of(path).rpartition(".")[0]
-    out: set[str] = set()
-    tree = ast.parse(path.read_text())
-    for node in tree.body if top_level_only else ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name in known}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, base] if base else parts)
-            for alias in node.names:
-                target = f"{base}.{alias.name}"
-                if target in known:
-                    out.add(target)
-                elif base in known:
-                    out.add(base)
-    return out
+@pytest.mark.parametrize("root", [APP, CLIENT], ids=["app", "cadence_client"])
+def test_no_import_circle(root: Path) -> None:
+    assert cycles(import_graph(root)) == []
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in graph.get(node, ()):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1 or node in graph.get(node, ()):
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def test_no_import_cycle_between_modules() -> None:
-    paths = modules()
-    known = {name_of(p) for p in paths}
-    graph = {name_of(p): module_imports(p, known) for p in paths}
-    assert cycles(graph) == []
+def test_the_circle_finder_sees_a_package_imported_by_its_own_module(tmp_path: Path) -> None:
+    """The circle app/security had: the package's ``__init__`` imports ``gate``, which
+    imports a sibling through the package (``from pkg import signing``)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pkg.gate import Gate\n")
+    (package / "gate.py").write_text("from pkg import signing\nclass Gate: ...\n")
+    (package / "signing.py").write_text("import hmac\n")
+    assert cycles(import_graph(package)) == [["pkg", "pkg.gate"]]
+    (package / "__init__.py").write_text('"""Only a docstring."""\n')
+    assert cycles(import_graph(package)) == []
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@
 Depends on httpx only; Python 3.9+.
 """
 
-from cadence_client.client import BatchResult, CadenceClient, __version__
+from cadence_client.client import UTILIZATION_SOURCES, BatchResult, CadenceClient, __version__
 from cadence_client.errors import (
     AuthError,
     CadenceAPIError,
@@ -25,15 +25,6 @@ from cadence_client.errors import (
 from cadence_client.nvml import NvmlSampler
 from cadence_client.spool import FlushResult, Spool
 from cadence_client.tracking import TrackedRun
-
-UTILIZATION_SOURCES = (
-    "nvml_gpu_util",
-    "dcgm_gpu_util",
-    "dcgm_sm_active",
-    "dcgm_gr_engine_active",
-    "mfu",
-    "other",
-)
 
 __all__ = [
     "UTILIZATION_SOURCES",

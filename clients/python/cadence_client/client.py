@@ -48,6 +48,15 @@ log = logging.getLogger("cadence_client")
 __version__ = "0.3.0"
 USER_AGENT = f"cadence-client/{__version__}"
 RUNS = "/api/v1/runs"
+# What a run's ``utilization_source`` may be (the server's ``UtilizationSource``).
+UTILIZATION_SOURCES = (
+    "nvml_gpu_util",
+    "dcgm_gpu_util",
+    "dcgm_sm_active",
+    "dcgm_gr_engine_active",
+    "mfu",
+    "other",
+)
 
 
 def utcnow() -> datetime:

@@ -4,7 +4,7 @@
 the data stall; ``with run.waiting_for_data():`` and ``with run.checkpointing():`` add a
 block's duration. Durations are wall clock (``time.perf_counter``): Cadence's
 ``data_stall_hours`` and ``checkpoint_hours`` are wall-clock hours that the server
-multiplies by the workers (DOMAIN.md section 2), so a data-parallel job reports them
+multiplies by the workers (docs/methodology.md §2), so a data-parallel job reports them
 from rank 0 only, whose loop waits as long as every rank's.
 
 ``timed`` costs one ``perf_counter`` pair and a float addition per item, with no lock:

@@ -38,15 +38,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cadence_client.client import UTILIZATION_SOURCES
+
 MAX_TAGS = 50  # the server's limit on tags per run
-UTILIZATION_SOURCES = (
-    "nvml_gpu_util",
-    "dcgm_gpu_util",
-    "dcgm_sm_active",
-    "dcgm_gr_engine_active",
-    "mfu",
-    "other",
-)
 SYSTEM_UTILIZATION = "system/gpu_utilization_percentage"
 PER_GPU_UTILIZATION = re.compile(r"^system/gpu_\d+_utilization_percentage$")
 OUTCOMES = {"FINISHED": "succeeded", "FAILED": "failed", "KILLED": "cancelled"}
