@@ -24,8 +24,9 @@ from app.pipelines import service as pipelines
 from app.pipelines.schemas import PipelineUpdate
 from app.pipelines.service import upsert
 from app.planning.weekly import monday_of, utc_midnight
+from app.runs.flows import store_runs
 from app.runs.schemas import InterruptionIn, RunIn
-from app.runs.service import ingest, run_count
+from app.runs.service import run_count
 from app.settings import get_settings
 
 RANKER = "recsys-ranker"
@@ -267,7 +268,7 @@ def load_demo(
         if run_count(session, pipeline.id):
             continue
         runs = builder(anchor)
-        ingest(session, runs, token=None, settings=settings, batch=True)
+        store_runs(session, runs, token=None, settings=settings, batch=True)
         if name == RANKER:
             ingest_evaluations(session, RANKER, ranker_evaluations(runs, now), token=None)
         loaded.append(f"{name} ({len(runs)} runs)")
