@@ -56,11 +56,10 @@ def record_run(db: Database, run: RunIn, token: TokenInfo, settings: Settings) -
             stored = (
                 service.created_out(result) if result.created else service.get(session, result.pk)
             )
-    follow_up = alert_follow_up(db, settings, [run.pipeline]) if result.created else None
-    status = HTTPStatus.CREATED if result.created else HTTPStatus.OK
-    return Answer(
-        stored.model_dump_json(), status, int(result.created), 1 - result.created, follow_up
-    )
+    created = int(result.created)
+    follow_up = alert_follow_up(db, settings, [run.pipeline]) if created else None
+    status = HTTPStatus.CREATED if created else HTTPStatus.OK
+    return Answer(stored.model_dump_json(), status, created, 1 - created, follow_up)
 
 
 def record_batch(db: Database, batch: RunBatchIn, token: TokenInfo, settings: Settings) -> Answer:

@@ -1,7 +1,7 @@
-"""Queries never call up (ARCHITECTURE.md, rule 4): a repository or an ``app/db`` module
-imports no service or flow, and none of its functions takes a callable, the way a
-service would hand it a callback (``ensure_pipelines(..., before_create=...)`` did). The
-flow or the service orders the steps; a repository only runs statements.
+"""Queries never call up (ARCHITECTURE.md, rules 2 and 4): a repository or an ``app/db``
+module imports no service or flow, and none of its functions takes a callable, the way
+a service would hand it a callback (``ensure_pipelines(..., before_create=...)`` did).
+The flow or the service orders the steps; a repository only runs statements.
 """
 
 from __future__ import annotations
