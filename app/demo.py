@@ -24,8 +24,9 @@ from app.pipelines import service as pipelines
 from app.pipelines.schemas import PipelineUpdate
 from app.pipelines.service import upsert
 from app.planning.weekly import monday_of, utc_midnight
+from app.runs.flows import store_runs
 from app.runs.schemas import InterruptionIn, RunIn
-from app.runs.service import ingest, run_count
+from app.runs.service import run_count
 from app.settings import get_settings
 
 RANKER = "recsys-ranker"
@@ -39,7 +40,17 @@ def week_start(now: datetime) -> datetime:
 
 
 def ranker_runs(anchor: datetime) -> list[RunIn]:
+    """The ranker's baseline, then its candidate trial, then its scaling probes (one
+    seeded generator, drawn from in that order)."""
     rng = random.Random(38)
+    return [
+        *_ranker_baseline(rng, anchor),
+        *_ranker_candidate(rng, anchor),
+        *_ranker_probes(rng, anchor),
+    ]
+
+
+def _ranker_baseline(rng: random.Random, anchor: datetime) -> list[RunIn]:
     runs: list[RunIn] = []
     for n in range(12):  # weekly baseline, oldest first, Mondays 02:00 UTC
         start = anchor - timedelta(weeks=11 - n) + timedelta(hours=2)
@@ -74,6 +85,11 @@ def ranker_runs(anchor: datetime) -> list[RunIn]:
                 tags={"input": "object-store", "ckpt": "sync"},
             )
         )
+    return runs
+
+
+def _ranker_candidate(rng: random.Random, anchor: datetime) -> list[RunIn]:
+    runs: list[RunIn] = []
     for n in range(5):  # candidate trial, Thursdays of the last five weeks
         start = anchor - timedelta(weeks=4 - n) + timedelta(days=3, hours=2)
         hours = rng.gauss(7.6, 0.2)
@@ -99,6 +115,11 @@ def ranker_runs(anchor: datetime) -> list[RunIn]:
                 tags={"input": "sharded-cache", "ckpt": "async"},
             )
         )
+    return runs
+
+
+def _ranker_probes(rng: random.Random, anchor: datetime) -> list[RunIn]:
+    runs: list[RunIn] = []
     # Scaling probes: 1 h at 8 workers; input-bound, so Amdahl-like with s ~ 0.43.
     for workers, base in ((4, 1.15), (8, 1.0), (16, 0.935), (32, 0.905)):
         for k in range(2):
@@ -267,7 +288,7 @@ def load_demo(
         if run_count(session, pipeline.id):
             continue
         runs = builder(anchor)
-        ingest(session, runs, token=None, settings=settings, batch=True)
+        store_runs(session, runs, token=None, settings=settings, batch=True)
         if name == RANKER:
             ingest_evaluations(session, RANKER, ranker_evaluations(runs, now), token=None)
         loaded.append(f"{name} ({len(runs)} runs)")

@@ -59,6 +59,20 @@ def run_terms(
     t = wall_clock(backend)
     # op('/'): a plain float8 division, without the NUMERIC cast SQLAlchemy adds to '/'.
     weff = Run.gpu_hours.op("/", return_type=Float)(t.self_group())
+    failed = Run.outcome != SUCCEEDED
+    unmeasured = Run.gpu_utilization.is_(None)
+    u = func.coalesce(Run.gpu_utilization, 0.0)
+    return _goodput_terms(t, weff, u, failed, unmeasured), _causes(weff, u, failed, unmeasured)
+
+
+def _goodput_terms(
+    t: ColumnElement[float],
+    weff: ColumnElement[float],
+    u: ColumnElement[float],
+    failed: ColumnElement[bool],
+    unmeasured: ColumnElement[bool],
+) -> dict[str, ColumnElement[float]]:
+    """The :data:`~app.planning.rollup.GOODPUT_SUMS` terms of a run."""
     progress = greatest(
         weff
         * (
@@ -70,9 +84,6 @@ def run_terms(
         ),
         0.0,
     )
-    failed = Run.outcome != SUCCEEDED
-    unmeasured = Run.gpu_utilization.is_(None)
-    u = func.coalesce(Run.gpu_utilization, 0.0)
     busy = greatest(u * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
     program = case(
         (failed, 0.0),
@@ -81,27 +92,9 @@ def run_terms(
         (busy > progress, progress),
         else_=busy,
     )
-    measured_idle = (1.0 - u) * Run.gpu_hours
-    failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
-    named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
-    scale = case((named > measured_idle, measured_idle / greatest(named, 1e-12)), else_=1.0)
-
-    def measured(value: ColumnElement[float]) -> ColumnElement[float]:
-        """``value`` for a succeeded attempt with a utilization figure, else 0."""
-        return case((failed, 0.0), (unmeasured, 0.0), else_=value)
-
-    causes: dict[str, ColumnElement[float]] = {
-        "productive": measured(u * Run.gpu_hours),
-        "idle": case((failed, Run.gpu_hours), (unmeasured, 0.0), else_=measured_idle),
-        "data_stall": measured(Run.data_stall_hours * weff * scale),
-        "checkpoint": measured(Run.checkpoint_hours * weff * scale),
-        "failure": measured(failure_hours * weff * scale),
-        "other_idle": measured(greatest(measured_idle - named, 0.0)),
-        "failed": case((failed, Run.gpu_hours), else_=0.0),
-    }
     held = weff * (t - Run.reschedule_hours)
     runtime_loss = weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)
-    terms: dict[str, ColumnElement[float]] = {
+    return {
         "gpu_hours": cast(Run.gpu_hours, Float),
         "period": weff * (Run.scheduling_wait_hours + t),
         "unavailable": weff * (Run.scheduling_wait_hours + Run.reschedule_hours),
@@ -120,7 +113,33 @@ def run_terms(
             else_=0.0,
         ),
     }
-    return terms, causes
+
+
+def _causes(
+    weff: ColumnElement[float],
+    u: ColumnElement[float],
+    failed: ColumnElement[bool],
+    unmeasured: ColumnElement[bool],
+) -> dict[str, ColumnElement[float]]:
+    """A run's badput GPU-hours by cause (:data:`~app.planning.rollup.CAUSES`)."""
+    measured_idle = (1.0 - u) * Run.gpu_hours
+    failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
+    named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
+    scale = case((named > measured_idle, measured_idle / greatest(named, 1e-12)), else_=1.0)
+
+    def measured(value: ColumnElement[float]) -> ColumnElement[float]:
+        """``value`` for a succeeded attempt with a utilization figure, else 0."""
+        return case((failed, 0.0), (unmeasured, 0.0), else_=value)
+
+    return {
+        "productive": measured(u * Run.gpu_hours),
+        "idle": case((failed, Run.gpu_hours), (unmeasured, 0.0), else_=measured_idle),
+        "data_stall": measured(Run.data_stall_hours * weff * scale),
+        "checkpoint": measured(Run.checkpoint_hours * weff * scale),
+        "failure": measured(failure_hours * weff * scale),
+        "other_idle": measured(greatest(measured_idle - named, 0.0)),
+        "failed": case((failed, Run.gpu_hours), else_=0.0),
+    }
 
 
 def goodput_totals(m: Any) -> GoodputTotals:

@@ -9,11 +9,30 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.db.engine import WriteSession
 from app.db.models import Pipeline, PipelineChange, RunVariant
+from app.db.sql import upsert_insert
 
 
 def by_name(session: Session, name: str) -> Pipeline | None:
     return session.scalar(select(Pipeline).where(Pipeline.name == name))
+
+
+# What ingestion needs of a pipeline, as plain rows (cheaper than ORM objects).
+_REF = select(Pipeline.id, Pipeline.name, Pipeline.price_per_gpu_hour, Pipeline.quality_metric)
+
+
+def refs(session: Session, names: Sequence[str]) -> list[Any]:
+    """(id, name, price per GPU-hour, quality metric) of the pipelines so named."""
+    return list(session.execute(_REF.where(Pipeline.name.in_(names))))
+
+
+def insert_new(session: WriteSession, values: list[dict[str, Any]]) -> None:
+    """Insert pipelines, skipping any whose name exists: safe when two requests race."""
+    stmt = upsert_insert(session, Pipeline.__table__).on_conflict_do_nothing(
+        index_elements=["name"]
+    )
+    session.execute(stmt, values)
 
 
 def run_stats(session: Session, ids: list[int]) -> dict[int, tuple[int, datetime | None]]:

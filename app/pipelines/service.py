@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -206,6 +206,80 @@ def check_creation(
             f"retry in {wait} s, or report runs to existing pipelines",
             retry_after=wait,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineRef:
+    """What ingestion needs of a pipeline (a plain row, not an ORM object: cheaper)."""
+
+    id: int
+    name: str
+    price_per_gpu_hour: float
+    quality_metric: str
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A pipeline as an ingest request names it: where (the field of its first run, for
+    errors) and the quality metric a new pipeline takes."""
+
+    field: str
+    quality_metric: str
+
+
+def for_ingest(
+    session: WriteSession, named: Mapping[str, Named], token: TokenInfo | None, settings: Settings
+) -> dict[str, PipelineRef]:
+    """The pipelines an ingest names, by name, creating the missing ones where allowed.
+
+    Round trips: one look-up; for missing pipelines, the creation check, one insert that
+    skips names a racing request created, and one look-up of what was inserted.
+    """
+    names = sorted(named)
+    found = {row.name: PipelineRef(*row) for row in repository.refs(session, names)}
+    missing = [n for n in names if n not in found]
+    if missing:
+        _may_create(session, missing, named, token, settings)
+        repository.insert_new(
+            session, [_new_pipeline(n, named[n], token, settings) for n in missing]
+        )
+        found.update({row.name: PipelineRef(*row) for row in repository.refs(session, missing)})
+    return found
+
+
+def _may_create(
+    session: Session,
+    missing: list[str],
+    named: Mapping[str, Named],
+    token: TokenInfo | None,
+    settings: Settings,
+) -> None:
+    """Ingest creates unknown pipelines only when allowed, and within the token's rate."""
+    if not settings.auto_create_pipelines:
+        shown = ", ".join(repr(n) for n in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise Invalid(
+            f"no pipeline named {shown}, and ingest does not create pipelines "
+            "(CADENCE_AUTO_CREATE_PIPELINES=false): an admin creates one with "
+            "PUT /api/v1/pipelines/{name}",
+            fields=[{"field": named[n].field, "reason": "no such pipeline"} for n in missing],
+        )
+    check_creation(session, missing, token, settings, field=named[missing[0]].field)
+
+
+def _new_pipeline(
+    name: str, named: Named, token: TokenInfo | None, settings: Settings
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "display_name": name,
+        "owner": "",
+        "price_per_gpu_hour": settings.default_price_per_gpu_hour,
+        "monthly_budget_usd": None,
+        "runs_per_week": 1.0,
+        "quality_metric": named.quality_metric,
+        "higher_is_better": True,
+        "created_by_token_id": token.id if token is not None else None,
+    }
 
 
 def retry_after_seconds(created: Sequence[datetime], excess: int, now: datetime) -> int:

@@ -76,31 +76,10 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
     t = (run["finished_at"] - run["started_at"]).total_seconds() / 3600.0
     g = float(run["gpu_hours"])
     weff = g / t
-    lost, resume, resched = run["lost_progress_hours"], run["resume_hours"], run["reschedule_hours"]
-    stall, ckpt, wait = (
-        run["data_stall_hours"],
-        run["checkpoint_hours"],
-        run["scheduling_wait_hours"],
-    )
+    resched, wait = run["reschedule_hours"], run["scheduling_wait_hours"]
     succeeded = run.get("outcome", SUCCEEDED) == SUCCEEDED
     measured = run["gpu_utilization"] is not None
-    progress = max(weff * (t - resched - resume - lost - ckpt), 0.0)
-    mfu = run["mfu"]
-    if not succeeded:
-        causes = {**_no_causes(), "idle": g, "failed": g}
-        program, runtime_loss, unmeasured_progress = 0.0, weff * (t - resched), 0.0
-    elif not measured:
-        causes = _no_causes()
-        program = mfu * progress if mfu is not None else 0.0
-        runtime_loss = weff * (resume + lost + ckpt)
-        unmeasured_progress = weff * (t - resched) - runtime_loss if mfu is None else 0.0
-    else:
-        u = float(run["gpu_utilization"])
-        causes = _measured_causes(u, g, weff, stall, ckpt, lost + resume + resched)
-        busy = max(u * g - weff * lost, 0.0)
-        program = mfu * progress if mfu is not None else min(busy, progress)
-        runtime_loss = weff * (resume + lost + ckpt)
-        unmeasured_progress = 0.0
+    causes, program, runtime_loss, unmeasured_progress = _attempt_terms(run, t, g, weff)
     price = float(run["billed_price_per_gpu_hour"])
     out = {
         "gpu_hours": g,
@@ -111,7 +90,7 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         "program": program,
         # GPU-hours whose program term needs no utilization proxy (MFU given, or no
         # program to measure: a failed attempt, an unmeasured one).
-        "mfu_hours": g if (mfu is not None or not succeeded or not measured) else 0.0,
+        "mfu_hours": g if (run["mfu"] is not None or not succeeded or not measured) else 0.0,
         "unmeasured": unmeasured_progress,
         "cost": g * price,
     }
@@ -119,6 +98,29 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         out[f"g_{c}"] = v
         out[f"u_{c}"] = v * price
     return out
+
+
+def _attempt_terms(
+    run: Mapping[str, Any], t: float, g: float, weff: float
+) -> tuple[dict[str, float], float, float, float]:
+    """(GPU-hours by cause, program, runtime loss, unmeasured progress) of an attempt:
+    failed, succeeded unmeasured, or succeeded measured (see :func:`terms`)."""
+    lost, resume, resched = run["lost_progress_hours"], run["resume_hours"], run["reschedule_hours"]
+    stall, ckpt = run["data_stall_hours"], run["checkpoint_hours"]
+    mfu = run["mfu"]
+    if run.get("outcome", SUCCEEDED) != SUCCEEDED:
+        return {**_no_causes(), "idle": g, "failed": g}, 0.0, weff * (t - resched), 0.0
+    progress = max(weff * (t - resched - resume - lost - ckpt), 0.0)
+    runtime_loss = weff * (resume + lost + ckpt)
+    if run["gpu_utilization"] is None:
+        program = mfu * progress if mfu is not None else 0.0
+        unmeasured_progress = weff * (t - resched) - runtime_loss if mfu is None else 0.0
+        return _no_causes(), program, runtime_loss, unmeasured_progress
+    u = float(run["gpu_utilization"])
+    causes = _measured_causes(u, g, weff, stall, ckpt, lost + resume + resched)
+    busy = max(u * g - weff * lost, 0.0)
+    program = mfu * progress if mfu is not None else min(busy, progress)
+    return causes, program, runtime_loss, 0.0
 
 
 def _no_causes() -> dict[str, float]:

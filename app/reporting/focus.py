@@ -170,7 +170,7 @@ def _cloud_identity(tags: Mapping[str, Any], provider: str) -> dict[str, str]:
 def _goodput_cells(run: Mapping[str, Any], facts: RunFacts, share: float) -> dict[str, str]:
     """Goodput and badput of the run's share; an attempt that did not succeed is all
     failed-attempt badput, one without utilization has no productive/badput split
-    (methodology.md §2)."""
+    (docs/methodology.md §2)."""
     outcome = str(run.get("outcome") or "succeeded")
     attempt = {
         "x_Outcome": outcome,
@@ -218,12 +218,38 @@ def focus_rows(
     tags = dict(run.get("tags") or {})
     resources = resource_ids(tags) or [""]
     share = 1.0 / len(resources)
+    common = _run_cells(run, facts, tags, share, provider, version)
+    sku, pipeline, run_id = common["SkuId"], common["x_Pipeline"], common["x_RunId"]
+    rows = []
+    for resource in resources:
+        row = dict.fromkeys(names, "")
+        row.update({k: v for k, v in common.items() if k in row})
+        row["ResourceId"] = resource
+        row["ResourceName"] = resource or run_id
+        row["ChargeDescription"] = (
+            f"{facts.gpu_hours * share:.2f} GPU-hours of {sku} for {pipeline} run {run_id} "
+            f"({common['x_Variant']}){' on ' + resource if resource else ''}: allocation, "
+            "billed by the provider"
+        )
+        rows.append({k: text_cell(v) for k, v in row.items()})
+    return rows
+
+
+def _run_cells(
+    run: Mapping[str, Any],
+    facts: RunFacts,
+    tags: dict[str, Any],
+    share: float,
+    provider: str,
+    version: str,
+) -> dict[str, str]:
+    """The cells every row of a run shares (its ``share`` of the hours on each)."""
     started, finished = _utc(run["started_at"]), _utc(run["finished_at"])
     period_start, period_end = billing_month(started)
     price = facts.price_per_gpu_hour
-    pipeline, run_id, variant = str(run["pipeline"]), str(run["run_id"]), str(run["variant"])
+    variant = str(run["variant"])
     sku = str(run.get("gpu_type") or "") or "GPU"
-    common = {
+    cells = {
         **_cloud_identity(tags, provider),
         **_goodput_cells(run, facts, share),
         # Cadence invoices nothing: the cloud's export carries the charge (module doc).
@@ -250,26 +276,14 @@ def focus_rows(
         "Tags": json.dumps({"variant": variant, **tags}, ensure_ascii=False, sort_keys=True),
         "x_AllocatedCost": _number(facts.gpu_hours * price * share),
         "x_AllocatedGpuHours": _number(facts.gpu_hours * share),
-        "x_Pipeline": pipeline,
-        "x_RunId": run_id,
+        "x_Pipeline": str(run["pipeline"]),
+        "x_RunId": str(run["run_id"]),
         "x_Variant": variant,
         "x_UtilizationSource": str(run.get("utilization_source") or ""),
     }
     if version != "1.0":
-        common.update({"PricingCurrency": "USD", "ServiceSubcategory": "AI Platforms"})
-    rows = []
-    for resource in resources:
-        row = dict.fromkeys(names, "")
-        row.update({k: v for k, v in common.items() if k in row})
-        row["ResourceId"] = resource
-        row["ResourceName"] = resource or run_id
-        row["ChargeDescription"] = (
-            f"{facts.gpu_hours * share:.2f} GPU-hours of {sku} for {pipeline} run {run_id} "
-            f"({variant}){' on ' + resource if resource else ''}: allocation, billed by the "
-            "provider"
-        )
-        rows.append({k: text_cell(v) for k, v in row.items()})
-    return rows
+        cells.update({"PricingCurrency": "USD", "ServiceSubcategory": "AI Platforms"})
+    return cells
 
 
 def focus_row(

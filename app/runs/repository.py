@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
 from operator import methodcaller
 from typing import Any, cast
@@ -19,50 +18,8 @@ from app.db.engine import WriteSession
 from app.db.models import Interruption, Pipeline, Run
 from app.db.sql import dialect, effective_price, in_ids, upsert_insert
 
-
-@dataclass(frozen=True)
-class PipelineRef:
-    """What ingestion needs of a pipeline (a plain row, not an ORM object: cheaper)."""
-
-    id: int
-    name: str
-    price_per_gpu_hour: float
-    quality_metric: str
-
-
 RUN_TABLE = cast(Table, Run.__table__)
 INTERRUPTION_TABLE = cast(Table, Interruption.__table__)
-_PIPELINE_REF = select(
-    Pipeline.id, Pipeline.name, Pipeline.price_per_gpu_hour, Pipeline.quality_metric
-)
-
-
-def ensure_pipelines(
-    session: WriteSession,
-    names: Iterable[str],
-    defaults: dict[str, dict[str, Any]],
-    before_create: Callable[[list[str]], None] | None = None,
-) -> dict[str, PipelineRef]:
-    """Pipelines by name, creating missing ones; safe when two requests race.
-
-    ``before_create`` sees the missing names first and may refuse them (raise).
-    """
-    wanted = sorted(set(names))
-    found = {
-        r.name: PipelineRef(*r)
-        for r in session.execute(_PIPELINE_REF.where(Pipeline.name.in_(wanted)))
-    }
-    missing = [n for n in wanted if n not in found]
-    if missing:
-        if before_create is not None:
-            before_create(missing)
-        stmt = upsert_insert(session, Pipeline.__table__).on_conflict_do_nothing(
-            index_elements=["name"]
-        )
-        session.execute(stmt, [defaults[n] for n in missing])
-        rows = session.execute(_PIPELINE_REF.where(Pipeline.name.in_(missing)))
-        found.update({r.name: PipelineRef(*r) for r in rows})
-    return found
 
 
 def runs_by_key(session: Session, keys: Sequence[tuple[int, str]]) -> dict[tuple[int, str], Run]:
@@ -212,13 +169,14 @@ def pg_insert_params(
 
 def insert_one_pg(
     cursor: Any, pipeline: str, values: dict[str, Any], interruptions: list[Any]
-) -> tuple[PipelineRef, int | None, datetime] | None:
+) -> tuple[tuple[Any, ...], int | None, datetime] | None:
     """One run, its interruptions and its rollups in one statement (PostgreSQL), on a
     connection that commits it alone (``Database.one_statement``).
 
-    None when the pipeline does not exist yet; (pipeline, None, _) when the run_id
-    exists already (a retry, or a conflict for the caller to name): then the statement
-    wrote nothing. Measured: the single-run path spent most of its time on round trips
+    None when the pipeline does not exist yet, else (the pipeline's id, name, price per
+    GPU-hour and quality metric; the run's id; when it was stored). The run's id is None
+    when the run_id exists already (a retry, or a conflict for the caller to name): then
+    the statement wrote nothing. Measured: the single-run path spent most of its time on round trips
     and statement overhead.
     """
     now = utcnow()
@@ -226,7 +184,7 @@ def insert_one_pg(
     row = cursor.fetchone()
     if row is None:
         return None
-    return PipelineRef(row[0], row[1], row[2], row[3]), row[4], now
+    return tuple(row[:4]), row[4], now
 
 
 def insert_interruptions(session: WriteSession, values: list[dict[str, Any]]) -> None:

@@ -92,7 +92,7 @@ def test_batch_duplicate_run_ids(
     r = client.post("/api/v1/runs/batch", json=same, headers=ingest_headers)
     assert r.status_code == 201
     assert [i["status"] for i in r.json()["runs"]] == ["created", "existing", "created"]
-    # The answer is built as plain dicts (app.runs.flows.record_batch): it is a BatchOut,
+    # The answer is built as plain dicts (app.runs.service.batch_json): it is a BatchOut,
     # field for field, the same id for both copies of the run.
     answer = BatchOut.model_validate_json(r.content)
     assert answer.model_dump(mode="json") == r.json()
