@@ -45,26 +45,13 @@ PURE_MODULES = frozenset(
 # 29): the lead empties this set at merge, after which every long function is split or
 # says why above its def.
 KNOWN_LONG = {
-    "app/analytics/advice.py:checkpoints",
     "app/analytics/plan.py:plan",
-    "app/db/run_terms.py:run_terms",
-    "app/demo.py:ranker_runs",
     "app/planning/failures.py:checkpoint_advice",
     "app/planning/gate.py:_statistical",
     "app/planning/gate.py:evaluate_gate",
     "app/planning/levers.py:rank_levers",
     "app/planning/projection.py:project_costs",
-    "app/planning/rollup.py:terms",
     "app/planning/whatif.py:apply_what_if",
-    "app/reporting/focus.py:focus_rows",
-    "app/runs/output.py:out_dict",
-    "app/runs/service.py:ingest",
-    "app/web/figures_cost.py:cost_projection_figure",
-    "app/web/figures_scaling.py:checkpoint_figure",
-    "app/web/figures_scaling.py:scaling_figure",
-    "clients/python/cadence_client/client.py:_request",
-    "clients/python/cadence_client/mlflow/command.py:run_import",
-    "clients/python/cadence_client/mlflow/mapping.py:_payload",
 }
 
 

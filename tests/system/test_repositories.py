@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.system.test_architecture import APP, modules, name_of
+from tests.fixtures.architecture import APP, modules, name_of
 
 # Functions that take a callable and are no callback: a decorator wraps the very
 # function it decorates (a read memoised per session), it calls no other layer.
