@@ -50,8 +50,9 @@ class ProjectionOut(BaseModel):
     month_to_date: MonthToDate | None = Field(
         None,
         description="This month so far (every variant, experiments apart) and the "
-        "end-of-month bill; status: over (spent more already), likely_over (P >= 50%), "
-        "at_risk (P >= 10%) or within, null without a budget.",
+        "end-of-month bill; status: over (spent more already), likely_over (P >= "
+        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_STATUS_AT_RISK, "
+        "10%) or within, null without a budget.",
     )
 
 

@@ -18,7 +18,7 @@ from app.analytics import service as analytics
 from app.analytics.month import months
 from app.exceptions import CadenceError
 from app.pipelines import service as pipelines
-from app.planning.month_to_date import BudgetStatus
+from app.planning.budget_status import BudgetStatus
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary
 from app.review.lines import MonthSpend, PipelineInfo, ReviewLine
