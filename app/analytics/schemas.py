@@ -19,7 +19,7 @@ from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.scenario import RunWindow
 from app.planning.weekly import WeekSummary
 from app.planning.welch import ALPHA_MIN
-from app.schemas_common import StrictModel
+from app.schemas_common import CostBasisIn, StrictModel
 
 
 class ScenarioOut(BaseModel):
@@ -193,7 +193,7 @@ class GateIn(StrictModel):
     alpha: Annotated[float, Field(ge=ALPHA_MIN, lt=0.5)] = 0.05
     min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
     power: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
-    cost_basis: Literal["median", "p90"] = "p90"
+    cost_basis: CostBasisIn = "p90"
 
 
 class CheckpointIn(StrictModel):

@@ -20,8 +20,9 @@ from app.analytics.schemas import (
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
+from app.planning.cost_basis import CostBasis, basis_figure
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
-from app.planning.gate import CostBasis, GateResult, GateThresholds, evaluate_gate
+from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
 from app.planning.projection import CALENDAR, monthly_cost_now, project_costs
@@ -207,18 +208,22 @@ def projection(
     )
 
 
-def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
+def current_monthly_cost(
+    session: Session, pipeline: Pipeline, basis: str = "expected_bill"
+) -> float | None:
     """The projected monthly cost at the pipeline's current cadence, from its production
     variant's newest RUN_WINDOW runs, as recorded (what ``GET .../projection?variant=
-    <production_variant>&cadence=<runs_per_week>`` shows); None when that variant has no
-    runs. The overview, the review, /metrics and alerts all show this one figure."""
+    <production_variant>&cadence=<runs_per_week>`` shows), on ``basis`` (the expected
+    bill, the overview's, review's and /metrics' figure, or its p90); None when that
+    variant has no runs. The cost_over_budget alert reads it on the pipeline's basis."""
     rows = repo.recent_runs(
         session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
     )
     if not rows:
         return None
     proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention=CALENDAR)
-    return proj.cadences[0].monthly_cost_usd
+    at = proj.cadences[0]
+    return basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
 
 
 def gate(

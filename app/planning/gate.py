@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from app.planning.cost_basis import BASIS_NAMES, COST_BASES, CostBasis, basis_figure
 from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import CALENDAR, Projection, project_costs
 from app.planning.scaling import ScalingModel
@@ -16,7 +17,6 @@ from app.planning.whatif import WhatIf, apply_what_if
 Status = Literal["pass", "fail", "undecided"]
 Verdict = Literal["PASS", "FAIL", "INSUFFICIENT_DATA"]
 Unit = Literal["usd_per_month", "points", "metric"]
-CostBasis = Literal["median", "p90"]
 
 MAX_REALISTIC_RUNS_PER_ARM = 100
 """More runs per arm than this (two years at weekly cadence) is not a plan: "cannot pass"."""
@@ -41,8 +41,8 @@ class GateThresholds:
             raise PlanningError(f"alpha must be in [{ALPHA_MIN:g}, 0.5)")
         if not 0.5 <= self.power < 1:
             raise PlanningError("power must be in [0.5, 1)")
-        if self.cost_basis not in ("median", "p90"):
-            raise PlanningError("cost basis must be 'median' or 'p90'")
+        if self.cost_basis not in COST_BASES:
+            raise PlanningError("cost basis must be 'expected_bill' or 'p90'")
         if self.quality_margin < 0 or self.min_runs < 2:
             raise PlanningError("quality margin must be >= 0 and min_runs >= 2")
 
@@ -237,15 +237,14 @@ def _cost(
         scaling_model=scaling_model,
     )
     cp = proj.cadences[0]
-    p90 = th.cost_basis == "p90"  # "median", the setting's old name, reads the expected bill
-    value = cp.bill_p90_usd if p90 else cp.expected_bill_usd
+    value = basis_figure(th.cost_basis, cp.expected_bill_usd, cp.bill_p90_usd)
     status: Status = "pass" if value <= budget_usd else "fail"
     p_over = cp.p_over_budget if cp.p_over_budget is not None else 0.0
     reason = (
         f"At {target_runs_per_week:g} runs/week ({cp.runs_in_month:.3g}/month) the candidate's "
         f"mean ${cp.mean_cost_per_run_usd:,.0f}/run gives an expected bill of "
         f"${cp.expected_bill_usd:,.0f}/month (p90 ${cp.bill_p90_usd:,.0f}, P(over budget) "
-        f"{p_over:.0%}); the {'p90' if p90 else 'expected'} bill ${value:,.0f} against a budget of "
+        f"{p_over:.0%}); the {BASIS_NAMES[th.cost_basis]} ${value:,.0f} against a budget of "
         f"${budget_usd:,.0f}: {status}."
     )
     interval = (cp.bill_p10_usd, cp.bill_p90_usd)
@@ -314,7 +313,7 @@ def evaluate_gate(
        with none at all is reported as such.
     3. projected_cost: the candidate's month's bill at the target cadence under the
        same what-ifs as the cost card (:func:`project_costs`), its ``cost_basis`` figure
-       (the bill's p90 by default; "median" reads the expected bill) <= budget.
+       (the bill's p90 by default, or the expected bill) <= budget.
 
     Verdict: INSUFFICIENT_DATA if either arm has fewer than ``min_runs`` runs; otherwise
     FAIL if any criterion fails or cannot pass, INSUFFICIENT_DATA if any is undecided
