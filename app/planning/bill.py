@@ -212,14 +212,15 @@ def spread_factor(n: int, excess_kurtosis: float = 0.0) -> float:
 
 def excess_kurtosis(costs: np.ndarray) -> float:
     """The window's sample excess kurtosis G2 (the bias-adjusted estimator; 0 for fewer
-    than four costs or no spread), rounded to 0.01 so that :func:`spread_factor` is
-    looked up, not recomputed, for the same window (the factor moves by < 1e-4)."""
+    than four costs or a spread within float noise of none), rounded to 0.01 so that
+    :func:`spread_factor` is looked up, not recomputed, for the same window (the factor
+    moves by < 1e-4)."""
     n = costs.size
-    deviations = costs - costs.mean()
-    m2 = float(np.mean(deviations**2))
-    if n < 4 or m2 <= 0:
+    spread = float(costs.std())
+    if n < 4 or spread <= 1e-9 * float(np.abs(costs).max()):
         return 0.0
-    g2 = float(np.mean(deviations**4)) / m2**2 - 3.0
+    z = (costs - costs.mean()) / spread
+    g2 = float(np.mean(z**4)) - 3.0
     return round(((n + 1) * g2 + 6.0) * (n - 1) / ((n - 2) * (n - 3)), 2)
 
 
