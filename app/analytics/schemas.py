@@ -37,6 +37,12 @@ class ScenarioOut(BaseModel):
     current_runs_per_week: float
     budget_usd: float | None = Field(description="The budget used (scenario's, else pipeline's).")
     price_used: str = Field(description="Which price every dollar figure uses.")
+    cost_basis: Literal["expected_bill", "p90"] = Field(
+        "p90",
+        description="The bill's figure a budget verdict reads (the pipeline's "
+        "gate_cost_basis, or the gate's cost_basis): expected_bill_usd or bill_p90_usd. "
+        "The decision card, the gate, `cadence check` and cost_over_budget alerts use it.",
+    )
 
 
 class ProjectionOut(BaseModel):

@@ -138,8 +138,9 @@ def scenario_inputs(
     return (None if what_if.is_empty else what_if), model
 
 
-def echo(pipeline: Pipeline, scenario: Scenario) -> ScenarioOut:
-    """The scenario as applied: given values plus the defaults they resolved to."""
+def echo(pipeline: Pipeline, scenario: Scenario, cost_basis: str | None = None) -> ScenarioOut:
+    """The scenario as applied: given values plus the defaults they resolved to, and the
+    cost basis budget verdicts read (the gate's own when it was given one)."""
     price_note = (
         f"${scenario.price:g}/GPU-h on every run"
         if scenario.price is not None
@@ -151,6 +152,7 @@ def echo(pipeline: Pipeline, scenario: Scenario) -> ScenarioOut:
         current_runs_per_week=pipeline.runs_per_week,
         budget_usd=scenario.budget_or(pipeline.monthly_budget_usd),
         price_used=price_note,
+        cost_basis=cost_basis or pipeline.gate_cost_basis,
     )
 
 
@@ -275,7 +277,7 @@ def gate(
         verdict_label=words.verdict,
         headline=words.headline,
         result=with_words(result, words),
-        scenario=echo(pipeline, scenario),
+        scenario=echo(pipeline, scenario, thresholds.cost_basis),
         windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
         warnings=warnings,
     )
