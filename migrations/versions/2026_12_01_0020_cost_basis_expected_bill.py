@@ -33,7 +33,7 @@ def upgrade() -> None:
     op.execute("UPDATE pipeline SET gate_cost_basis = 'expected_bill' WHERE gate_cost_basis = 'median'")
     with op.batch_alter_table('pipeline') as batch:
         batch.create_check_constraint(
-            'gate_cost_basis_known', "gate_cost_basis IN ('expected_bill', 'p90')"
+            'gate_cost_basis_known', "gate_cost_basis IN ('expected_bill','p90')"
         )
 
 
