@@ -61,9 +61,7 @@ class Pipeline(CreatedAt, Base):
 
     __table_args__ = (
         CheckConstraint("price_per_gpu_hour >= 0", name="price_non_negative"),
-        CheckConstraint(
-            "gate_cost_basis IN ('expected_bill', 'p90')", name="gate_cost_basis_known"
-        ),
+        CheckConstraint("gate_cost_basis IN ('expected_bill','p90')", name="gate_cost_basis_known"),
         CheckConstraint("gate_power > 0 AND gate_power < 1", name="gate_power_fraction"),
         CheckConstraint("runs_per_week > 0", name="cadence_positive"),
         CheckConstraint("quality_margin >= 0", name="quality_margin_non_negative"),
