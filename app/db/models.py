@@ -41,7 +41,7 @@ class Pipeline(CreatedAt, Base):
     production_variant: Mapped[str] = mapped_column(
         String(64), default="baseline", server_default="baseline"
     )
-    # Which projected figure the gate's cost criterion compares with the budget.
+    # The bill's figure every budget verdict reads (app/planning/cost_basis.py).
     gate_cost_basis: Mapped[str] = mapped_column(String(16), default="p90", server_default="p90")
     # Power "runs still needed" is computed for.
     gate_power: Mapped[float] = mapped_column(Double, default=0.8, server_default="0.8")
