@@ -295,9 +295,7 @@ def _card_parts(session: Session, pipeline: Pipeline) -> tuple[str | None, str, 
     A/B candidate's or a scaling probe's runs between its points; their spend is on the
     month's line) and the run count of every variant."""
     rows = reads.recent_runs(session, pipeline, limit=12)
-    production = reads.recent_runs(
-        session, pipeline, limit=12, variant=pipeline.production_variant
-    )
+    production = reads.recent_runs(session, pipeline, limit=12, variant=pipeline.production_variant)
     verdict, note = None, "no candidate runs yet"
     gate, message = gate_section(session, pipeline, GateParams(), Scenario())
     if gate is not None:
