@@ -236,7 +236,8 @@ def widened(costs: np.ndarray) -> np.ndarray:
     lowest = float(costs.min())
     if lowest < mean:
         factor = min(factor, mean / (mean - lowest))
-    return np.asarray(mean + (costs - mean) * factor)
+    # At the stop the cheapest is 0 up to rounding (-1e-9): never a negative cost.
+    return np.maximum(mean + (costs - mean) * factor, 0.0)
 
 
 def _columns(

@@ -30,8 +30,8 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from app.planning.bill import forecast_bill
-from app.planning.projection import bootstrap_medians
 from app.planning.schedule import typical_month_runs
+from tests.fixtures.old_estimator import bootstrap_medians
 
 PIPELINES = 2500
 MONTHS = 2  # real months drawn per pipeline
