@@ -19,6 +19,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.analytics.service import (
+    FailureDefaults,
     _bad,
     _variant_names,
     default_variants,
@@ -148,77 +149,24 @@ def checkpoints(
     pipeline = get_by_name(session, name)
     chosen = variant or _default_variant(session, pipeline)
     rows = runs_of(session, pipeline, chosen, RUN_WINDOW)
-    d = failure_defaults(session, pipeline)
     exposure = repo.failure_exposure(session, pipeline.id)
     estimate = estimate_failure_rate(exposure.interruptions, exposure.instance_hours)
-    wall = statistics.median(r.facts.wall_clock_hours for r in rows)
-    paid = statistics.median(r.facts.effective_workers for r in rows)
-    inputs: dict[str, InputSource] = {}
-
-    def pick(key: str, given: float | None, recorded: float, source: str, note: str) -> float:
-        if given is not None:
-            inputs[key] = InputSource(value=given, source="query")
-            return given
-        inputs[key] = InputSource.model_validate(
-            {"value": recorded, "source": source, "note": note}
-        )
-        return recorded
-
-    n_instances = int(
-        pick(
-            "instances",
-            instances,
-            statistics.median(r.facts.workers for r in rows),
-            "recorded",
-            "median workers of recent runs; each worker one failure domain",
-        )
-    )
-    rate = pick(
-        "failure_rate",
-        scenario.failure_rate,
-        d.rate,
-        d.rate_source,
-        "interruptions per instance-hour"
-        if d.rate_source == "recorded"
-        else "planning default (fewer than 3 recorded interruptions)",
-    )
-    interval = pick(
-        "checkpoint_interval_hours",
-        scenario.checkpoint_interval_hours,
-        d.interval_hours,
-        "recorded" if exposure.interruptions else "default",
-        "2 x mean progress lost per failure"
-        if exposure.interruptions
-        else "assumed hourly checkpoints",
+    picked = _Picked()
+    wall, paid, price = _run_inputs(picked, rows, scenario)
+    recorded = bool(exposure.interruptions)
+    d = failure_defaults(session, pipeline)
+    n_instances, rate, interval, restart = _failure_inputs(
+        picked, rows, d, recorded, scenario, (instances, restart_hours)
     )
     ckpt = statistics.median(r.facts.checkpoint_hours for r in rows)
-    write = pick(
+    write = picked.pick(
         "checkpoint_write_hours",
         checkpoint_write_hours,
         write_hours_per_checkpoint(ckpt, wall, interval),
         "recorded",
         "median blocking checkpoint hours / checkpoints per run",
     )
-    restart = pick(
-        "restart_hours",
-        restart_hours,
-        d.restart_hours,
-        "recorded" if exposure.interruptions else "default",
-        "mean resume + reschedule time per interruption",
-    )
     target = scenario.target(pipeline.runs_per_week)
-    price = _price(rows, scenario)
-    inputs["wall_clock_hours"] = InputSource(
-        value=wall, source="recorded", note="median of recent runs"
-    )
-    inputs["paid_gpus"] = InputSource(
-        value=paid, source="recorded", note="median G / T of recent runs: what a lost hour costs"
-    )
-    inputs["price_per_gpu_hour"] = InputSource(
-        value=price,
-        source="query" if scenario.price is not None else "recorded",
-        note="scenario price" if scenario.price is not None else "median price of recent runs",
-    )
     if write <= 0:
         raise _bad(
             "checkpoint_write_hours",
@@ -237,9 +185,93 @@ def checkpoints(
     )
     return CheckpointsOut(
         pipeline=name,
-        inputs=inputs,
+        inputs=picked.sources,
         failure_rate_estimate=estimate,
         advice=advice,
         scenario=echo(pipeline, scenario),
         window=window(chosen, rows),
     )
+
+
+class _Picked:
+    """The advice's inputs and where each came from (the answer's ``inputs``)."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, InputSource] = {}
+
+    def pick(self, key: str, given: float | None, recorded: float, source: str, note: str) -> float:
+        """The query's value when given, else ``recorded`` with its source and note."""
+        if given is not None:
+            self.sources[key] = InputSource(value=given, source="query")
+            return given
+        self.sources[key] = InputSource.model_validate(
+            {"value": recorded, "source": source, "note": note}
+        )
+        return recorded
+
+
+def _run_inputs(
+    picked: _Picked, rows: list[repo.RunRow], scenario: Scenario
+) -> tuple[float, float, float]:
+    """(wall clock h, paid GPUs, price) of the recent runs (the scenario's price if given)."""
+    wall = statistics.median(r.facts.wall_clock_hours for r in rows)
+    paid = statistics.median(r.facts.effective_workers for r in rows)
+    price = _price(rows, scenario)
+    picked.pick("wall_clock_hours", None, wall, "recorded", "median of recent runs")
+    picked.pick(
+        "paid_gpus", None, paid, "recorded", "median G / T of recent runs: what a lost hour costs"
+    )
+    given = scenario.price is not None
+    picked.sources["price_per_gpu_hour"] = InputSource(
+        value=price,
+        source="query" if given else "recorded",
+        note="scenario price" if given else "median price of recent runs",
+    )
+    return wall, paid, price
+
+
+def _failure_inputs(
+    picked: _Picked,
+    rows: list[repo.RunRow],
+    d: FailureDefaults,
+    recorded: bool,
+    scenario: Scenario,
+    given: tuple[int | None, float | None],
+) -> tuple[int, float, float, float]:
+    """(instances, failure rate, checkpoint interval, restart hours): the query's (the
+    scenario's for the rate and interval, ``given`` = (instances, restart hours)), else
+    what the recorded runs and interruptions suggest (``recorded``: any interruption)."""
+    instances, restart_hours = given
+    n_instances = int(
+        picked.pick(
+            "instances",
+            instances,
+            statistics.median(r.facts.workers for r in rows),
+            "recorded",
+            "median workers of recent runs; each worker one failure domain",
+        )
+    )
+    rate = picked.pick(
+        "failure_rate",
+        scenario.failure_rate,
+        d.rate,
+        d.rate_source,
+        "interruptions per instance-hour"
+        if d.rate_source == "recorded"
+        else "planning default (fewer than 3 recorded interruptions)",
+    )
+    interval = picked.pick(
+        "checkpoint_interval_hours",
+        scenario.checkpoint_interval_hours,
+        d.interval_hours,
+        "recorded" if recorded else "default",
+        "2 x mean progress lost per failure" if recorded else "assumed hourly checkpoints",
+    )
+    restart = picked.pick(
+        "restart_hours",
+        restart_hours,
+        d.restart_hours,
+        "recorded" if recorded else "default",
+        "mean resume + reschedule time per interruption",
+    )
+    return n_instances, rate, interval, restart
