@@ -173,9 +173,16 @@ def test_0020_renames_the_median_cost_basis(empty_url: str) -> None:
                   "created_at": datetime(2026, 11, 2, tzinfo=UTC), "gate_cost_basis": b}
                  for i, (n, b) in enumerate([("a", "median"), ("b", "p90")], start=1)],
             )  # fmt: skip
+            # A row that references the pipeline: SQLite rebuilds the table for the new
+            # check, and that rebuild must not cascade to what references it.
+            conn.execute(
+                text("INSERT INTO pipeline_change (id, pipeline_id, changed_by, field, "
+                     "created_at) VALUES (1, 1, 'admin', 'gate_cost_basis', '2026-11-02')")
+            )  # fmt: skip
         command.upgrade(config, "0020")
         with engine.connect() as conn:
             assert conn.execute(basis).all() == [("a", "expected_bill"), ("b", "p90")]
+            assert conn.execute(text("SELECT count(*) FROM pipeline_change")).scalar() == 1
         command.downgrade(config, "0016")
         with engine.connect() as conn:
             assert conn.execute(basis).all() == [("a", "median"), ("b", "p90")]
