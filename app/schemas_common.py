@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -20,6 +21,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.exceptions import Invalid
+from app.planning.cost_basis import RENAMED
 
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$")
 
@@ -159,3 +161,14 @@ def snap_tiny(value: float) -> float:
 
 NonNegative = Annotated[float, Field(ge=0, le=1e6), AfterValidator(snap_tiny)]
 Fraction = Annotated[float, Field(ge=0, le=1), AfterValidator(snap_tiny)]
+
+
+def _renamed_basis(value: Any) -> Any:
+    if value == "median":
+        raise ValueError(RENAMED)
+    return value
+
+
+CostBasisIn = Annotated[Literal["expected_bill", "p90"], BeforeValidator(_renamed_basis)]
+"""A cost basis as a request gives it (app/planning/cost_basis.py); the old word
+``median`` is a 422 that names its new one."""

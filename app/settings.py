@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.planning.budget_status import StatusThresholds
+
 
 def project_root() -> Path:
     """Where templates/, static/, migrations/ and alembic.ini are: beside app/ in a
@@ -137,6 +139,21 @@ class Settings(BaseSettings):
         "(clock skew); later starts are refused with a 422 naming started_at.",
     )
 
+    status_likely_over: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="A budgeted month whose P(end-of-month bill > budget) is at least this "
+        "reads likely_over (and fires budget_likely_over alerts).",
+    )
+    status_at_risk: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="P(end-of-month bill > budget) from which a month reads at_risk; at most "
+        "CADENCE_STATUS_LIKELY_OVER.",
+    )
+
     alert_webhook_timeout_seconds: float = Field(
         5.0, gt=0, le=60, description="Timeout of one alert webhook POST (connect and read)."
     )
@@ -195,6 +212,21 @@ class Settings(BaseSettings):
                 "CADENCE_ENVIRONMENT=production"
             )
         return self
+
+    @model_validator(mode="after")
+    def _refuse_inverted_status_thresholds(self) -> Settings:
+        if self.status_at_risk > self.status_likely_over:
+            raise ValueError(
+                f"CADENCE_STATUS_AT_RISK ({self.status_at_risk:g}) must not be above "
+                f"CADENCE_STATUS_LIKELY_OVER ({self.status_likely_over:g}): a month at "
+                "risk is less likely over budget than one likely over"
+            )
+        return self
+
+    @property
+    def status_thresholds(self) -> StatusThresholds:
+        """The budget status words' thresholds (app/planning/month_to_date.py)."""
+        return StatusThresholds(likely_over=self.status_likely_over, at_risk=self.status_at_risk)
 
     @property
     def webhook_allowed(self) -> frozenset[str]:

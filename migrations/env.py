@@ -62,6 +62,12 @@ def run_migrations_online() -> None:
     engine = make_engine(Settings(database_url=database_url()))
     try:
         with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                # Batch operations rebuild a table (copy, DROP, rename); with foreign keys
+                # enforced, the DROP of e.g. pipeline would cascade to every run. SQLite
+                # takes this pragma only outside a transaction, so on the driver's
+                # connection, before SQLAlchemy begins one (app/db/engine.py's BEGIN).
+                conn.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
             run_with(conn)
             conn.commit()
     finally:

@@ -2,8 +2,10 @@
 
 No database, no HTTP. Values per kind:
 
-- ``cost_over_budget``: projected monthly cost at the pipeline's current cadence as a
-  percent of its monthly budget; fires when it is above ``threshold`` (percent, e.g. 100).
+- ``cost_over_budget``: projected monthly cost at the pipeline's current cadence, on the
+  pipeline's cost basis (the p90 bill or the expected bill, ``gate_cost_basis``: the
+  decision card's and the gate's figure), as a percent of its monthly budget; fires when
+  it is above ``threshold`` (percent, e.g. 100).
 - ``goodput_drop``: the previous ISO week's overall goodput minus the latest week's, in
   points (0..100); fires when the drop is above ``threshold`` points.
 - ``utilization_floor``: the latest run's GPU utilization (fraction); fires when it is
@@ -21,6 +23,8 @@ from datetime import date
 from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from app.planning.cost_basis import BASIS_NAMES
 
 
 class AlertKind(StrEnum):
@@ -118,7 +122,8 @@ def transition(was_firing: bool, now_firing: bool | None) -> Event | None:
 class Metrics:
     """What evaluation read for one pipeline (None: not known)."""
 
-    projected_monthly_cost_usd: float | None = None
+    projected_monthly_cost_usd: float | None = None  # on cost_basis
+    cost_basis: str = "expected_bill"  # app/planning/cost_basis.py
     budget_usd: float | None = None
     goodput_latest: float | None = None  # overall goodput 0..1
     goodput_previous: float | None = None
@@ -206,12 +211,14 @@ def chat_escape(text: object) -> str:
 
 
 def describe(kind: str, value: float, threshold: float, metrics: Metrics) -> str:
-    """The condition in words, e.g. "projected monthly cost $2,456 is 175% of ...";
+    """The condition in words, e.g. "the p90 bill at the current cadence, $2,456 a month,
+    is 175% of ..." (on the pipeline's cost basis);
     every value from the data is escaped for chat markup (:func:`chat_escape`)."""
     e = chat_escape
     if kind == AlertKind.COST_OVER_BUDGET:
         return (
-            f"projected monthly cost {e(_usd(metrics.projected_monthly_cost_usd))} is "
+            f"the {BASIS_NAMES.get(metrics.cost_basis, 'expected bill')} at the current "
+            f"cadence, {e(_usd(metrics.projected_monthly_cost_usd))} a month, is "
             f"{value:.0f}% of the {e(_usd(metrics.budget_usd))} budget (threshold {threshold:g}%)"
         )
     if kind == AlertKind.GOODPUT_DROP:

@@ -16,8 +16,9 @@ class AlertRuleIn(StrictModel):
     # validation of the dict FastAPI parses would refuse as "not an AlertKind".
     kind: AlertKind = Field(
         strict=False,
-        description="cost_over_budget: projected monthly cost at the current cadence vs "
-        "the budget; goodput_drop: latest ISO week vs the previous one; utilization_floor: "
+        description="cost_over_budget: the monthly bill at the current cadence, on the "
+        "pipeline's gate_cost_basis (p90 bill or expected bill), vs the budget; "
+        "goodput_drop: latest ISO week vs the previous one; utilization_floor: "
         "the latest run's GPU utilization; weekly_digest: every Monday (UTC), the week that "
         "ended as the weekly review says it, with the top actions.",
     )

@@ -162,7 +162,9 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     kinds = set(kinds)
     values: dict[str, object] = {}
     if AlertKind.COST_OVER_BUDGET in kinds and pipeline.monthly_budget_usd:
-        values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline)
+        basis = pipeline.gate_cost_basis
+        values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline, basis)
+        values["cost_basis"] = basis
         values["budget_usd"] = pipeline.monthly_budget_usd
     if AlertKind.BUDGET_LIKELY_OVER in kinds and pipeline.monthly_budget_usd:
         mtd = months(session, [pipeline]).get(pipeline.id)

@@ -21,9 +21,11 @@ from sqlalchemy.orm import Session
 
 from app.analytics import costs
 from app.db import rollup_reads
+from app.db.engine import status_thresholds_of
 from app.db.memo import kept
 from app.planning.bill import forecast_bill
-from app.planning.month_to_date import MonthToDate, StatusThresholds, month_to_date
+from app.planning.budget_status import StatusThresholds
+from app.planning.month_to_date import MonthToDate, month_to_date
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import exactly, remaining_runs
 
@@ -43,11 +45,13 @@ def months(
     session: Session,
     pipelines: Sequence[Budgeted],
     now: datetime | None = None,
-    thresholds: StatusThresholds | None = None,
     window: int = RUN_WINDOW,
 ) -> dict[int, MonthToDate]:
-    """Each pipeline's month to date at ``now`` (default: the clock), by pipeline id."""
+    """Each pipeline's month to date at ``now`` (default: the clock), by pipeline id,
+    worded with the thresholds of the session's database (CADENCE_STATUS_LIKELY_OVER,
+    CADENCE_STATUS_AT_RISK)."""
     now = now or datetime.now(UTC)
+    thresholds = status_thresholds_of(session)
     if not pipelines:
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
@@ -82,7 +86,8 @@ def month_to_date_of(
     spend by variant, its production variant's window of retraining costs and newest
     start (kept as :func:`months` keeps them)."""
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
-    return _month_to_date(pipeline, spend, costs_, started, now, None, cache)
+    thresholds = status_thresholds_of(session)
+    return _month_to_date(pipeline, spend, costs_, started, now, thresholds, cache)
 
 
 def _month_to_date(
@@ -91,7 +96,7 @@ def _month_to_date(
     costs_: tuple[float, ...],
     started: datetime | None,
     now: datetime,
-    thresholds: StatusThresholds | None,
+    thresholds: StatusThresholds,
     cache: dict[int, tuple[object, MonthToDate]],
 ) -> MonthToDate:
     month = month_of(now)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from app.analytics.schemas import ArmRunIn, PlanIn, PlanOut
+from app.analytics.schemas import ArmRunIn, CheckpointIn, GateIn, PlanIn, PlanOut
 from app.planning.cadence_value import CadenceValue, cadence_value
 from app.planning.decay import Decay, DecayFit, QualityPoint, fit_decay
-from app.planning.failures import checkpoint_advice
-from app.planning.gate import GateThresholds, evaluate_gate
+from app.planning.failures import CheckpointAdvice, checkpoint_advice
+from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.model import RunFacts
 from app.planning.projection import Projection, project_from_inputs, runs_per_month
 from app.planning.scaling import ScalingModel, ScalingPoint, fit_usl
@@ -87,43 +87,8 @@ def plan(body: PlanIn) -> PlanOut:
         checkpoint_hours=body.checkpoint_hours,
     )
     price = what_if.price if what_if is not None and what_if.price is not None else None
-    advice = None
-    if body.checkpoints is not None:
-        c = body.checkpoints
-        paid = (body.gpu_hours or body.workers * body.wall_clock_hours) / body.wall_clock_hours
-        advice = checkpoint_advice(
-            write_hours=c.checkpoint_write_hours,
-            current_interval_hours=c.checkpoint_interval_hours,
-            workers=paid,
-            instances=c.instances,
-            wall_clock_hours=body.wall_clock_hours,
-            runs_per_month=runs_per_month(body.current_runs_per_week, body.weeks_per_month),
-            price_per_gpu_hour=price if price is not None else body.price_per_gpu_hour,
-            failure_rate_per_instance_hour=c.failure_rate,
-            resume_hours=c.restart_hours,
-        )
-    gate = None
-    if body.gate is not None:
-        g = body.gate
-        gate = evaluate_gate(
-            _arm(g.baseline, body, model),
-            _arm(g.candidate, body, model),
-            higher_is_better=g.higher_is_better,
-            target_runs_per_week=g.target_runs_per_week,
-            budget_usd=g.budget_usd,
-            convention=body.weeks_per_month,
-            thresholds=GateThresholds(
-                min_utilization_uplift_points=g.min_utilization_uplift_points,
-                quality_margin=g.quality_margin,
-                alpha=g.alpha,
-                min_runs=g.min_runs,
-                power=g.power,
-                cost_basis=g.cost_basis,
-            ),
-            what_if=what_if,
-            scaling_model=model,
-            current_runs_per_week=body.current_runs_per_week,
-        )
+    advice = _checkpoints(body, body.checkpoints, price) if body.checkpoints is not None else None
+    gate = _gate(body, body.gate, what_if, model) if body.gate is not None else None
     decay, value = _value(body, projection)
     return PlanOut(
         projection=projection,
@@ -132,6 +97,47 @@ def plan(body: PlanIn) -> PlanOut:
         gate=gate,
         decay=decay,
         cadence=value,
+    )
+
+
+def _checkpoints(body: PlanIn, c: CheckpointIn, price: float | None) -> CheckpointAdvice:
+    """Checkpoint advice for the plan's run at today's cadence (the what-if price if any)."""
+    paid = (body.gpu_hours or body.workers * body.wall_clock_hours) / body.wall_clock_hours
+    return checkpoint_advice(
+        write_hours=c.checkpoint_write_hours,
+        current_interval_hours=c.checkpoint_interval_hours,
+        workers=paid,
+        instances=c.instances,
+        wall_clock_hours=body.wall_clock_hours,
+        runs_per_month=runs_per_month(body.current_runs_per_week, body.weeks_per_month),
+        price_per_gpu_hour=price if price is not None else body.price_per_gpu_hour,
+        failure_rate_per_instance_hour=c.failure_rate,
+        resume_hours=c.restart_hours,
+    )
+
+
+def _gate(
+    body: PlanIn, g: GateIn, what_if: WhatIf | None, model: ScalingModel | None
+) -> GateResult:
+    """The gate on the plan's two arms, each run priced like the plan (``_arm``)."""
+    return evaluate_gate(
+        _arm(g.baseline, body, model),
+        _arm(g.candidate, body, model),
+        higher_is_better=g.higher_is_better,
+        target_runs_per_week=g.target_runs_per_week,
+        budget_usd=g.budget_usd,
+        convention=body.weeks_per_month,
+        thresholds=GateThresholds(
+            min_utilization_uplift_points=g.min_utilization_uplift_points,
+            quality_margin=g.quality_margin,
+            alpha=g.alpha,
+            min_runs=g.min_runs,
+            power=g.power,
+            cost_basis=g.cost_basis,
+        ),
+        what_if=what_if,
+        scaling_model=model,
+        current_runs_per_week=body.current_runs_per_week,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -24,7 +24,7 @@ from app.deps import DatabaseDep, ReadablePipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.welch import ALPHA_MIN
-from app.schemas_common import Timestamp
+from app.schemas_common import CostBasisIn, Timestamp
 
 router = APIRouter(prefix="/api/v1", tags=["planning"])
 
@@ -105,7 +105,7 @@ def get_gate(
     alpha: Annotated[float, Query(ge=ALPHA_MIN, lt=0.5)] = 0.05,
     min_runs: Annotated[int, Query(ge=2, le=1000)] = 3,
     power: Annotated[float | None, Query(ge=0.5, le=0.99)] = None,
-    cost_basis: Annotated[Literal["median", "p90"] | None, Query()] = None,
+    cost_basis: Annotated[CostBasisIn | None, Query()] = None,
 ) -> GateOut:
     """May the candidate move to the scenario's cadence? PASS, FAIL or INSUFFICIENT_DATA."""
     with db.read() as session:

@@ -19,7 +19,7 @@ from app.planning.scaling import ScalingModel, ScalingRow
 from app.planning.scenario import RunWindow
 from app.planning.weekly import WeekSummary
 from app.planning.welch import ALPHA_MIN
-from app.schemas_common import StrictModel
+from app.schemas_common import CostBasisIn, StrictModel
 
 
 class ScenarioOut(BaseModel):
@@ -37,6 +37,12 @@ class ScenarioOut(BaseModel):
     current_runs_per_week: float
     budget_usd: float | None = Field(description="The budget used (scenario's, else pipeline's).")
     price_used: str = Field(description="Which price every dollar figure uses.")
+    cost_basis: Literal["expected_bill", "p90"] = Field(
+        "p90",
+        description="The bill's figure a budget verdict reads (the pipeline's "
+        "gate_cost_basis, or the gate's cost_basis): expected_bill_usd or bill_p90_usd. "
+        "The decision card, the gate, `cadence check` and cost_over_budget alerts use it.",
+    )
 
 
 class ProjectionOut(BaseModel):
@@ -50,8 +56,9 @@ class ProjectionOut(BaseModel):
     month_to_date: MonthToDate | None = Field(
         None,
         description="This month so far (every variant, experiments apart) and the "
-        "end-of-month bill; status: over (spent more already), likely_over (P >= 50%), "
-        "at_risk (P >= 10%) or within, null without a budget.",
+        "end-of-month bill; status: over (spent more already), likely_over (P >= "
+        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_STATUS_AT_RISK, "
+        "10%) or within, null without a budget.",
     )
 
 
@@ -192,7 +199,7 @@ class GateIn(StrictModel):
     alpha: Annotated[float, Field(ge=ALPHA_MIN, lt=0.5)] = 0.05
     min_runs: Annotated[int, Field(ge=2, le=1000)] = 3
     power: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
-    cost_basis: Literal["median", "p90"] = "p90"
+    cost_basis: CostBasisIn = "p90"
 
 
 class CheckpointIn(StrictModel):

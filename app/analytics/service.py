@@ -22,8 +22,9 @@ from app.analytics.schemas import (
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
+from app.planning.cost_basis import CostBasis, basis_figure
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
-from app.planning.gate import CostBasis, GateResult, GateThresholds, evaluate_gate
+from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
 from app.planning.month_to_date import MonthToDate
@@ -105,8 +106,9 @@ def scenario_inputs(
     return (None if what_if.is_empty else what_if), model
 
 
-def echo(pipeline: Pipeline, scenario: Scenario) -> ScenarioOut:
-    """The scenario as applied: given values plus the defaults they resolved to."""
+def echo(pipeline: Pipeline, scenario: Scenario, cost_basis: str | None = None) -> ScenarioOut:
+    """The scenario as applied: given values plus the defaults they resolved to, and the
+    cost basis budget verdicts read (the gate's own when it was given one)."""
     price_note = (
         f"${scenario.price:g}/GPU-h on every run"
         if scenario.price is not None
@@ -118,6 +120,7 @@ def echo(pipeline: Pipeline, scenario: Scenario) -> ScenarioOut:
         current_runs_per_week=pipeline.runs_per_week,
         budget_usd=scenario.budget_or(pipeline.monthly_budget_usd),
         price_used=price_note,
+        cost_basis=cost_basis or pipeline.gate_cost_basis,
     )
 
 
@@ -194,18 +197,22 @@ def projection(
     )
 
 
-def current_monthly_cost(session: Session, pipeline: Pipeline) -> float | None:
+def current_monthly_cost(
+    session: Session, pipeline: Pipeline, basis: str = "expected_bill"
+) -> float | None:
     """The projected monthly cost at the pipeline's current cadence, from its production
     variant's newest RUN_WINDOW runs, as recorded (what ``GET .../projection?variant=
-    <production_variant>&cadence=<runs_per_week>`` shows); None when that variant has no
-    runs. The overview, the review, /metrics and alerts all show this one figure."""
+    <production_variant>&cadence=<runs_per_week>`` shows), on ``basis`` (the expected
+    bill, the overview's, review's and /metrics' figure, or its p90); None when that
+    variant has no runs. The cost_over_budget alert reads it on the pipeline's basis."""
     rows = repo.recent_runs(
         session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
     )
     if not rows:
         return None
     proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention=CALENDAR)
-    return proj.cadences[0].monthly_cost_usd
+    at = proj.cadences[0]
+    return basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
 
 
 def gate_of(
@@ -278,7 +285,7 @@ def gate(
         verdict_label=words.verdict,
         headline=words.headline,
         result=with_words(result, words),
-        scenario=echo(pipeline, scenario),
+        scenario=echo(pipeline, scenario, thresholds.cost_basis),
         windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
         warnings=warnings,
     )

@@ -15,9 +15,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.memo import CACHES
+from app.planning.budget_status import StatusThresholds
 from app.settings import Settings
 
 WRITE = {"cadence_write": True}
+THRESHOLDS = "cadence_status_thresholds"  # the session.info key of Database.status_thresholds
 
 
 def make_engine(settings: Settings, url: str | None = None, **overrides: Any) -> Engine:
@@ -63,7 +65,7 @@ def make_database(settings: Settings) -> Database:
     replica = (
         make_engine(settings, settings.read_database_url) if settings.read_database_url else None
     )
-    return Database(engine, read_engine=replica)
+    return Database(engine, read_engine=replica, status_thresholds=settings.status_thresholds)
 
 
 def _sqlite_engine(settings: Settings, url_text: str, **overrides: Any) -> Engine:
@@ -133,6 +135,13 @@ def _cursor(connection: Connection) -> Any:
     return connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
 
 
+def status_thresholds_of(session: Session) -> StatusThresholds:
+    """The thresholds of the Database that made ``session`` (the defaults for a session
+    made some other way)."""
+    found = session.info.get(THRESHOLDS)
+    return found if isinstance(found, StatusThresholds) else StatusThresholds()
+
+
 class Database:
     """The engine plus two session factories: reads, and writes (which lock early on SQLite).
 
@@ -141,7 +150,11 @@ class Database:
     """
 
     def __init__(
-        self, engine: Engine, bind: Connection | None = None, read_engine: Engine | None = None
+        self,
+        engine: Engine,
+        bind: Connection | None = None,
+        read_engine: Engine | None = None,
+        status_thresholds: StatusThresholds | None = None,
     ) -> None:
         self.engine = engine
         self.read_engine = read_engine
@@ -151,9 +164,13 @@ class Database:
         # Tests: every session shares one connection, which no second thread may use.
         self.single_connection = bind is not None
         self._bind = bind
-        # Sessions carry the caches in their info (a read service has a session, not the
-        # Database): ``app.db.memo.kept``.
-        extra: dict[str, Any] = {"expire_on_commit": False, "info": {CACHES: self.caches}}
+        # The budget words' thresholds (CADENCE_STATUS_*): every status is computed in
+        # app/analytics/month.py, which reads them from its session (status_thresholds_of).
+        self.status_thresholds = status_thresholds or StatusThresholds()
+        # Sessions carry the caches and thresholds in their info (a read service has a
+        # session, not the Database): ``app.db.memo.kept``.
+        info = {CACHES: self.caches, THRESHOLDS: self.status_thresholds}
+        extra: dict[str, Any] = {"expire_on_commit": False, "info": info}
         if bind is not None:
             self.read_sessions = sessionmaker(
                 bind=bind, join_transaction_mode="create_savepoint", **extra

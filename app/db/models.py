@@ -41,8 +41,8 @@ class Pipeline(CreatedAt, Base):
     production_variant: Mapped[str] = mapped_column(
         String(64), default="baseline", server_default="baseline"
     )
-    # Which projected figure the gate's cost criterion compares with the budget.
-    gate_cost_basis: Mapped[str] = mapped_column(String(8), default="p90", server_default="p90")
+    # The bill's figure every budget verdict reads (app/planning/cost_basis.py).
+    gate_cost_basis: Mapped[str] = mapped_column(String(16), default="p90", server_default="p90")
     # Power "runs still needed" is computed for.
     gate_power: Mapped[float] = mapped_column(Double, default=0.8, server_default="0.8")
     # What one unit of the quality metric is worth, USD per month (methodology.md §11); unset:
@@ -61,7 +61,7 @@ class Pipeline(CreatedAt, Base):
 
     __table_args__ = (
         CheckConstraint("price_per_gpu_hour >= 0", name="price_non_negative"),
-        CheckConstraint("gate_cost_basis IN ('median', 'p90')", name="gate_cost_basis_known"),
+        CheckConstraint("gate_cost_basis IN ('expected_bill','p90')", name="gate_cost_basis_known"),
         CheckConstraint("gate_power > 0 AND gate_power < 1", name="gate_power_fraction"),
         CheckConstraint("runs_per_week > 0", name="cadence_positive"),
         CheckConstraint("quality_margin >= 0", name="quality_margin_non_negative"),

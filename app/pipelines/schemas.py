@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, field_validator
 
-from app.schemas_common import Identifier, OutModel, StrictModel
+from app.schemas_common import CostBasisIn, Identifier, OutModel, StrictModel
 
 MAX_DESCRIBED_VARIANTS = 20
 VariantName = Annotated[Identifier, Field(min_length=1, max_length=64)]
@@ -56,8 +56,11 @@ class PipelineUpdate(StrictModel):
     production_variant: Annotated[Identifier, Field(min_length=1, max_length=64)] | None = Field(
         None, description="Variant in production: the overview's monthly cost comes from it"
     )
-    gate_cost_basis: Literal["median", "p90"] | None = Field(
-        None, description="Projected figure the gate's cost criterion compares with the budget"
+    gate_cost_basis: CostBasisIn | None = Field(
+        None,
+        description="The bill's figure every budget verdict reads (the decision card, the "
+        "gate's cost criterion, `cadence check`, cost_over_budget alerts): expected_bill or "
+        "p90 ('median', its old name, is refused)",
     )
     gate_power: Annotated[float, Field(ge=0.5, le=0.99)] | None = Field(
         None, description="Power 'runs still needed' is computed for"

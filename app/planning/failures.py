@@ -161,14 +161,39 @@ def checkpoint_advice(
         raise PlanningError("workers (paid GPUs) must be > 0")
     n_instances = instances if instances is not None else max(1, round(workers))
     mtbf = cluster_mtbf_hours(n_instances, failure_rate_per_instance_hour)
-    u0 = resume_hours + reschedule_hours
-    t = wall_clock_hours
-    notes: list[str] = []
+    mtbf_note = (
+        f"M = 1/({n_instances} instances x {failure_rate_per_instance_hour:g}) = {mtbf:.3g} h"
+    )
+    return _advice(
+        mtbf,
+        mtbf_note,
+        write_hours=write_hours,
+        current_interval_hours=current_interval_hours,
+        workers=workers,
+        t=wall_clock_hours,
+        runs_per_month=runs_per_month,
+        price_per_gpu_hour=price_per_gpu_hour,
+        u0=resume_hours + reschedule_hours,
+    )
+
+
+def _advice(
+    mtbf: float,
+    mtbf_note: str,
+    *,
+    write_hours: float,
+    current_interval_hours: float,
+    workers: float,
+    t: float,
+    runs_per_month: float,
+    price_per_gpu_hour: float,
+    u0: float,
+) -> CheckpointAdvice:
+    """:func:`checkpoint_advice` once the inputs are checked and the MTBF is known."""
+    notes = ["Failure rate is 0: failures never force a checkpoint."] if math.isinf(mtbf) else []
     if math.isinf(mtbf):
         young = daly = math.inf
-        ettr_cur = 1.0 / (1.0 + write_hours / current_interval_hours)
-        ettr_opt = 1.0
-        notes.append("Failure rate is 0: failures never force a checkpoint.")
+        ettr_cur, ettr_opt = 1.0 / (1.0 + write_hours / current_interval_hours), 1.0
     else:
         young = young_interval(write_hours, mtbf)
         daly = max(0.0, daly_interval(write_hours, mtbf))
@@ -184,7 +209,7 @@ def checkpoint_advice(
     saved = (overhead_cur - overhead_opt) * runs_per_month
     failures_per_run = 0.0 if math.isinf(mtbf) else t / mtbf
     notes.append(
-        f"M = 1/({n_instances} instances x {failure_rate_per_instance_hour:g}) = {mtbf:.3g} h; "
+        f"{mtbf_note}; "
         f"Young sqrt(2dM) = {young * 60:.0f} min, Daly = {daly * 60:.0f} min, "
         f"current = {current_interval_hours * 60:.0f} min."
     )

@@ -22,7 +22,7 @@ LABELS = {
 }
 """The name people use for every criterion :func:`app.planning.gate.evaluate_gate` makes."""
 
-BASIS_WORDS = {"p90": "p90: 9 months in 10 cost less", "median": "expected bill"}
+BASIS_WORDS = {"p90": "p90: 9 months in 10 cost less", "expected_bill": "expected bill"}
 """Which monthly figure the cost criterion compares with the budget, in words."""
 
 SHORT = {"projected_cost": "cost", "quality_non_inferiority": "quality"}
@@ -35,7 +35,7 @@ _PASS_ORDER = ("projected_cost", "quality_non_inferiority", "utilization_uplift"
 @dataclass(frozen=True)
 class GateContext:
     """What the sentences need beyond the result: the cadences, the quality metric's
-    name and the cost basis (p90 or median)."""
+    name and the cost basis (p90 or the expected bill)."""
 
     target_runs_per_week: float
     current_runs_per_week: float | None

@@ -96,6 +96,30 @@ def rank_levers(
     """
     if runs_per_month < 0 or (price is not None and price < 0):
         raise PlanningError("runs per month and price must be >= 0")
+    levers = [
+        _cause_lever(cause, rows, runs_per_month) for cause, rows in _per_run(runs, price).items()
+    ]
+    levers.sort(key=lambda lv: (-lv.usd_per_month, -lv.gpu_hours_per_month))
+    if utilization is None and runs:
+        utilization = float(statistics.median(r.gpu_utilization for r in runs))
+    if (
+        utilization is not None
+        and efficiency is not None
+        and utilization >= min_utilization_for_workers
+        and efficiency >= min_efficiency_for_workers
+    ):
+        working = (
+            f"Utilization {utilization:.0%} >= {min_utilization_for_workers:.0%} and "
+            f"efficiency {efficiency:.0%} >= {min_efficiency_for_workers:.0%}: "
+        )
+        levers.append(_workers_lever(runs, runs_per_month, price, efficiency, working))
+    return levers
+
+
+def _per_run(
+    runs: Sequence[RunFacts], price: float | None
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Per cause, each run's (GPU-hours, USD, wall-clock hours); waiting is not billed."""
     per_run: dict[str, list[tuple[float, float, float]]] = {
         c: [] for c in ("data_stall", "checkpoint", "failure", "scheduling_wait", "other_idle")
     }
@@ -112,64 +136,52 @@ def rank_levers(
         }
         for cause, (gpu_h, billed) in hours.items():
             per_run[cause].append((gpu_h, gpu_h * p if billed else 0.0, gpu_h / weff))
-    levers = []
-    for cause, rows in per_run.items():
-        gpu_h = _mean([r[0] for r in rows]) * runs_per_month
-        usd = _mean([r[1] for r in rows]) * runs_per_month
-        wall = _mean([r[2] for r in rows]) * runs_per_month
-        billed = cause != "scheduling_wait"
-        working = (
-            f"Mean per run {gpu_h / runs_per_month if runs_per_month else 0.0:.2f} GPU-h "
-            f"x {runs_per_month:.3g} runs/month = {gpu_h:.1f} GPU-h"
-            + (f", ${usd:,.0f}/month." if billed else " of waiting (not billed).")
-        )
-        levers.append(
-            Lever(
-                cause,
-                LABELS[cause],
-                gpu_h,
-                usd,
-                usd / 2,
-                usd,
-                wall,
-                billed,
-                REMEDIES[cause],
-                working,
-            )
-        )
-    levers.sort(key=lambda lv: (-lv.usd_per_month, -lv.gpu_hours_per_month))
-    if utilization is None and runs:
-        utilization = float(statistics.median(r.gpu_utilization for r in runs))
-    if (
-        utilization is not None
-        and efficiency is not None
-        and utilization >= min_utilization_for_workers
-        and efficiency >= min_efficiency_for_workers
-    ):
-        rel = scaling_cost_change(efficiency)
-        extra_g = _mean([r.gpu_hours for r in runs]) * runs_per_month * rel
-        extra_usd = (
-            _mean([r.gpu_hours * (r.price_per_gpu_hour if price is None else price) for r in runs])
-            * runs_per_month
-            * rel
-        )
-        working = (
-            f"Utilization {utilization:.0%} >= {min_utilization_for_workers:.0%} and "
-            f"efficiency {efficiency:.0%} >= {min_efficiency_for_workers:.0%}: GPU-hours "
-            f"{rel:+.0%} = {extra_g:+,.0f} GPU-h, ${extra_usd:+,.0f}/month."
-        )
-        levers.append(
-            Lever(
-                "workers",
-                LABELS["workers"],
-                extra_g,
-                extra_usd,
-                -extra_usd,
-                -extra_usd,
-                0.0,
-                True,
-                REMEDIES["workers"],
-                working,
-            )
-        )
-    return levers
+    return per_run
+
+
+def _cause_lever(
+    cause: str, rows: Sequence[tuple[float, float, float]], runs_per_month: float
+) -> Lever:
+    """One cause's monthly means; halving it saves half its USD, removing it all."""
+    gpu_h = _mean([r[0] for r in rows]) * runs_per_month
+    usd = _mean([r[1] for r in rows]) * runs_per_month
+    wall = _mean([r[2] for r in rows]) * runs_per_month
+    billed = cause != "scheduling_wait"
+    working = (
+        f"Mean per run {gpu_h / runs_per_month if runs_per_month else 0.0:.2f} GPU-h "
+        f"x {runs_per_month:.3g} runs/month = {gpu_h:.1f} GPU-h"
+        + (f", ${usd:,.0f}/month." if billed else " of waiting (not billed).")
+    )
+    return Lever(
+        cause, LABELS[cause], gpu_h, usd, usd / 2, usd, wall, billed, REMEDIES[cause], working
+    )
+
+
+def _workers_lever(
+    runs: Sequence[RunFacts],
+    runs_per_month: float,
+    price: float | None,
+    efficiency: float,
+    working: str,
+) -> Lever:
+    """More workers at efficiency E: monthly G x (1/E - 1) extra, a negative saving."""
+    rel = scaling_cost_change(efficiency)
+    extra_g = _mean([r.gpu_hours for r in runs]) * runs_per_month * rel
+    extra_usd = (
+        _mean([r.gpu_hours * (r.price_per_gpu_hour if price is None else price) for r in runs])
+        * runs_per_month
+        * rel
+    )
+    working += f"GPU-hours {rel:+.0%} = {extra_g:+,.0f} GPU-h, ${extra_usd:+,.0f}/month."
+    return Lever(
+        "workers",
+        LABELS["workers"],
+        extra_g,
+        extra_usd,
+        -extra_usd,
+        -extra_usd,
+        0.0,
+        True,
+        REMEDIES["workers"],
+        working,
+    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.planning.month_to_date import BudgetStatus, MonthToDate
+from app.planning.budget_status import BudgetStatus
+from app.planning.month_to_date import MonthToDate
 
 SORTS = ("name", "spend", "over_budget", "goodput_change")
 

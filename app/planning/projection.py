@@ -17,9 +17,7 @@ from app.planning.schedule import MonthConvention as MonthConvention
 from app.planning.schedule import runs_per_month as runs_per_month
 from app.planning.schedule import typical_month_runs
 from app.planning.schedule import weeks_per_month as weeks_per_month
-from app.planning.whatif import WhatIf, apply_what_if
-
-BOOTSTRAP_RESAMPLES = 2000
+from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 
 
 @dataclass(frozen=True)
@@ -82,33 +80,6 @@ class Projection:
     notes: tuple[str, ...]
 
 
-def bootstrap_medians(
-    values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
-) -> np.ndarray:
-    """The ``resamples`` bootstrap medians of ``values`` (numpy ``default_rng(seed)``)."""
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        raise PlanningError("no values to resample")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, arr.size, size=(resamples, arr.size))
-    return np.asarray(np.median(arr[idx], axis=1))
-
-
-def bootstrap_median_band(
-    values: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
-) -> tuple[float, float]:
-    """p10 and p90 of the median of ``values`` under the nonparametric bootstrap (Efron 1979).
-
-    Draw ``resamples`` samples of size n with replacement (numpy ``default_rng(seed)``, so
-    the band is reproducible), take each sample's median, return the 10th and 90th
-    percentiles of those medians. The resampled indices depend only on n and the seed,
-    so scaling every value scales the band by the same factor.
-    """
-    medians = bootstrap_medians(values, seed=seed, resamples=resamples)
-    lo, hi = np.percentile(medians, [10.0, 90.0])
-    return float(lo), float(hi)
-
-
 def project_costs(
     runs: Sequence[RunFacts],
     cadences: Sequence[float],
@@ -138,103 +109,151 @@ def project_costs(
       ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
       baseline's runs as ``current_runs`` when projecting a candidate variant.
 
-    Raises :class:`PlanningError` without runs (see :func:`project_from_inputs`).
-    """
+    Without runs: :class:`PlanningError` (see :func:`project_from_inputs`)."""
     if not runs:
         raise PlanningError("no runs to project from; use project_from_inputs")
     wpm = weeks_per_month(convention)
     if budget_usd is not None and budget_usd < 0:
         raise PlanningError("budget must be >= 0")
-    warnings: list[str] = []
-    adjusted = []
-    for run in runs:
-        adj, run_warnings = apply_what_if(run, what_if, scaling_model)
-        adjusted.append(adj)
-        warnings.extend(w for w in run_warnings if w not in warnings)
-    costs = [a.cost_usd for a in adjusted]
-    window = _bill_window(runs, costs, what_if, scaling_model)
-    cost_med = float(np.median(costs))
-    g_med = float(np.median([a.gpu_hours for a in adjusted]))
-    t_med = float(np.median([a.wall_clock_hours for a in adjusted]))
+    adjusted, warnings = _adjusted(runs, what_if, scaling_model)
+    window = _bill_window(runs, [a.cost_usd for a in adjusted], what_if, scaling_model)
+    typical = _typical(runs, adjusted)
+    current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
+    today = (current_runs_per_week, current_cost)
 
-    current_cost = current_gpu = None
-    if current_runs_per_week is not None:
-        m_now = runs_per_month(current_runs_per_week, convention)
-        today = current_runs if current_runs else runs
-        # Today's expected bill: the same mean retraining (failed attempts included).
-        current_cost = m_now * math.fsum(r.retraining_cost_usd for r in today) / len(today)
-        current_gpu = m_now * _mean_gpu_hours(today)
-    g_mean = math.fsum(
-        a.gpu_hours + r.failed_attempts_gpu_hours for a, r in zip(adjusted, runs, strict=True)
-    ) / len(runs)
-
-    results = []
-    for k in cadences:
-        m = runs_per_month(k, convention)
+    def at(k: float) -> CadenceProjection:
         bill = forecast_bill(
             window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
         )
-        monthly = bill.expected_bill_usd
-        working = [
-            f"{k:g} runs/week x {wpm:.4g} weeks/month = {m:.4g} runs/month.",
-            f"A typical retraining (median of {len(runs)}): {g_med:.1f} GPU-h, ${cost_med:,.2f}.",
-            *bill.working,
-        ]
-        headroom = within = None
-        if budget_usd is not None:
-            headroom, within = budget_usd - monthly, monthly <= budget_usd
-            verdict = "within" if within else "over"
-            working.append(
-                f"Budget ${budget_usd:,.0f}: the expected bill is {verdict} it by "
-                f"${abs(headroom):,.0f}."
-            )
-        ratio = None
-        if current_cost is not None and current_cost > 0:
-            ratio = monthly / current_cost
-            working.append(
-                f"vs today ({current_runs_per_week:g}/week, ${current_cost:,.0f}/month): "
-                f"x{ratio:.3g} ({ratio - 1:+.1%})."
-            )
-        results.append(
-            CadenceProjection(
-                runs_per_week=k,
-                runs_per_month=m,
-                gpu_hours_per_run=g_med,
-                wall_clock_hours_per_run=t_med,
-                cost_per_run_usd=cost_med,
-                monthly_gpu_hours=m * g_mean,
-                monthly_cost_usd=monthly,
-                monthly_cost_p10_usd=bill.bill_p10_usd,
-                monthly_cost_p90_usd=bill.bill_p90_usd,
-                p_over_budget=bill.p_over_budget,
-                headroom_usd=headroom,
-                within_budget=within,
-                vs_current_ratio=ratio,
-                working=tuple(working),
-                **_bill_fields(bill),
-            )
-        )
-    notes = [
-        f"Band: p10-p90 of the month's bill, from {DEFAULT_DRAWS} bootstrap months of the "
-        f"{len(runs)} retraining costs (seed {seed})."
-    ]
-    if what_if is not None and not what_if.is_empty:
-        notes.insert(0, _what_if_note(what_if))
-    if len(runs) < 3:
-        notes.append(f"Only {len(runs)} run(s): the p10-p90 band is not meaningful.")
+        return _at_cadence(k, convention, bill, typical, budget_usd, today)
+
     return Projection(
         convention=convention,
         weeks_per_month=wpm,
         runs_used=len(runs),
-        cadences=tuple(results),
+        cadences=tuple(at(k) for k in cadences),
         current_runs_per_week=current_runs_per_week,
         current_monthly_cost_usd=current_cost,
         current_monthly_gpu_hours=current_gpu,
         budget_usd=budget_usd,
         what_if=what_if,
         warnings=tuple(warnings),
-        notes=tuple(notes),
+        notes=_notes(len(runs), what_if, seed),
     )
+
+
+@dataclass(frozen=True)
+class _Typical:
+    """The window's typical (median) run and its mean GPU-hours per retraining."""
+
+    runs: int
+    cost_usd: float
+    gpu_hours: float
+    wall_clock_hours: float
+    mean_gpu_hours: float
+
+
+def _typical(runs: Sequence[RunFacts], adjusted: Sequence[AdjustedRun]) -> _Typical:
+    gpu_hours = [
+        a.gpu_hours + r.failed_attempts_gpu_hours for a, r in zip(adjusted, runs, strict=True)
+    ]
+    return _Typical(
+        runs=len(runs),
+        cost_usd=float(np.median([a.cost_usd for a in adjusted])),
+        gpu_hours=float(np.median([a.gpu_hours for a in adjusted])),
+        wall_clock_hours=float(np.median([a.wall_clock_hours for a in adjusted])),
+        mean_gpu_hours=math.fsum(gpu_hours) / len(runs),
+    )
+
+
+def _adjusted(
+    runs: Sequence[RunFacts], what_if: WhatIf | None, scaling_model: ScalingModel | None
+) -> tuple[list[AdjustedRun], list[str]]:
+    """Each run under the what-ifs, and every distinct warning they raised, in order."""
+    warnings: list[str] = []
+    adjusted = []
+    for run in runs:
+        adj, run_warnings = apply_what_if(run, what_if, scaling_model)
+        adjusted.append(adj)
+        warnings.extend(w for w in run_warnings if w not in warnings)
+    return adjusted, warnings
+
+
+def _today(
+    today: Sequence[RunFacts], runs_per_week: float | None, convention: str
+) -> tuple[float | None, float | None]:
+    """Today's expected bill and GPU-hours a month: the same mean retraining (failed
+    attempts included) at today's cadence, as observed (None without a cadence)."""
+    if runs_per_week is None:
+        return None, None
+    m_now = runs_per_month(runs_per_week, convention)
+    cost = m_now * math.fsum(r.retraining_cost_usd for r in today) / len(today)
+    return cost, m_now * _mean_gpu_hours(today)
+
+
+def _at_cadence(
+    k: float,
+    convention: str,
+    bill: BillForecast,
+    typical: _Typical,
+    budget_usd: float | None,
+    current: tuple[float | None, float | None],
+) -> CadenceProjection:
+    """One cadence's projection from its bill; ``current`` is (today's runs per week,
+    today's expected bill)."""
+    m = runs_per_month(k, convention)
+    monthly = bill.expected_bill_usd
+    working = [
+        f"{k:g} runs/week x {weeks_per_month(convention):.4g} weeks/month = {m:.4g} runs/month.",
+        f"A typical retraining (median of {typical.runs}): {typical.gpu_hours:.1f} GPU-h, "
+        f"${typical.cost_usd:,.2f}.",
+        *bill.working,
+    ]
+    headroom = within = None
+    if budget_usd is not None:
+        headroom, within = budget_usd - monthly, monthly <= budget_usd
+        verdict = "within" if within else "over"
+        working.append(
+            f"Budget ${budget_usd:,.0f}: the expected bill is {verdict} it by "
+            f"${abs(headroom):,.0f}."
+        )
+    ratio = None
+    current_runs_per_week, current_cost = current
+    if current_cost is not None and current_cost > 0:
+        ratio = monthly / current_cost
+        working.append(
+            f"vs today ({current_runs_per_week:g}/week, ${current_cost:,.0f}/month): "
+            f"x{ratio:.3g} ({ratio - 1:+.1%})."
+        )
+    return CadenceProjection(
+        runs_per_week=k,
+        runs_per_month=m,
+        gpu_hours_per_run=typical.gpu_hours,
+        wall_clock_hours_per_run=typical.wall_clock_hours,
+        cost_per_run_usd=typical.cost_usd,
+        monthly_gpu_hours=m * typical.mean_gpu_hours,
+        monthly_cost_usd=monthly,
+        monthly_cost_p10_usd=bill.bill_p10_usd,
+        monthly_cost_p90_usd=bill.bill_p90_usd,
+        p_over_budget=bill.p_over_budget,
+        headroom_usd=headroom,
+        within_budget=within,
+        vs_current_ratio=ratio,
+        working=tuple(working),
+        **_bill_fields(bill),
+    )
+
+
+def _notes(runs: int, what_if: WhatIf | None, seed: int) -> tuple[str, ...]:
+    notes = [
+        f"Band: p10-p90 of the month's bill, from {DEFAULT_DRAWS} bootstrap months of the "
+        f"{runs} retraining costs (seed {seed})."
+    ]
+    if what_if is not None and not what_if.is_empty:
+        notes.insert(0, _what_if_note(what_if))
+    if runs < 3:
+        notes.append(f"Only {runs} run(s): the p10-p90 band is not meaningful.")
+    return tuple(notes)
 
 
 def _mean_gpu_hours(runs: Sequence[RunFacts]) -> float:

@@ -104,62 +104,88 @@ def apply_what_if(
     4. price replaces the run's price. Cost = G * price.
     """
     warnings: list[str] = []
-    weff = run.effective_workers
-    n: float = weff
+    n: float = run.effective_workers
     t = run.wall_clock_hours
     g = run.gpu_hours
     price = run.price_per_gpu_hour
     if what_if is None:
         return AdjustedRun(n, t, g, price, g * price), warnings
-    rate = what_if.failure_rate_per_instance_hour
-    if rate is not None and what_if.changes_failure_rate:
-        interval = what_if.checkpoint_interval_hours
-        if interval is None:
-            warnings.append("Failure-rate what-if not applied: give a checkpoint interval.")
-        else:
-            recorded = sum(i.total_hours for i in run.interruptions)
-            base = max(t - recorded, 1e-9)
-            failures = base * weff * rate  # T0 / M
-            per_failure = expected_loss_per_failure(
-                interval, what_if.resume_hours, what_if.reschedule_hours
-            )
-            t = base + failures * per_failure
-            g = weff * t
+    if what_if.changes_failure_rate:
+        t, g = _failure_rate(run, what_if, t, g, warnings)
     if what_if.workers is not None and what_if.workers != run.workers:
-        if scaling_model is None:
-            warnings.append(
-                f"Workers what-if ({what_if.workers}) not applied: it needs a scaling model "
-                "(probe the job at 2+ worker counts)."
-            )
-        else:
-            n = weff * what_if.workers / run.workers
-            t = t * scaling_model.capacity(run.workers) / scaling_model.capacity(what_if.workers)
-            g = n * t
-            for count in (run.workers, what_if.workers):
-                if scaling_model.is_extrapolation(count):
-                    warnings.append(
-                        f"{count} workers is outside the probed range "
-                        f"{scaling_model.min_workers}..{scaling_model.max_workers}: "
-                        "the scaling model is extrapolating."
-                    )
+        n, t, g = _workers(run, what_if.workers, scaling_model, (n, t, g), warnings)
     if what_if.utilization_target is not None:
-        u = run.gpu_utilization
-        if u <= 0:
-            warnings.append("Utilization target not applied to runs with 0% utilization.")
-        else:
-            factor = u / what_if.utilization_target
-            if factor > 1:
-                target = what_if.utilization_target
-                # Enough digits that the two numbers differ (70% vs 70.4%, not 70% vs 70%).
-                digits = next((d for d in (0, 1, 2) if f"{target:.{d}%}" != f"{u:.{d}%}"), 3)
-                warnings.append(
-                    f"Utilization target {target:.{digits}%} is below the observed "
-                    f"{u:.{digits}%} for some runs: their GPU-hours go up."
-                )
-            g, t = g * factor, t * factor
+        factor = _utilization_factor(run.gpu_utilization, what_if.utilization_target, warnings)
+        g, t = g * factor, t * factor
     if what_if.price is not None:
         price = what_if.price
     return AdjustedRun(n, t, g, price, g * price), warnings
+
+
+def _failure_rate(
+    run: RunFacts, what_if: WhatIf, t: float, g: float, warnings: list[str]
+) -> tuple[float, float]:
+    """Step 1 of :func:`apply_what_if`: (T1, G1), or (T, G) and a warning without an
+    interval."""
+    rate = what_if.failure_rate_per_instance_hour
+    interval = what_if.checkpoint_interval_hours
+    if rate is None:
+        return t, g
+    if interval is None:
+        warnings.append("Failure-rate what-if not applied: give a checkpoint interval.")
+        return t, g
+    weff = run.effective_workers
+    recorded = sum(i.total_hours for i in run.interruptions)
+    base = max(t - recorded, 1e-9)
+    failures = base * weff * rate  # T0 / M
+    per_failure = expected_loss_per_failure(
+        interval, what_if.resume_hours, what_if.reschedule_hours
+    )
+    t = base + failures * per_failure
+    return t, weff * t
+
+
+def _workers(
+    run: RunFacts,
+    workers: int,
+    scaling_model: ScalingModel | None,
+    now: tuple[float, float, float],
+    warnings: list[str],
+) -> tuple[float, float, float]:
+    """Step 2: (effective workers, T2, G2) from ``now`` = (n, T1, G1); unchanged, with a
+    warning, without a scaling model."""
+    if scaling_model is None:
+        warnings.append(
+            f"Workers what-if ({workers}) not applied: it needs a scaling model "
+            "(probe the job at 2+ worker counts)."
+        )
+        return now
+    n = run.effective_workers * workers / run.workers
+    t = now[1] * scaling_model.capacity(run.workers) / scaling_model.capacity(workers)
+    for count in (run.workers, workers):
+        if scaling_model.is_extrapolation(count):
+            warnings.append(
+                f"{count} workers is outside the probed range "
+                f"{scaling_model.min_workers}..{scaling_model.max_workers}: "
+                "the scaling model is extrapolating."
+            )
+    return n, t, n * t
+
+
+def _utilization_factor(u: float, target: float, warnings: list[str]) -> float:
+    """Step 3: u / u_target, by which G and T scale (1, with a warning, when u is 0)."""
+    if u <= 0:
+        warnings.append("Utilization target not applied to runs with 0% utilization.")
+        return 1.0
+    factor = u / target
+    if factor > 1:
+        # Enough digits that the two numbers differ (70% vs 70.4%, not 70% vs 70%).
+        digits = next((d for d in (0, 1, 2) if f"{target:.{d}%}" != f"{u:.{d}%}"), 3)
+        warnings.append(
+            f"Utilization target {target:.{digits}%} is below the observed "
+            f"{u:.{digits}%} for some runs: their GPU-hours go up."
+        )
+    return factor
 
 
 def like_plan_run(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from app.planning.month_to_date import BudgetStatus, MonthToDate
+from app.planning.budget_status import BudgetStatus
+from app.planning.month_to_date import MonthToDate
 from app.schemas_common import OutModel
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from app.planning.weekly import (
@@ -27,6 +27,15 @@ CAUSE_LABELS = {
     "other_idle": "Other idle",
     "failed": "Failed attempts",
 }
+
+
+def review_month(monday: date, today: date) -> date:
+    """The month (its 1st) the review's budget cell is about: the month the week ends in,
+    or today's for the week in progress, so a week from Monday 30 November shows December
+    to date once December has begun (the month to date every other page shows), not a
+    November that has ended. Check: Mon 2026-11-30 on Tue 2026-12-01 -> 2026-12-01; on
+    Mon 2026-11-30 -> 2026-11-01; Mon 2026-11-23 (ends Sun 29th) -> 2026-11-01."""
+    return min(monday + timedelta(days=6), today).replace(day=1)
 
 
 @dataclass(frozen=True)

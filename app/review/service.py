@@ -17,10 +17,10 @@ from app.analytics import service as analytics
 from app.analytics.missing import NotEnoughData
 from app.analytics.month import months
 from app.pipelines import service as pipelines
-from app.planning.month_to_date import BudgetStatus
+from app.planning.budget_status import BudgetStatus
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary
-from app.review.lines import MonthSpend, PipelineInfo, ReviewLine
+from app.review.lines import MonthSpend, PipelineInfo, ReviewLine, review_month
 
 ACTION_PIPELINES = 5  # levers are computed for the pipelines with the largest badput
 TOP_ACTIONS = 5
@@ -32,6 +32,7 @@ class ReviewData:
     weeks: dict[str, tuple[WeekSummary, WeekSummary]]  # by name: (week before, week)
     teams: list[str]
     months: dict[str, MonthSpend]  # by pipeline name: the budget cell
+    month: date  # the month (its 1st) of the budget cell (lines.review_month)
     trend: list[WeekSummary]  # the WINDOW_WEEKS (12) weeks, every listed pipeline summed
 
 
@@ -68,8 +69,8 @@ def load_review(
     window = org_weeks.org_window(session, [p.id for p in rows], monday)
     previous = monday - timedelta(weeks=1)
     costs = analytics.current_monthly_costs(session, rows)
-    month = monday.replace(day=1)
     now = datetime.now(UTC)
+    month = review_month(monday, now.date())
     current = month == now.date().replace(day=1)
     statuses = (
         {pid: m.status.value if m.status else None for pid, m in months(session, rows, now).items()}
@@ -88,6 +89,7 @@ def load_review(
             )
             for p in rows
         },
+        month,
         window.together(),
     )
 

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.planning.cost_basis import BASIS_NAMES, basis_figure
+
 VERDICT_WORDS = {"PASS": "PASS", "FAIL": "FAIL", "INSUFFICIENT_DATA": "NOT YET"}
 
 
@@ -25,11 +27,8 @@ class Decision:
 
 # The figure that decides "fits", the same one the gate's cost criterion reads
 # (the pipeline's gate_cost_basis): the expected bill, or its p90.
-BASIS_WORDS = {"median": "expected bill", "p90": "p90 bill"}
-
-
 def _figure(row: Mapping[str, Any], basis: str) -> float:
-    return float(row["p90"] if basis == "p90" else row["monthly_cost_usd"])
+    return basis_figure(basis, float(row["monthly_cost_usd"]), float(row["p90"]))
 
 
 def cadence_words(runs_per_week: float) -> str:
@@ -82,7 +81,7 @@ def decide(
         options = "; ".join(_option(r, describe) for r in headline)
         cost = f"{when} costs {options}. No budget is set to compare with."
     else:
-        on = BASIS_WORDS.get(basis, "expected bill")
+        on = BASIS_NAMES.get(basis, "expected bill")
         fits = [r for r in headline if _figure(r, basis) <= budget]
         affordable = bool(fits)
         if len(fits) == len(headline):

@@ -124,6 +124,7 @@ def weekly_review(
             "pages": pages,
             "size": REVIEW_PAGE,
             "sunday": monday + timedelta(days=6),
+            "today": datetime.now(UTC).date(),
             "causes": [(c, CAUSE_LABELS[c]) for c in BADPUT_CAUSES],
             "summary": week_in_one_line(review.total, iso_week(monday - timedelta(weeks=1))),
             "previous": iso_week(monday - timedelta(weeks=1)),

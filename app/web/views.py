@@ -254,16 +254,20 @@ class Card:
     last_week: float | None
     verdict: str | None
     verdict_note: str
-    spark_values: list[float]  # cost per run, oldest first
+    spark_values: list[float]  # cost per run of the production variant, oldest first
     sparkline: str  # the same as inline SVG ("" when there is nothing to draw)
-    runs: int
+    runs: int  # runs of any variant among the latest 12 (0: "No runs yet")
 
 
 def _card_parts(session: Session, pipeline: Pipeline) -> tuple[str | None, str, list[float], int]:
-    """A card's gate verdict and its reason, cost per run (oldest first) and run count."""
+    """A card's gate verdict and its reason, the production variant's cost per run
+    (oldest first: the line shows the variant the card's monthly cost is about, never an
+    A/B candidate's or a scaling probe's runs between its points; their spend is on the
+    month's line) and the run count of every variant."""
     g = GateParams()
     runs = read_runs(session, pipeline, (g.baseline, g.candidate), recent=12)
     rows = runs.recent[-12:]
+    production = runs.window(pipeline.production_variant)[-12:]
     verdict, note = None, "no candidate runs yet"
     gate, message = gate_answer(pipeline, runs, g, Scenario())
     if gate is not None:
@@ -271,7 +275,7 @@ def _card_parts(session: Session, pipeline: Pipeline) -> tuple[str | None, str, 
         verdict, note = gate.result.verdict, gate.headline.split(": ", 1)[-1]
     elif message:
         note = message.split(".")[0]
-    return verdict, note, [r.facts.cost_usd for r in rows], len(rows)
+    return verdict, note, [r.facts.cost_usd for r in production], len(rows)
 
 
 def cards(
@@ -307,7 +311,9 @@ def cards(
                 verdict=verdict,
                 verdict_note=note,
                 spark_values=costs,
-                sparkline=sparkline_svg(costs, f"Cost per run, last {len(costs)} runs"),
+                sparkline=sparkline_svg(
+                    costs, f"Cost per {pipeline.production_variant} run, last {len(costs)}"
+                ),
                 runs=runs,
             )
         )

@@ -85,8 +85,8 @@ def test_payload_text_is_slack_compatible() -> None:
         at="t",
     )
     assert body["text"] == (
-        "[Cadence] recsys-ranker: projected monthly cost $2,456 is 175% of the "
-        "$1,400 budget (threshold 100%)"
+        "[Cadence] recsys-ranker: the expected bill at the current cadence, $2,456 a "
+        "month, is 175% of the $1,400 budget (threshold 100%)"
     )
     assert body["pipeline"] == "recsys-ranker" and body["event"] == "firing"
     assert body["kind"] == "cost_over_budget" and body["threshold"] == 100.0
@@ -341,17 +341,19 @@ def test_cost_over_budget_fires_once_and_resolves(
     rule = add_rule(
         c, admin_headers, kind="cost_over_budget", threshold=100, webhook_url=receiver.url
     )
-    # 8 workers x 14 h x $2.50 = $280 a run; weekly: 280 x 52/12 = $1,213 a month.
+    # 8 workers x 14 h x $2.50 = $280 a run; weekly: 280 x 52/12 = $1,213 a month
+    # expected, but the rule reads the pipeline's cost basis, the p90 bill by default:
+    # 4 or 5 retrainings a month (5 with probability 1/3 > 10%), so 5 x 280 = $1,400.
     post_run(c, ingest_headers, run_id="r1")
     assert len(receiver.requests) == 1
     [hook] = receiver.requests
     assert hook["text"] == (
-        "[Cadence] ranker: projected monthly cost $1,213 is 121% of the $1,000 budget "
-        "(threshold 100%)"
+        "[Cadence] ranker: the p90 bill at the current cadence, $1,400 a month, is 140% of "
+        "the $1,000 budget (threshold 100%)"
     )
     assert hook["pipeline"] == "ranker" and hook["kind"] == "cost_over_budget"
     assert hook["event"] == "firing" and hook["threshold"] == 100
-    assert hook["value"] == pytest.approx(121.33, abs=0.01)
+    assert hook["value"] == pytest.approx(140.0)
     assert hook["url"] == "/pipelines/ranker#alerts" and hook["rule_id"] == rule["id"]
 
     # Still over budget: state unchanged, no new webhook.
@@ -369,7 +371,7 @@ def test_cost_over_budget_fires_once_and_resolves(
     assert len(receiver.requests) == 1
     state = c.get("/api/v1/pipelines/ranker/alerts").json()["rules"][0]
     assert state["firing"] is True and state["since"] is not None
-    assert state["last_value"] == pytest.approx(121.33, abs=0.01)
+    assert state["last_value"] == pytest.approx(140.0)
 
     # A bigger budget, then evaluation: one "resolved".
     setup_pipeline(c, admin_headers, budget=2000)
@@ -380,7 +382,7 @@ def test_cost_over_budget_fires_once_and_resolves(
     drain(c)
     assert len(receiver.requests) == 2
     assert receiver.requests[1]["event"] == "resolved"
-    assert receiver.requests[1]["text"].startswith("[Cadence] ranker: resolved: projected")
+    assert receiver.requests[1]["text"].startswith("[Cadence] ranker: resolved: the p90 bill")
     # Evaluating again changes nothing.
     c.post("/api/v1/pipelines/ranker/alerts/evaluate", headers=admin_headers)
     assert drain(c) == {}
@@ -556,9 +558,9 @@ def test_pipeline_page_shows_alerts(
     post_run(c, ingest_headers)
     html = c.get("/pipelines/ranker").text
     assert 'id="alerts"' in html and 'data-state="firing"' in html
-    assert "firing</strong> since" in html and "121% of budget" in html
+    assert "firing</strong> since" in html and "140% of budget" in html
     assert 'data-status="delivered"' in html
-    assert "projected monthly cost $1,213 is 121% of the $1,000 budget" in html
+    assert "the p90 bill at the current cadence, $1,400 a month, is 140% of the $1,000" in html
     assert "<script>x</script>" not in html
 
 

@@ -75,7 +75,7 @@ def test_bug1_plan_arms_are_priced_like_the_plans_run(client: TestClient) -> Non
             "candidate": cand,
             "target_runs_per_week": 2,
             "budget_usd": 1400,
-            "cost_basis": "median",
+            "cost_basis": "expected_bill",
         },
     }
     body = client.post("/api/v1/plan", json=plan).json()

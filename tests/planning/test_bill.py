@@ -13,6 +13,7 @@ import pytest
 
 from app.planning.bill import (
     FailureWindow,
+    excess_kurtosis,
     failure_window,
     forecast_bill,
     portfolio_expected_bill,
@@ -135,6 +136,19 @@ def test_spread_factor_for_twenty() -> None:
     # sqrt(21/19) = 1.0513; t_0.9(19) / z_0.9 = 1.3277 / 1.2816 = 1.0360; product 1.0892.
     assert spread_factor(20) == pytest.approx(1.0892, abs=1e-4)
     assert spread_factor(1) == 1.0
+
+
+def test_a_heavy_tailed_window_knows_its_spread_less_well() -> None:
+    # Satterthwaite: df = 2 / (2/19 + 3/20) = 7.835 at excess kurtosis 3;
+    # t_0.9(7.835) = 1.3995, / 1.2816 = 1.0920, x sqrt(21/19) = 1.1480.
+    assert spread_factor(20, 3.0) == pytest.approx(1.1480, abs=1e-4)
+    assert spread_factor(20, -1.24) == spread_factor(20)  # thin tails: df stays n - 1
+    # 19 x $100 and one $500: mean 120, m2 = (19 x 20^2 + 380^2)/20 = 7,600,
+    # m4 / m2^2 = (19 x 20^4 + 380^4)/20 / 7,600^2 = 18.05, g2 = 15.05,
+    # G2 = (21 x 15.05 + 6) x 19 / (18 x 17) = 20.0.
+    assert excess_kurtosis(np.array([100.0] * 19 + [500.0])) == pytest.approx(20.0, abs=0.01)
+    # The window (14 x $100, 6 x $300) is two-valued: G2 = -1.24, stretch 1.089.
+    assert excess_kurtosis(np.array(WINDOW)) == pytest.approx(-1.24, abs=0.01)
 
 
 def test_no_runs_no_bill_and_bad_input() -> None:

@@ -137,7 +137,7 @@ def test_fail_on_cost_says_by_how_much() -> None:
         "numbers",
         None,
         unit="usd_per_month",
-        basis="median",
+        basis="expected_bill",
     )
     words = gate_words(result("FAIL", nearly), CTX)
     assert words.headline == (

@@ -8,13 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.planning.bill import forecast_bill
+from app.planning.budget_status import BudgetStatus, StatusThresholds, budget_status
 from app.planning.model import PlanningError
-from app.planning.month_to_date import (
-    BudgetStatus,
-    StatusThresholds,
-    budget_status,
-    month_to_date,
-)
+from app.planning.month_to_date import month_to_date
 from app.planning.retraining import Attempt, Outcome, group_retrainings, recent_window
 from app.planning.schedule import (
     calendar_month_runs,

@@ -50,7 +50,7 @@ def test_unknown_sort() -> None:
 def test_unbudgeted_apart_and_status_counts() -> None:
     # The module's check: $1,000 against $800 (over) and $300 unbudgeted: spend $1,300 =
     # budgeted $1,000 + unbudgeted $300; statuses counted per word, every word present.
-    from app.planning.month_to_date import BudgetStatus
+    from app.planning.budget_status import BudgetStatus
 
     rows = [
         PortfolioRow("x", "team", 1000.0, 800.0, 900.0, None, BudgetStatus.OVER),

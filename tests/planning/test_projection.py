@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import (
     WEEKS_PER_MONTH,
-    bootstrap_median_band,
     project_costs,
     project_from_inputs,
     runs_per_month,
@@ -17,6 +16,7 @@ from app.planning.projection import (
 )
 from app.planning.scaling import ScalingPoint, fit_usl
 from app.planning.whatif import WhatIf, apply_what_if
+from tests.fixtures.old_estimator import bootstrap_median_band
 from tests.fixtures.planning import PROPERTY, make_run, runs
 
 BASELINE = make_run()  # 8 x 14 h = 112 GPU-h at 38%, $2/GPU-h

@@ -194,7 +194,7 @@ def test_bug8_one_set_of_thresholds_and_advice_states_the_cost() -> None:
     st.floats(0.25, 14),
     st.none() | st.floats(0.0, 20.0),
     st.none() | st.floats(0.05, 1.0),
-    st.sampled_from(["median", "p90"]),
+    st.sampled_from(["expected_bill", "p90"]),
     st.sampled_from(["calendar", "four_week"]),
 )
 def test_gate_cost_is_the_projection_for_the_same_scenario(

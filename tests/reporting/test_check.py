@@ -59,7 +59,7 @@ def test_over_a_limit_exits_1_and_says_which(
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 1
-    assert "**OVER LIMIT**: the monthly cost rises +8.6%, over the 5% limit." in out
+    assert "**OVER LIMIT**: the expected bill rises +8.6%, over the 5% limit." in out
 
 
 def test_doubling_the_cadence_doubles_the_cost(
@@ -98,16 +98,27 @@ def set_budget(client: TestClient, db: Database, usd: float) -> None:
 def test_the_pipelines_budget_is_judged_by_default(
     seeded: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Twice weekly: $2,426.67 a month (worked above), over a $2,000 budget; once weekly
-    # ($1,213.33) is within it.
+    # Judged on the pipeline's cost basis, the p90 bill by default. Twice weekly: 9 runs
+    # in a month with probability 2/3, else 8, each $280: p90 9 x 280 = $2,520 (expected
+    # $2,426.67), over a $2,000 budget; once weekly (5 runs w.p. 1/3: p90 $1,400) within.
     set_budget(seeded, db, 2000)
     assert check(seeded, "--cadence", "2") == 1
     out = capsys.readouterr().out
-    assert "the proposed monthly cost $2,426.67 is over the pipeline's $2,000.00 budget" in out
+    assert "the proposed p90 bill $2,520.00 a month is over the pipeline's $2,000.00" in out
+    assert "judged on the p90 bill (the pipeline's cost basis): $2,520.00 a month." in out
     assert check(seeded, "--cadence", "1") == 0
     assert "**PASS**: within the limits (budget $2,000.00/month)." in capsys.readouterr().out
     assert check(seeded, "--cadence", "2", "--no-budget") == 0  # asked not to judge it
     assert "none given" in capsys.readouterr().out
+    # On the expected bill basis, a $2,450 budget holds twice weekly ($2,426.67), which
+    # the p90 bill ($2,520) would not.
+    headers = {"Authorization": f"Bearer {make_token(db, 'admin', name='basis-admin')}"}
+    body = {"monthly_budget_usd": 2450, "gate_cost_basis": "expected_bill"}
+    assert seeded.put(f"/api/v1/pipelines/{PIPE}", json=body, headers=headers).is_success
+    assert check(seeded, "--cadence", "2") == 0
+    assert "judged on the expected bill (the pipeline's cost basis): $2,426.67" in (
+        capsys.readouterr().out
+    )
 
 
 def test_variant_projects_that_variants_runs(
@@ -163,5 +174,6 @@ def test_the_expected_bill_is_judged_when_the_server_gives_one(
                      "--max-monthly-usd", "1400")  # fmt: skip
     assert run_check(namespace, transport=httpx.MockTransport(server), sleep=pytest.fail) == 1
     assert (
-        "the proposed monthly cost $1,500.00 is over the $1,400.00 limit" in capsys.readouterr().out
+        "the proposed expected bill $1,500.00 a month is over the $1,400.00 limit"
+        in capsys.readouterr().out
     )

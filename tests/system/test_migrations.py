@@ -146,3 +146,45 @@ def test_backfills_of_runs_stored_before_0012(empty_url: str) -> None:
             assert rollup.stored(s) == rollup.recompute(s) and len(rollup.stored(s)) == 2
     finally:
         engine.dispose()
+
+
+def test_0020_renames_the_median_cost_basis(empty_url: str) -> None:
+    """A pipeline stored with 'median' (which read the expected bill) reads
+    'expected_bill' after 0020, and 'median' again after its downgrade."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import column, table
+
+    config = alembic_config(empty_url)
+    engine = make_engine(Settings(database_url=empty_url))
+    old = table(
+        "pipeline", *(column(c) for c in ("id", "name", "display_name", "owner",
+        "price_per_gpu_hour", "runs_per_week", "quality_metric", "higher_is_better",
+        "created_at", "gate_cost_basis"))
+    )  # fmt: skip
+    basis = text("SELECT name, gate_cost_basis FROM pipeline ORDER BY name")
+    try:
+        command.upgrade(config, "0016")
+        with engine.begin() as conn:
+            conn.execute(
+                old.insert(),
+                [{"id": i, "name": n, "display_name": n, "owner": "", "price_per_gpu_hour": 2.5,
+                  "runs_per_week": 1.0, "quality_metric": "q", "higher_is_better": True,
+                  "created_at": datetime(2026, 11, 2, tzinfo=UTC), "gate_cost_basis": b}
+                 for i, (n, b) in enumerate([("a", "median"), ("b", "p90")], start=1)],
+            )  # fmt: skip
+            # A row that references the pipeline: SQLite rebuilds the table for the new
+            # check, and that rebuild must not cascade to what references it.
+            conn.execute(
+                text("INSERT INTO pipeline_change (id, pipeline_id, changed_by, field, "
+                     "created_at) VALUES (1, 1, 'admin', 'gate_cost_basis', '2026-11-02')")
+            )  # fmt: skip
+        command.upgrade(config, "0020")
+        with engine.connect() as conn:
+            assert conn.execute(basis).all() == [("a", "expected_bill"), ("b", "p90")]
+            assert conn.execute(text("SELECT count(*) FROM pipeline_change")).scalar() == 1
+        command.downgrade(config, "0016")
+        with engine.connect() as conn:
+            assert conn.execute(basis).all() == [("a", "median"), ("b", "p90")]
+    finally:
+        engine.dispose()

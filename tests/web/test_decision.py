@@ -79,8 +79,8 @@ def test_one_basis_in_the_sentence_and_the_colour_follows_the_verdict() -> None:
     on_p90 = decide(edge, 1400.0, fail, 2.0, basis="p90")
     assert "does not fit" in on_p90.sentence and "$3 over on its p90 bill" in on_p90.sentence
     assert on_p90.tone == "bad"
-    on_expected = decide(edge, 1400.0, gate("PASS", "all pass"), 2.0, basis="median")
+    on_expected = decide(edge, 1400.0, gate("PASS", "all pass"), 2.0, basis="expected_bill")
     assert "fits the $1,400 budget (expected bill)" in on_expected.sentence
     assert on_expected.tone == "good"
     # Affordable on its basis, but the gate fails on quality: not green.
-    assert decide(edge, 1400.0, gate("FAIL", "quality"), 2.0, basis="median").tone == "bad"
+    assert decide(edge, 1400.0, gate("FAIL", "quality"), 2.0, basis="expected_bill").tone == "bad"

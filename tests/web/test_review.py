@@ -139,3 +139,15 @@ def test_the_week_in_one_line() -> None:
     # No runs the week before: no change is claimed.
     [first] = review_lines([info("a")], {"a": [totals(MON, 2, 20, 80, 7)]})
     assert week_in_one_line(first, "2026-W47").startswith("2 runs cost $80; goodput 50.0%;")
+
+
+def test_the_budget_cell_is_the_month_the_week_ends_in_or_this_month() -> None:
+    from datetime import date
+
+    from app.review.lines import review_month
+
+    monday = date(2026, 11, 30)  # the week of 30 November to 6 December
+    assert review_month(monday, date(2026, 12, 1)) == date(2026, 12, 1)  # in progress
+    assert review_month(monday, date(2026, 11, 30)) == date(2026, 11, 1)  # December not begun
+    assert review_month(monday, date(2026, 12, 20)) == date(2026, 12, 1)  # ended in December
+    assert review_month(date(2026, 11, 23), date(2026, 12, 1)) == date(2026, 11, 1)

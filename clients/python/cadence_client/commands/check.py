@@ -4,7 +4,9 @@ and with the pipeline's budget, prints a Markdown summary for a pull-request com
 and exits 1 when over a limit or the budget.
 
 The proposed cost is the projection's ``expected_bill_usd`` when the server gives one
-(the bill including failed attempts), else its ``monthly_cost_usd``."""
+(the bill including failed attempts), else its ``monthly_cost_usd``; the ceiling and the
+budget are judged on the pipeline's cost basis (``scenario.cost_basis``: ``p90`` reads
+``bill_p90_usd``), as the server's decision card, gate and alerts are."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from cadence_client.commands.report import (
     _connection_args,
     client_for,
 )
-from cadence_client.cost_check import CostCheck, CostLimits, check_cost
+from cadence_client.cost_check import BASIS_NAMES, CostCheck, CostLimits, check_cost
 from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
 from cadence_client.refusal import print_refusal
 
@@ -119,10 +121,13 @@ def run_check(
     projection = out["projections"][variant]
     today = projection["current_monthly_cost_usd"]
     proposed = projection["cadences"][0]
-    budget = None if args.no_budget else (out.get("scenario") or {}).get("budget_usd")
+    scenario = out.get("scenario") or {}
+    budget = None if args.no_budget else scenario.get("budget_usd")
     limits = CostLimits(*limits_given(args), budget_usd=budget)
     cost = proposed.get("expected_bill_usd", proposed["monthly_cost_usd"])
-    result = check_cost(float(today), float(cost), limits)
+    basis = scenario.get("cost_basis", "expected_bill")  # servers before the basis: expected
+    judged = proposed.get("bill_p90_usd", cost) if basis == "p90" else cost
+    result = check_cost(float(today), float(cost), limits, judged_usd=float(judged), basis=basis)
     print(summary(args, result, projection, proposed, limits))
     return OK if result.passed else OVER
 
@@ -173,6 +178,10 @@ def summary(
         f"Proposed range (p10–p90): ${proposed['monthly_cost_p10_usd']:,.2f} – "
         f"${proposed['monthly_cost_p90_usd']:,.2f} a month, from {projection['runs_used']} "
         f"recent runs ({args.weeks_per_month.replace('_', '-')} months).",
+        "",
+        f"Limits on the monthly cost and the budget are judged on the "
+        f"{BASIS_NAMES.get(result.basis, 'expected bill')} (the pipeline's cost basis): "
+        f"${result.judged_usd:,.2f} a month.",
         "",
     ]
     given = [
