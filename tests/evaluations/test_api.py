@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.db.engine import Database
 from tests.fixtures.builders import make_token
+from tests.fixtures.client import through
 from tests.fixtures.evaluations import LINE, P, evaluation, post_runs
-from tests.system.test_client_package import through
 
 
 def test_end_to_end_optimum_through_the_api(

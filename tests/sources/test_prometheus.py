@@ -16,8 +16,8 @@ from app.db.engine import Database
 from app.sources import enrich_command
 from app.sources.prometheus import TemplateError, check_template, matcher, means, query
 from tests.fixtures.builders import make_run, make_token
+from tests.fixtures.client import through
 from tests.sources.dcgm_stack import Gpu, Stack, dcgm_prometheus, free_port
-from tests.system.test_client_package import through
 
 __all__ = ["dcgm_prometheus"]  # the fixture, imported for pytest
 
