@@ -27,6 +27,7 @@ from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
 from app.settings import Settings
+from tests.fixtures.alerts import Receiver
 from tests.fixtures.builders import make_token
 
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -132,6 +133,14 @@ def ingest_headers(db: Database) -> dict[str, str]:
 @pytest.fixture
 def admin_headers(db: Database) -> dict[str, str]:
     return {"Authorization": f"Bearer {make_token(db, 'admin')}"}
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A local webhook receiver (tests/fixtures/alerts.py) for the alert tests and pages."""
+    r = Receiver()
+    yield r
+    r.close()
 
 
 ARTIFACTS = Path(__file__).parent / "artifacts"

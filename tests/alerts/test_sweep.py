@@ -33,13 +33,9 @@ from app.db.engine import Database
 from app.db.models import AlertDelivery, AlertRule
 from app.pipelines.service import get_by_name
 from app.settings import PROJECT_ROOT
-from tests.alerts import test_alerts
-from tests.alerts.test_alerts import Receiver, add_rule, drain, setup_pipeline
 from tests.conftest import BACKEND, postgres_url
+from tests.fixtures.alerts import Receiver, add_rule, drain, setup_pipeline
 from tests.fixtures.builders import make_run
-
-receiver = test_alerts.receiver
-app_client = test_alerts.app_client
 
 
 def rules(db: Database) -> list[AlertRule]:
