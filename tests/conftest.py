@@ -29,6 +29,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.fixtures.alerts import Receiver
 from tests.fixtures.builders import make_token
+from tests.fixtures.security import token_settings
 
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 BACKEND = os.environ.get("CADENCE_TEST_BACKEND", "sqlite")
@@ -133,6 +134,15 @@ def ingest_headers(db: Database) -> dict[str, str]:
 @pytest.fixture
 def admin_headers(db: Database) -> dict[str, str]:
     return {"Authorization": f"Bearer {make_token(db, 'admin')}"}
+
+
+@pytest.fixture
+def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
+    """The app in token read mode (pages and API reads need a session or a read token);
+    redirects are answered, not followed."""
+    app = create_app(token_settings(database_url), database=db)
+    with TestClient(app, follow_redirects=False) as c:
+        yield c
 
 
 @pytest.fixture

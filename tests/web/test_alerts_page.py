@@ -17,7 +17,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.fixtures.alerts import Receiver, alert_settings
 from tests.fixtures.builders import make_token
-from tests.security.test_web import HTML, csrf_value, sign_in, token_settings
+from tests.fixtures.security import HTML, csrf_value, sign_in, token_settings
 
 
 @pytest.fixture
