@@ -23,6 +23,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
+from app import settings as app_settings
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
@@ -143,6 +144,17 @@ def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
     app = create_app(token_settings(database_url), database=db)
     with TestClient(app, follow_redirects=False) as c:
         yield c
+
+
+@pytest.fixture
+def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh SQLite database for the `cadence` commands, as CADENCE_DATABASE_URL (the
+    commands read their settings from the environment); its URL."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("CADENCE_DATABASE_URL", url)
+    app_settings.get_settings.cache_clear()
+    yield url
+    app_settings.get_settings.cache_clear()
 
 
 @pytest.fixture

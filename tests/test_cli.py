@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy import func, select
 
@@ -12,15 +9,6 @@ from app import cli, settings
 from app.db.engine import Database, make_engine
 from app.db.models import Pipeline, Run
 from app.settings import Settings
-
-
-@pytest.fixture
-def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    monkeypatch.setenv("CADENCE_DATABASE_URL", url)
-    settings.get_settings.cache_clear()
-    yield url
-    settings.get_settings.cache_clear()
 
 
 def counts(url: str) -> tuple[int, int]:
