@@ -25,7 +25,7 @@ from app.sources.kubernetes import Options, map_all
 from app.sources.posting import attempt_of
 from tests.fixtures.builders import make_token
 from tests.fixtures.client import through
-from tests.sources.dcgm_stack import free_port
+from tests.fixtures.serving import free_port
 
 if os.environ.get("CI") != "true":  # in CI the dev dependency must be there: no skip
     pytest.importorskip("kubernetes", reason="KUBERNETES TESTS NOT RUN: pip install kubernetes")

@@ -34,7 +34,7 @@ from app.db.revision import alembic_config
 from app.demo import load_demo
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
-from tests.web.browser.support import serve_in_thread
+from tests.fixtures.serving import serve_in_thread
 
 pytestmark = pytest.mark.docs
 

@@ -30,14 +30,14 @@ from app.db.revision import alembic_config
 from app.demo import load_demo
 from app.main import create_app
 from app.settings import Settings
-from tests.web.browser.support import (
+from tests.fixtures.browser import (
     EMPTY_PIPELINE,
     XSS_DISPLAY_NAME,
     XSS_PIPELINE,
     XSS_TAG,
     XSS_VARIANT,
-    serve_in_thread,
 )
+from tests.fixtures.serving import serve_in_thread
 
 CHROMIUM = Path(os.environ.get("CADENCE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [

@@ -18,8 +18,7 @@ from app.demo import load_demo
 from app.main import create_app
 from app.security.headers import CONTENT_SECURITY_POLICY
 from app.settings import Settings
-from tests.web.browser.conftest import watch
-from tests.web.browser.support import (
+from tests.fixtures.browser import (
     FRAUD,
     RANKER,
     XSS_PIPELINE,
@@ -27,6 +26,7 @@ from tests.web.browser.support import (
     serve_in_thread,
     wait_for_charts,
 )
+from tests.web.browser.conftest import watch
 
 pytestmark = pytest.mark.browser
 
