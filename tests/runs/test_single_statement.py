@@ -22,8 +22,8 @@ from app.db.engine import Database, make_engine
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import BACKEND
-from tests.db.test_rollups import assert_rollups_match
 from tests.fixtures.builders import count_runs, make_run, make_token
+from tests.fixtures.rollups import assert_rollups_match
 
 
 @pytest.fixture
