@@ -52,7 +52,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         return f"sqlite:///{tmp_path_factory.mktemp('db') / 'cadence-test.db'}"
     url = postgres_url()
     engine = make_engine(Settings(database_url=url))
-    try:
+    try:  # a raw connection on purpose: the schema is wiped before any migration exists
         with engine.begin() as conn:
             conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
@@ -84,7 +84,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 @pytest.fixture
 def db(engine: Engine) -> Iterator[Database]:
     """A Database whose every session lives inside one rolled-back transaction."""
-    conn = engine.connect()
+    conn = engine.connect()  # raw on purpose: the outer transaction the test rolls back
     outer = conn.begin()
     try:
         yield Database(engine, bind=conn)
@@ -97,14 +97,14 @@ def db(engine: Engine) -> Iterator[Database]:
 def committed_db(engine: Engine) -> Iterator[Database]:
     """A real Database (separate connections, real commits); tables emptied afterwards."""
     yield Database(engine)
-    with engine.begin() as conn:
+    with engine.begin() as conn:  # raw on purpose: clean-up SQL, no feature's unit of work
         for table in ("interruption", "run", "pipeline", "api_token"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 
 @pytest.fixture
 def session(db: Database) -> Iterator[Any]:
-    with db.write_session() as s:
+    with db.write() as s:
         yield s
 
 
@@ -121,9 +121,8 @@ def demo(client: TestClient, db: Database) -> TestClient:
     weeks and dates from now (``demo_week``) rather than pinning them."""
     from app.demo import load_demo
 
-    with db.write_session() as s:
+    with db.write() as s:
         load_demo(s)
-        s.commit()
     return client
 
 

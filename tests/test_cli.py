@@ -14,7 +14,7 @@ from app.settings import Settings
 def counts(url: str) -> tuple[int, int]:
     db = Database(make_engine(Settings(database_url=url)))
     try:
-        with db.read_session() as s:
+        with db.read() as s:
             return (
                 int(s.scalar(select(func.count()).select_from(Pipeline)) or 0),
                 int(s.scalar(select(func.count()).select_from(Run)) or 0),

@@ -193,7 +193,7 @@ def test_rebuilt_variant_counters_never_repeat_a_seen_value(
     headers = {"Authorization": f"Bearer {make_token(db, 'ingest read admin', 'rebuild')}"}
     batch = [make_run(pipeline=p, run_id=f"rb-{p}-{i}") for p in PIPELINES for i in range(3)]
     assert client.post("/api/v1/runs/batch", json={"runs": batch}, headers=headers).is_success
-    with db.write_session() as s:
+    with db.write() as s:
         seen = rollup_reads.signatures(s)
         rollups.rebuild_variants(s)  # what a bulk load (the benchmark's COPY) calls
         expected, held = rollups.variant_counts(s)

@@ -34,7 +34,7 @@ def one_connection(engine: Engine, settings: Settings) -> Iterator[Database]:
         yield Database(single)
     finally:
         single.dispose()
-        with engine.begin() as conn:
+        with engine.begin() as conn:  # raw on purpose: clean-up SQL after real commits
             for table in ("interruption", "run", "pipeline", "api_token"):
                 conn.execute(text(f"DELETE FROM {table}"))
 

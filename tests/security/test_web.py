@@ -274,9 +274,8 @@ def test_sign_in_with_a_bad_token_shows_the_form_again(
     assert sessions.SESSION_COOKIE not in set_cookies(r)
 
     revoked = make_token(db, "read", name="gone")
-    with db.write_session() as s:
+    with db.write() as s:
         auth.revoke_token(s, "gone")
-        s.commit()
     r = sign_in(token_client, revoked)
     assert r.status_code == 401
     assert "revoked" in r.text
@@ -340,9 +339,8 @@ def test_a_revoked_tokens_session_ends_within_the_cache_ttl(
     monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
     sign_in(token_client, make_token(db, "read", name="leaver"))
     assert token_client.get("/", headers=HTML).status_code == 200
-    with db.write_session() as s:
+    with db.write() as s:
         auth.revoke_token(s, "leaver")
-        s.commit()
     # Within the 5 s cache the session still works...
     clock[0] += 4.0
     assert token_client.get("/", headers=HTML).status_code == 200

@@ -112,7 +112,7 @@ def docs_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     settings = Settings(database_url=url, log_level="warning", alert_sender=False)
     db = Database(make_engine(settings))
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             load_demo(session)
     finally:
         db.dispose()

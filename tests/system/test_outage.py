@@ -403,6 +403,7 @@ def test_the_statement_timeout_cancels_a_slow_query(database_url: str) -> None:
     try:
         # QueryCanceled, not a result: the server cut the 1 s sleep at the timeout. (No
         # clock assertion: a loaded CI machine can stretch any wall-clock bound.)
+        # A raw connection on purpose: the driver's error is what is checked.
         with pytest.raises(OperationalError) as info, engine.connect() as conn:
             conn.execute(text("SELECT pg_sleep(1)"))
         assert isinstance(info.value.orig, psycopg.errors.QueryCanceled)

@@ -158,7 +158,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     settings = Settings(database_url=url, log_level="warning")
     db = Database(make_engine(settings))
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             load_demo(session)
             _, admin = create_token(session, "browser-admin", "admin")
             _, ingest = create_token(session, "browser-ingest", "ingest")

@@ -154,7 +154,7 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenServ
     )
     db = Database(make_engine(settings))
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             load_demo(session)
             _, read = create_token(session, "browser-reader", "read")
             _, ingest = create_token(session, "browser-ingest-only", "ingest")
