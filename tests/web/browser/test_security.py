@@ -23,9 +23,9 @@ from tests.fixtures.browser import (
     RANKER,
     XSS_PIPELINE,
     chart_state,
-    serve_in_thread,
     wait_for_charts,
 )
+from tests.fixtures.serving import serve_in_thread
 from tests.web.browser.conftest import watch
 
 pytestmark = pytest.mark.browser
