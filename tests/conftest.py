@@ -23,11 +23,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 
+from app import settings as app_settings
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
 from app.settings import Settings
+from tests.fixtures.alerts import Receiver
 from tests.fixtures.builders import make_token
+from tests.fixtures.security import token_settings
 
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 BACKEND = os.environ.get("CADENCE_TEST_BACKEND", "sqlite")
@@ -49,7 +52,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         return f"sqlite:///{tmp_path_factory.mktemp('db') / 'cadence-test.db'}"
     url = postgres_url()
     engine = make_engine(Settings(database_url=url))
-    try:
+    try:  # a raw connection on purpose: the schema is wiped before any migration exists
         with engine.begin() as conn:
             conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
@@ -81,7 +84,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 @pytest.fixture
 def db(engine: Engine) -> Iterator[Database]:
     """A Database whose every session lives inside one rolled-back transaction."""
-    conn = engine.connect()
+    conn = engine.connect()  # raw on purpose: the outer transaction the test rolls back
     outer = conn.begin()
     try:
         yield Database(engine, bind=conn)
@@ -94,14 +97,14 @@ def db(engine: Engine) -> Iterator[Database]:
 def committed_db(engine: Engine) -> Iterator[Database]:
     """A real Database (separate connections, real commits); tables emptied afterwards."""
     yield Database(engine)
-    with engine.begin() as conn:
+    with engine.begin() as conn:  # raw on purpose: clean-up SQL, no feature's unit of work
         for table in ("interruption", "run", "pipeline", "api_token"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 
 @pytest.fixture
 def session(db: Database) -> Iterator[Any]:
-    with db.write_session() as s:
+    with db.write() as s:
         yield s
 
 
@@ -118,9 +121,8 @@ def demo(client: TestClient, db: Database) -> TestClient:
     weeks and dates from now (``demo_week``) rather than pinning them."""
     from app.demo import load_demo
 
-    with db.write_session() as s:
+    with db.write() as s:
         load_demo(s)
-        s.commit()
     return client
 
 
@@ -132,6 +134,34 @@ def ingest_headers(db: Database) -> dict[str, str]:
 @pytest.fixture
 def admin_headers(db: Database) -> dict[str, str]:
     return {"Authorization": f"Bearer {make_token(db, 'admin')}"}
+
+
+@pytest.fixture
+def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
+    """The app in token read mode (pages and API reads need a session or a read token);
+    redirects are answered, not followed."""
+    app = create_app(token_settings(database_url), database=db)
+    with TestClient(app, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.fixture
+def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh SQLite database for the `cadence` commands, as CADENCE_DATABASE_URL (the
+    commands read their settings from the environment); its URL."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("CADENCE_DATABASE_URL", url)
+    app_settings.get_settings.cache_clear()
+    yield url
+    app_settings.get_settings.cache_clear()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A local webhook receiver (tests/fixtures/alerts.py) for the alert tests and pages."""
+    r = Receiver()
+    yield r
+    r.close()
 
 
 ARTIFACTS = Path(__file__).parent / "artifacts"

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy import func, select
 
@@ -14,19 +11,10 @@ from app.db.models import Pipeline, Run
 from app.settings import Settings
 
 
-@pytest.fixture
-def cli_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    monkeypatch.setenv("CADENCE_DATABASE_URL", url)
-    settings.get_settings.cache_clear()
-    yield url
-    settings.get_settings.cache_clear()
-
-
 def counts(url: str) -> tuple[int, int]:
     db = Database(make_engine(Settings(database_url=url)))
     try:
-        with db.read_session() as s:
+        with db.read() as s:
             return (
                 int(s.scalar(select(func.count()).select_from(Pipeline)) or 0),
                 int(s.scalar(select(func.count()).select_from(Run)) or 0),

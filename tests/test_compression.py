@@ -12,7 +12,7 @@ from app.main import create_app
 from app.middleware import GZIP_MINIMUM_BYTES
 from app.settings import PROJECT_ROOT, Settings
 from tests.fixtures.builders import make_run
-from tests.observability.test_metrics import scrape, value
+from tests.fixtures.metrics import scrape, value
 
 GZIP = {"Accept-Encoding": "gzip"}
 IDENTITY = {"Accept-Encoding": "identity"}

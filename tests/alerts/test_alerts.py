@@ -3,22 +3,21 @@ local HTTP receiver (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
-import json
-import socket
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.alerts import rules, sender
+from app.alerts import rules
 from app.alerts.delivery import attempt
-from app.db.engine import Database
-from app.main import create_app
-from app.settings import Settings
+from tests.fixtures.alerts import (
+    Receiver,
+    add_rule,
+    closed_port_url,
+    drain,
+    post_run,
+    setup_pipeline,
+)
 from tests.fixtures.builders import make_run
 
 # --- pure rules --------------------------------------------------------------------------
@@ -168,115 +167,6 @@ def test_threshold_ranges(kind: str, threshold: float, ok: bool) -> None:
 )
 def test_webhook_urls(url: str, ok: bool) -> None:
     assert (rules.url_problem(url) is None) is ok
-
-
-# --- a local webhook receiver ------------------------------------------------------------
-
-
-class Receiver:
-    """Records JSON POSTs; answers each with the next queued status (then 200).
-
-    With ``hold`` set, each request first sets ``entered`` and waits until ``hold`` is
-    released (a receiver slower than anything: the test decides when it answers).
-    """
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.delivery_ids: list[int] = []
-        self.statuses: list[int] = []
-        self.hold: threading.Event | None = None
-        self.entered = threading.Event()
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
-                if receiver.hold is not None:
-                    receiver.entered.set()
-                    assert receiver.hold.wait(60), "the test never released the receiver"
-                with receiver.lock:
-                    receiver.requests.append(body)
-                    receiver.delivery_ids.append(int(self.headers["X-Cadence-Delivery"]))
-                    code = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(code)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hook"
-
-
-def alert_settings(settings: Settings, **overrides: Any) -> Settings:
-    """The receiver runs on 127.0.0.1, which webhooks may reach only when listed."""
-    values = {
-        "alert_webhook_timeout_seconds": 2.0,
-        "webhook_allowed_hosts": "127.0.0.1",
-        "alert_min_interval_seconds": 0.0,
-        **overrides,
-    }
-    return settings.model_copy(update=values)
-
-
-@pytest.fixture
-def app_client(db: Database, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(alert_settings(settings), database=db)) as c:
-        yield c
-
-
-def drain(c: TestClient, now: datetime | None = None) -> dict[int, str]:
-    """What the background sender does (it does not run on the tests' shared connection)."""
-    return sender.drain(c.app.state.database, c.app.state.settings, now=now)  # type: ignore[attr-defined]
-
-
-def setup_pipeline(
-    c: TestClient, admin: dict[str, str], budget: float | None = 1000.0, name: str = "ranker"
-) -> None:
-    r = c.put(
-        f"/api/v1/pipelines/{name}",
-        json={"price_per_gpu_hour": 2.5, "monthly_budget_usd": budget, "runs_per_week": 1},
-        headers=admin,
-    )
-    assert r.status_code == 200, r.text
-
-
-def add_rule(c: TestClient, admin: dict[str, str], **rule: Any) -> dict[str, Any]:
-    r = c.post("/api/v1/pipelines/ranker/alerts", json=rule, headers=admin)
-    assert r.status_code == 201, r.text
-    body: dict[str, Any] = r.json()
-    return body
-
-
-def post_run(c: TestClient, ingest: dict[str, str], **overrides: Any) -> None:
-    """Ingest one run, then send what its evaluation queued."""
-    r = c.post("/api/v1/runs", json=make_run(**overrides), headers=ingest)
-    assert r.status_code == 201, r.text
-    drain(c)
 
 
 # --- API ---------------------------------------------------------------------------------

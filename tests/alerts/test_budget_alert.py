@@ -6,12 +6,8 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from app.alerts.rules import AlertKind, Metrics, describe, is_firing
-from tests.alerts import test_alerts
-from tests.alerts.test_alerts import Receiver, add_rule, drain, setup_pipeline
+from tests.fixtures.alerts import Receiver, add_rule, drain, setup_pipeline
 from tests.fixtures.builders import make_run, this_month_run
-
-receiver = test_alerts.receiver
-app_client = test_alerts.app_client
 
 
 def test_the_rule_reads_the_chance_of_ending_over() -> None:

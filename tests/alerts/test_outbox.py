@@ -21,8 +21,8 @@ from app.db.engine import Database
 from app.db.models import AlertDelivery
 from app.main import create_app
 from app.settings import Settings
-from tests.alerts import test_alerts
-from tests.alerts.test_alerts import (
+from tests.conftest import BACKEND
+from tests.fixtures.alerts import (
     Receiver,
     add_rule,
     alert_settings,
@@ -30,12 +30,8 @@ from tests.alerts.test_alerts import (
     post_run,
     setup_pipeline,
 )
-from tests.conftest import BACKEND
 from tests.fixtures.builders import make_run, make_token
 
-# The fixtures of tests.alerts.test_alerts, used here too.
-receiver = test_alerts.receiver
-app_client = test_alerts.app_client
 WEEK2 = {"started_at": "2026-11-09T08:00:00+00:00", "finished_at": "2026-11-09T22:00:00+00:00"}
 WEEK3 = {"started_at": "2026-11-16T08:00:00+00:00", "finished_at": "2026-11-16T22:00:00+00:00"}
 

@@ -9,14 +9,11 @@ lock held by the test, is killed with SIGKILL, and the next process delivers the
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,14 +29,10 @@ from app.db.base import utcnow
 from app.db.engine import Database
 from app.db.models import AlertDelivery, AlertRule
 from app.pipelines.service import get_by_name
-from app.settings import PROJECT_ROOT
-from tests.alerts import test_alerts
-from tests.alerts.test_alerts import Receiver, add_rule, drain, setup_pipeline
 from tests.conftest import BACKEND, postgres_url
+from tests.fixtures.alerts import Receiver, add_rule, drain, setup_pipeline
 from tests.fixtures.builders import make_run
-
-receiver = test_alerts.receiver
-app_client = test_alerts.app_client
+from tests.fixtures.serving import Served
 
 
 def rules(db: Database) -> list[AlertRule]:
@@ -148,72 +141,6 @@ def scratch_database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-class Served:
-    """`cadence serve` in a subprocess; ``kill`` is SIGKILL, as the OOM killer does."""
-
-    def __init__(self, url: str, port: int) -> None:
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CADENCE_")}
-        self.env.update(
-            CADENCE_DATABASE_URL=url,
-            CADENCE_LOG_LEVEL="warning",
-            CADENCE_WORKERS="1",
-            CADENCE_HOST="127.0.0.1",
-            CADENCE_PORT=str(port),
-            CADENCE_WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
-            CADENCE_ALERT_MIN_INTERVAL_SECONDS="0",
-            CADENCE_ALERT_SWEEP_SECONDS="0.5",
-        )
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def cadence(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "app.cli", *args],
-            cwd=PROJECT_ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, f"cadence {args}: {done.stdout}{done.stderr}"
-        return done.stdout.strip().splitlines()[-1]
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve"],
-            cwd=PROJECT_ROOT,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        ready = threading.Event()
-        with httpx.Client(base_url=self.base_url, timeout=2) as http:
-            for _ in range(300):  # bounded: 30 s
-                assert self.proc.poll() is None, "cadence serve exited"
-                try:
-                    if http.get("/readyz").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                ready.wait(0.1)
-        raise AssertionError("cadence serve never became ready")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
 def wait_until(predicate: Any, what: str, seconds: float = 30) -> None:
     pause = threading.Event()
     for _ in range(int(seconds * 10)):
@@ -225,15 +152,17 @@ def wait_until(predicate: Any, what: str, seconds: float = 30) -> None:
 
 @PG_ONLY
 def test_a_kill_between_acknowledgement_and_evaluation_loses_no_alert(
-    scratch_database: str, receiver: Receiver
+    scratch_database: str, receiver: Receiver, tmp_path: Path
 ) -> None:
-    from tests.system.test_outage import free_port
-
-    served = Served(scratch_database, free_port())
+    served = Served(
+        scratch_database,
+        tmp_path / "cadence.log",
+        CADENCE_WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
+        CADENCE_ALERT_MIN_INTERVAL_SECONDS="0",
+        CADENCE_ALERT_SWEEP_SECONDS="0.5",
+    )
     served.cadence("migrate")
-    tokens = {
-        s: served.cadence("token", "create", "--name", s, "--scope", s) for s in ("admin", "ingest")
-    }
+    tokens = {s: served.create_token(s, s) for s in ("admin", "ingest")}
     admin = {"Authorization": f"Bearer {tokens['admin']}"}
     ingest = {"Authorization": f"Bearer {tokens['ingest']}"}
     dsn = make_url(scratch_database).set(drivername="postgresql").render_as_string(False)

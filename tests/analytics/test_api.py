@@ -75,7 +75,7 @@ def test_weekly_sql_sums_match_python(
     client: TestClient, db: Database, ingest_headers: dict[str, str]
 ) -> None:
     post(client, ingest_headers, mixed_runs())
-    with db.read_session() as s:
+    with db.read() as s:
         pid = s.scalar(select(Pipeline.id).where(Pipeline.name == "ranker"))
         assert pid is not None
         rows = repository.recent_runs(s, pid, limit=100)

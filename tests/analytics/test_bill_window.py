@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.fixtures.builders import make_run
-from tests.runs.test_attempts import at, crashed, retried
+from tests.fixtures.builders import crashed, last_week_day, make_run, retried
 
 
 def test_failed_attempts_are_in_the_bill(
@@ -22,7 +21,7 @@ def test_failed_attempts_are_in_the_bill(
     second = make_run(
         pipeline="attempts", run_id="nightly-2", retraining_id="nightly-2",
         gpu_utilization=0.38, workers=8, price_per_gpu_hour=3.0, data_stall_hours=0.0,
-        checkpoint_hours=0.0, interruptions=[], **at(3, 6, 14.0),
+        checkpoint_hours=0.0, interruptions=[], **last_week_day(3, 6, 14.0),
     )  # fmt: skip
     for run in (crashed(), retried(), second):
         r = client.post("/api/v1/runs", json=run, headers=ingest_headers)

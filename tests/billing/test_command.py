@@ -8,7 +8,6 @@ import pytest
 
 from app import cli
 from tests.fixtures.bills import aws_row, write_bill
-from tests.test_cli import cli_db  # noqa: F401  (the fixture)
 
 DAY = ("2026-11-02T00:00:00.000Z", "2026-11-03T00:00:00.000Z")
 
@@ -21,7 +20,7 @@ def test_import_focus_beside_import_mlflow() -> None:
 
 
 def test_import_twice_then_a_bad_file(
-    cli_db: str,  # noqa: F811
+    cli_db: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

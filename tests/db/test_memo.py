@@ -16,10 +16,10 @@ def answer(session: Session, n: int) -> list[int]:
 
 def test_reads_are_memoised_per_session_only(db: Database) -> None:
     calls.clear()
-    with db.read_session() as s:
+    with db.read() as s:
         first = answer(s, 1)
         assert answer(s, 1) is first  # same session, same arguments: one read
         assert answer(s, 2) == [2]
-    with db.read_session() as s:
+    with db.read() as s:
         assert answer(s, 1) == [1]  # a new session (request) reads again
     assert calls == [1, 2, 1]

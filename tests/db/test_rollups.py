@@ -3,7 +3,6 @@ changes (both databases), and org-wide readers that use them agree with the raw 
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
@@ -13,22 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from app.analytics import org_weeks
-from app.analytics import repository as analytics
-from app.analytics.service import current_monthly_cost
 from app.db import rollup as rollups
 from app.db import rollup_reads
 from app.db.engine import Database
 from app.db.models import Pipeline
 from app.db.run_terms import goodput_totals
-from app.observability import business
 from app.planning.goodput import goodput_from_totals
-from app.planning.rollup import GOODPUT_SUMS, KEY, SUMS, buckets, terms
-from app.planning.weekly import fill_weeks, monday_of
+from app.planning.rollup import GOODPUT_SUMS, SUMS, buckets, terms
 from tests.fixtures.builders import make_run, make_token
+from tests.fixtures.rollups import PIPELINES, START, assert_rollups_match
 
-START = datetime(2026, 10, 20, tzinfo=UTC)  # the weeks cross October/November
-PIPELINES = ("roll-a", "roll-b")
 VARIANTS = ("baseline", "candidate")
 ids = count()
 
@@ -78,59 +71,6 @@ operations = st.lists(
     min_size=1,
     max_size=8,
 )
-
-
-def close(a: float, b: float, scale: float = 1.0) -> bool:
-    """Equal up to float noise. ``scale``: the size of the terms a difference came from
-    (other idle = idle - named cancels; SQLite's julianday carries ~1e-5 s of noise)."""
-    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6 * scale)
-
-
-def assert_rollups_match(db: Database) -> None:
-    with db.read() as s:
-        kept, fresh = rollups.stored(s), rollups.recompute(s)
-        assert [tuple(r[k] for k in KEY) for r in kept] == [tuple(r[k] for k in KEY) for r in fresh]
-        # run_variant: each variant's run count and newest start.
-        expected, held = rollups.variant_counts(s)
-        assert held == expected
-        for a, b in zip(kept, fresh, strict=True):
-            assert a["runs"] == b["runs"]
-            size = 10 * (1 + a["gpu_hours"])  # USD terms: GPU-hours x price (< 10)
-            wrong = [n for n in SUMS if not close(a[n], b[n], size)]
-            assert not wrong, (a, b, wrong)
-        # The review's reader at today's prices equals the GROUP BY over raw runs.
-        since, until = START - timedelta(days=7), START + timedelta(days=60)
-        raw = analytics.weekly_totals(s, None, since, until)
-        rolled = rollup_reads.weekly_totals(s, since.date(), until.date())
-        assert sorted(raw) == sorted(rolled)
-        for pid, weeks in raw.items():
-            for w, r in zip(weeks, rolled[pid], strict=True):
-                assert (w.week_start, w.goodput.runs) == (r.week_start, r.goodput.runs)
-                assert close(w.cost_usd, r.cost_usd)
-                assert close(w.goodput.held_gpu_hours, r.goodput.held_gpu_hours)
-                size = 10 * (1 + w.goodput.gpu_hours)
-                for c, usd in w.usd_by_cause.items():
-                    assert close(usd, r.usd_by_cause[c], size), c
-        # The window the portfolio and the review keep between requests (read again only
-        # for pipelines whose runs changed) equals the rollups read now.
-        last = monday_of((START + timedelta(days=30)).date())
-        ids_ = list(s.scalars(select(Pipeline.id)))
-        window = org_weeks.org_window(s, ids_, last)
-        first = last - timedelta(weeks=org_weeks.WINDOW_WEEKS - 1)
-        now = rollup_reads.weekly_totals(s, first, last + timedelta(weeks=1))
-        for pid in ids_:
-            for want in fill_weeks(now.get(pid, []), first, last):
-                got = window.summary(pid, want.week_start)
-                assert got.runs == want.runs
-                assert close(got.cost_usd, want.cost_usd, 10 * (1 + want.gpu_hours))
-        # /metrics' and the overview's monthly cost (a SQL median on PostgreSQL, kept
-        # between requests) equals the projection endpoint's, for every pipeline.
-        gauges = {(g, name): v for g, name, _, v in business.gauges(s, last)}
-        for p in s.scalars(select(Pipeline).where(Pipeline.name.in_(PIPELINES))):
-            expected = current_monthly_cost(s, p)
-            assert (expected is None) == (("cost", p.name) not in gauges)
-            if expected is not None:
-                assert close(gauges[("cost", p.name)], expected)
 
 
 @settings(
@@ -253,7 +193,7 @@ def test_rebuilt_variant_counters_never_repeat_a_seen_value(
     headers = {"Authorization": f"Bearer {make_token(db, 'ingest read admin', 'rebuild')}"}
     batch = [make_run(pipeline=p, run_id=f"rb-{p}-{i}") for p in PIPELINES for i in range(3)]
     assert client.post("/api/v1/runs/batch", json={"runs": batch}, headers=headers).is_success
-    with db.write_session() as s:
+    with db.write() as s:
         seen = rollup_reads.signatures(s)
         rollups.rebuild_variants(s)  # what a bulk load (the benchmark's COPY) calls
         expected, held = rollups.variant_counts(s)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cadence_client.commands import evaluations
@@ -12,35 +10,9 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app.db.engine import Database
-from tests.fixtures.builders import make_run, make_token
-from tests.system.test_client_package import through
-
-P = "/api/v1/pipelines/ranker"
-FINISHED = datetime.fromisoformat("2026-11-02T22:00:00+00:00")
-
-
-def post_runs(client: TestClient, headers: dict[str, str], n: int = 4) -> None:
-    """n weekly runs of 8 workers x 14 h = 112 GPU-h at the default $2.50: $280 each."""
-    for k in range(n):
-        start = datetime.fromisoformat("2026-11-02T08:00:00+00:00") + timedelta(weeks=k)
-        body = make_run(
-            run_id=f"run-{k + 1}",
-            started_at=start.isoformat(),
-            finished_at=(start + timedelta(hours=14)).isoformat(),
-        )
-        assert client.post("/api/v1/runs", json=body, headers=headers).status_code == 201
-
-
-def evaluation(run: str, age_weeks: float, value: float, **extra: Any) -> dict[str, Any]:
-    k = int(run.split("-")[1]) - 1
-    at = FINISHED + timedelta(weeks=k) + timedelta(weeks=age_weeks)
-    return {"run_id": run, "evaluated_at": at.isoformat(), "value": value, **extra}
-
-
-# q(a) = 0.80 - 0.004 a exactly: b = 0.004 per week.
-LINE = [evaluation("run-1", a, 0.80 - 0.004 * a) for a in (0, 1, 2, 3)] + [
-    evaluation("run-2", a, 0.80 - 0.004 * a) for a in (0.5, 1.5)
-]
+from tests.fixtures.builders import make_token
+from tests.fixtures.client import through
+from tests.fixtures.evaluations import LINE, P, evaluation, post_runs
 
 
 def test_end_to_end_optimum_through_the_api(

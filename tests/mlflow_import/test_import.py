@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.db.engine import Database
 from tests.fixtures.builders import make_token
-from tests.system.test_client_package import through
+from tests.fixtures.client import through
 
 URL = "http://testserver"
 FAILED_RUN = "e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0"  # the recorded FAILED MLflow run

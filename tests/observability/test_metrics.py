@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine
 
 from app.db.engine import Database
@@ -24,23 +23,7 @@ from tests.fixtures.builders import (
     make_token,
     this_month_run,
 )
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(client: TestClient, **kwargs: object) -> Samples:
-    response = client.get("/metrics", **kwargs)  # type: ignore[arg-type]
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
-    out: Samples = {}
-    for family in text_string_to_metric_families(response.text):
-        for s in family.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
+from tests.fixtures.metrics import scrape, value
 
 
 def test_http_counters_use_route_templates(client: TestClient) -> None:

@@ -67,7 +67,7 @@ def test_every_metric_the_dashboard_queries_is_exported(
         "/api/v1/pipelines/ranker", json={"monthly_budget_usd": 5000.0}, headers=admin_headers
     )
     assert put.status_code == 200
-    with db.write_session() as s:
+    with db.write() as s:
         pipeline = s.query(Pipeline).filter_by(name="ranker").one()
         rule = AlertRule(
             pipeline_id=pipeline.id, kind="cost_over_budget", threshold=100.0,
@@ -77,7 +77,6 @@ def test_every_metric_the_dashboard_queries_is_exported(
         s.flush()
         s.add(AlertDelivery(rule_id=rule.id, event="firing", payload={}, status="failed",
                             attempts=3, scheduled_at=datetime.now(UTC)))  # fmt: skip
-        s.commit()
     text = client.get("/metrics").text
     exported: dict[str, dict[frozenset[tuple[str, str]], float]] = {}
     for family in text_string_to_metric_families(text):

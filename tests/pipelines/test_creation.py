@@ -15,15 +15,12 @@ from app.main import create_app
 from app.pipelines.service import retry_after_seconds
 from app.settings import Settings
 from tests.fixtures.builders import make_run, make_token
+from tests.fixtures.security import bearer
 
 
 def client_for(db: Database, database_url: str, **overrides: Any) -> TestClient:
     settings = Settings(database_url=database_url, default_price_per_gpu_hour=2.5, **overrides)
     return TestClient(create_app(settings, database=db))
-
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
 
 
 def names(client: TestClient) -> list[str]:

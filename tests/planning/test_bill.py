@@ -22,7 +22,7 @@ from app.planning.bill import (
 from app.planning.bill_exact import exact_bill
 from app.planning.model import PlanningError
 from app.planning.schedule import exactly, typical_month_runs
-from tests.fixtures.planning import make_run
+from tests.fixtures.planning import make_run_facts
 
 COSTS = (100.0, 300.0)
 PROBS = (0.7, 0.3)
@@ -174,7 +174,7 @@ def test_failure_window_check() -> None:
     # 8 workers x 10 h, G = 80, no interruptions, $2/GPU-h, lambda = 1e-3, interval 2 h,
     # resume 0.5 h: failure-free 80 x 2 = $160; expected failures 1e-3 x 8 x 10 = 0.08;
     # one failure (2/2 + 0.5) h x 8 x $2 = $24; mean cost 160 + 0.08 x 24 = $161.92.
-    run = make_run(workers=8, wall_clock_hours=10.0, gpu_hours=80.0, price_per_gpu_hour=2.0)
+    run = make_run_facts(workers=8, wall_clock_hours=10.0, gpu_hours=80.0, price_per_gpu_hour=2.0)
     w = failure_window([run], 1e-3, checkpoint_interval_hours=2.0, resume_hours=0.5)
     assert w.failure_free_usd == (160.0,)
     assert w.expected_failures == pytest.approx((0.08,))
@@ -194,7 +194,7 @@ def test_failure_rate_zero_removes_recorded_failures() -> None:
     # 0.25 h resume, 0.25 h reschedule) of 14: failure-free 8 x 13 x $2 = $208.
     from app.planning.model import Interruption
 
-    run = make_run(gpu_hours=112.0, interruptions=(Interruption(0.5, 0.25, 0.25),))
+    run = make_run_facts(gpu_hours=112.0, interruptions=(Interruption(0.5, 0.25, 0.25),))
     w = failure_window([run], 0.0, checkpoint_interval_hours=1.0)
     assert w.failure_free_usd == (208.0,) and w.expected_failures == (0.0,)
     f = forecast_bill(w, exactly(3))

@@ -7,7 +7,7 @@ from hypothesis import given
 
 from app.planning.economics import Badput, badput, badput_usd, run_cost
 from app.planning.model import Interruption, PlanningError, RunFacts
-from tests.fixtures.planning import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run_facts, runs
 
 
 def test_run_cost() -> None:
@@ -19,7 +19,7 @@ def test_run_cost() -> None:
 
 def test_worked_example_idle_gpu_hours() -> None:
     # 8 x 14 = 112 GPU-h; idle = (1 - 0.38) x 112 = 69.44; productive = 0.38 x 112 = 42.56
-    b = badput(make_run())
+    b = badput(make_run_facts())
     assert b.total == pytest.approx(112.0)
     assert b.idle == pytest.approx(69.44)
     assert b.productive == pytest.approx(42.56)
@@ -30,7 +30,7 @@ def test_worked_example_idle_gpu_hours() -> None:
 def test_named_causes_in_gpu_hours() -> None:
     # Weff = 8. stall 4 h -> 32; checkpoint 1 h -> 8; failure (0.5 + 0.25 + 0.25) h -> 8.
     # other idle = 69.44 - 48 = 21.44
-    run = make_run(
+    run = make_run_facts(
         data_stall_hours=4.0,
         checkpoint_hours=1.0,
         interruptions=(Interruption(0.5, 0.25, 0.25),),
@@ -43,14 +43,14 @@ def test_named_causes_in_gpu_hours() -> None:
 
 def test_uses_effective_workers_when_g_below_w_times_t() -> None:
     # G = 70, T = 14 -> Weff = 5; a 2 h stall is 10 GPU-h, not 16.
-    b = badput(make_run(gpu_hours=70.0, data_stall_hours=2.0))
+    b = badput(make_run_facts(gpu_hours=70.0, data_stall_hours=2.0))
     assert b.data_stall == pytest.approx(10.0)
 
 
 def test_overexplained_causes_are_scaled_to_idle() -> None:
     # u = 0.9: idle = 0.1 x 112 = 11.2. stall 2 h -> 16, checkpoint 1 h -> 8: named 24 > 11.2.
     # factor 11.2 / 24 = 0.4667: stall 7.4667, checkpoint 3.7333, other 0.
-    b = badput(make_run(gpu_utilization=0.9, data_stall_hours=2.0, checkpoint_hours=1.0))
+    b = badput(make_run_facts(gpu_utilization=0.9, data_stall_hours=2.0, checkpoint_hours=1.0))
     assert b.overexplained
     assert b.data_stall == pytest.approx(16 * 11.2 / 24)
     assert b.checkpoint == pytest.approx(8 * 11.2 / 24)
@@ -60,7 +60,7 @@ def test_overexplained_causes_are_scaled_to_idle() -> None:
 
 def test_usd_breakdown_and_as_dict() -> None:
     # at $2.50: idle 69.44 x 2.5 = 173.6; productive 42.56 x 2.5 = 106.4
-    b = badput(make_run()).usd(2.5)
+    b = badput(make_run_facts()).usd(2.5)
     assert b.unit == "usd"
     assert b.idle == pytest.approx(173.6)
     assert b.productive == pytest.approx(106.4)

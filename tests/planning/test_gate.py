@@ -8,23 +8,19 @@ from hypothesis import strategies as st
 
 from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.model import PlanningError, RunFacts
-from tests.fixtures.planning import PROPERTY, make_run, runs
+from tests.fixtures.planning import (
+    BASE_Q,
+    BASE_UTIL,
+    BASELINE,
+    CAND_Q,
+    CAND_UTIL,
+    CANDIDATE,
+    PROPERTY,
+    arm,
+    make_run_facts,
+    runs,
+)
 
-BASE_UTIL = [0.36, 0.38, 0.40, 0.37, 0.39]  # mean 38, var 2.5 (points^2)
-CAND_UTIL = [0.68, 0.70, 0.72, 0.69, 0.71]  # mean 70, var 2.5
-BASE_Q = [0.80, 0.82, 0.78, 0.81, 0.79]  # mean 0.800, var 0.00025
-CAND_Q = [q + 0.005 for q in BASE_Q]  # mean 0.805, var 0.00025
-
-
-def arm(utils: list[float], qualities: list[float | None], gpu_hours: float) -> list[RunFacts]:
-    return [
-        make_run(gpu_utilization=u, quality_value=q, gpu_hours=gpu_hours)
-        for u, q in zip(utils, qualities, strict=True)
-    ]
-
-
-BASELINE = arm(BASE_UTIL, list(BASE_Q), 112.0)
-CANDIDATE = arm(CAND_UTIL, list(CAND_Q), 60.8)
 # Quality is a group-sequential test (app/planning/sequential.py): with 5 runs per arm
 # it is at look 5 of 15, whose nominal one-sided level is 0.000639, so the margin that
 # a 0.005 improvement with se 0.01 clears is wider than a fixed test's.
@@ -125,11 +121,11 @@ def test_quality_lower_is_better_and_decisive_failure() -> None:
 def test_estimate_exactly_on_threshold_can_never_be_decided() -> None:
     # quality 1,2,3 vs 0,1,2 with margin 1: d = -1 = -margin exactly
     base = [
-        make_run(quality_value=float(q), gpu_utilization=u)
+        make_run_facts(quality_value=float(q), gpu_utilization=u)
         for q, u in ((1, 0.3), (2, 0.31), (3, 0.32))
     ]
     cand = [
-        make_run(quality_value=float(q), gpu_utilization=u)
+        make_run_facts(quality_value=float(q), gpu_utilization=u)
         for q, u in ((0, 0.7), (1, 0.71), (2, 0.72))
     ]
     r = gate(base, cand, thresholds=GateThresholds(quality_margin=1.0), budget=1e6)

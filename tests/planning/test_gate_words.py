@@ -20,7 +20,7 @@ from app.planning.gate_words import (
     points,
     weeks,
 )
-from tests.planning.test_gate import BASELINE, CANDIDATE
+from tests.fixtures.planning import BASELINE, CANDIDATE
 
 CTX = GateContext(target_runs_per_week=2.0, current_runs_per_week=2.0, quality_metric="ndcg@10")
 

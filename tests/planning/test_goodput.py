@@ -23,11 +23,11 @@ from app.planning.goodput import (
     totals_from_runs,
 )
 from app.planning.model import Interruption, RunFacts
-from tests.fixtures.planning import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run_facts, runs
 
 
 def _example() -> RunFacts:
-    return make_run(
+    return make_run_facts(
         workers=8,
         wall_clock_hours=10.0,
         gpu_utilization=0.5,
@@ -65,13 +65,13 @@ def test_run_goodput_matches_per_run_functions() -> None:
 
 
 def test_mfu_preferred_over_utilization() -> None:
-    run = make_run(mfu=0.31)
+    run = make_run_facts(mfu=0.31)
     assert program_goodput(run).value == 0.31 and not program_goodput(run).is_proxy
     assert not run_goodput(run).program_is_proxy
 
 
 def test_whole_wall_clock_rescheduling_gives_zero_runtime_goodput() -> None:
-    run = make_run(interruptions=(Interruption(0.0, 0.0, 14.0),))  # tre = T = 14
+    run = make_run_facts(interruptions=(Interruption(0.0, 0.0, 14.0),))  # tre = T = 14
     assert runtime_goodput(run) == 0.0
     assert run_goodput(run).runtime == 0.0
     assert scheduling_goodput(run) == 0.0  # (14 - 0 - 14) / 14
@@ -82,8 +82,10 @@ def test_aggregate_is_ratio_of_sums_not_mean_of_ratios() -> None:
     # B: 1 worker x 10 h after a 10 h wait, u 0.2 -> period 20, unavailable 10, program 2
     # S = (100 - 10) / 100 = 0.9 (a mean of ratios would give (1 + 0.5) / 2 = 0.75)
     # Program = 42 / 90 = 0.4667, a proxy because B has no MFU
-    a = make_run(workers=8, wall_clock_hours=10.0, mfu=0.5)
-    b = make_run(workers=1, wall_clock_hours=10.0, scheduling_wait_hours=10.0, gpu_utilization=0.2)
+    a = make_run_facts(workers=8, wall_clock_hours=10.0, mfu=0.5)
+    b = make_run_facts(
+        workers=1, wall_clock_hours=10.0, scheduling_wait_hours=10.0, gpu_utilization=0.2
+    )
     t = totals_from_runs([a, b])
     assert (t.runs, t.gpu_hours, t.period_gpu_hours, t.unavailable_gpu_hours) == (2, 90, 100, 10)
     assert t.mfu_gpu_hours == 80.0
@@ -128,7 +130,11 @@ FROM r
 
 
 def test_documented_sql_reproduces_python_totals() -> None:
-    rs = [_example(), make_run(mfu=0.4, gpu_hours=100.0), make_run(workers=2, wall_clock_hours=3.0)]
+    rs = [
+        _example(),
+        make_run_facts(mfu=0.4, gpu_hours=100.0),
+        make_run_facts(workers=2, wall_clock_hours=3.0),
+    ]
     db = sqlite3.connect(":memory:")
     db.execute(
         "CREATE TABLE run (started_at TEXT, finished_at TEXT, workers INT, gpu_hours REAL,"

@@ -6,7 +6,7 @@ import pytest
 
 from app.planning.levers import rank_levers
 from app.planning.model import Interruption, PlanningError
-from tests.fixtures.planning import make_run
+from tests.fixtures.planning import make_run_facts
 
 # All 8 workers x 14 h, 38% (idle 69.44 GPU-h), $2/GPU-h. Per-run GPU-hours (x Weff = 8):
 #   A: stall 4 h -> 32, checkpoint 1 h -> 8, failure 0, other 69.44 - 40 = 29.44, wait 2 h -> 16
@@ -14,9 +14,9 @@ from tests.fixtures.planning import make_run
 #   C: stall 5 h -> 40, checkpoint 0.5 h -> 4, failure 1 h -> 8, other 17.44,       wait 4 h -> 32
 # Means: stall 40, checkpoint 6.667, failure 2.667, other 20.107, wait 16 (2 h wall clock).
 RUNS = [
-    make_run(data_stall_hours=4.0, checkpoint_hours=1.0, scheduling_wait_hours=2.0),
-    make_run(data_stall_hours=6.0, checkpoint_hours=1.0),
-    make_run(
+    make_run_facts(data_stall_hours=4.0, checkpoint_hours=1.0, scheduling_wait_hours=2.0),
+    make_run_facts(data_stall_hours=6.0, checkpoint_hours=1.0),
+    make_run_facts(
         data_stall_hours=5.0,
         checkpoint_hours=0.5,
         scheduling_wait_hours=4.0,
@@ -57,7 +57,7 @@ def test_price_override() -> None:
 
 
 def test_workers_lever_only_when_utilization_and_efficiency_high() -> None:
-    busy = [make_run(gpu_utilization=0.9)]
+    busy = [make_run_facts(gpu_utilization=0.9)]
     assert rank_levers(busy, runs_per_month=4.0, efficiency=0.9)[-1].cause == "workers"
     assert all(lv.cause != "workers" for lv in rank_levers(busy, runs_per_month=4.0))
     low_eff = rank_levers(busy, runs_per_month=4.0, efficiency=0.5)

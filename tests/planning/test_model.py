@@ -5,22 +5,22 @@ from __future__ import annotations
 import pytest
 
 from app.planning.model import Interruption, PlanningError, RunFacts, effective_workers
-from tests.fixtures.planning import make_run
+from tests.fixtures.planning import make_run_facts
 
 
 def test_effective_workers_equals_workers_when_g_is_w_times_t() -> None:
     # 112 GPU-h / 14 h = 8 workers
-    assert effective_workers(make_run()) == pytest.approx(8.0)
+    assert effective_workers(make_run_facts()) == pytest.approx(8.0)
 
 
 def test_effective_workers_when_workers_changed_mid_run() -> None:
     # 8 workers for 10 h then 4 workers for 4 h: G = 80 + 16 = 96; Weff = 96 / 14 = 6.857
-    run = make_run(gpu_hours=96.0)
+    run = make_run_facts(gpu_hours=96.0)
     assert run.effective_workers == pytest.approx(96 / 14)
 
 
 def test_interruption_sums_and_cost() -> None:
-    run = make_run(
+    run = make_run_facts(
         interruptions=(Interruption(0.5, 0.25, 1.0), Interruption(1.5, 0.25, 0.0)),
     )
     assert run.lost_progress_hours == pytest.approx(2.0)
@@ -48,7 +48,7 @@ def test_interruption_sums_and_cost() -> None:
 )
 def test_impossible_runs_are_rejected(overrides: dict[str, float]) -> None:
     with pytest.raises(PlanningError):
-        make_run(**overrides)
+        make_run_facts(**overrides)
 
 
 def test_negative_interruption_rejected_and_planning_error_is_value_error() -> None:

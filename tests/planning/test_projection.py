@@ -17,9 +17,9 @@ from app.planning.projection import (
 from app.planning.scaling import ScalingPoint, fit_usl
 from app.planning.whatif import WhatIf, apply_what_if
 from tests.fixtures.old_estimator import bootstrap_median_band
-from tests.fixtures.planning import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run_facts, runs
 
-BASELINE = make_run()  # 8 x 14 h = 112 GPU-h at 38%, $2/GPU-h
+BASELINE = make_run_facts()  # 8 x 14 h = 112 GPU-h at 38%, $2/GPU-h
 PROBE_MODEL = fit_usl([ScalingPoint(8, 14.0), ScalingPoint(16, 13.0)])
 
 
@@ -113,11 +113,11 @@ def test_utilization_target_edge_cases() -> None:
     assert "target 19% is below the observed 38%" in warnings[0]
     # Close numbers get the digits that tell them apart: never "70% ... the observed 70%".
     _, warnings = apply_what_if(
-        make_run(gpu_utilization=0.704), WhatIf(utilization_target=0.70), None
+        make_run_facts(gpu_utilization=0.704), WhatIf(utilization_target=0.70), None
     )
     assert "target 70.0% is below the observed 70.4%" in warnings[0]
     adj, warnings = apply_what_if(
-        make_run(gpu_utilization=0.0), WhatIf(utilization_target=0.5), None
+        make_run_facts(gpu_utilization=0.0), WhatIf(utilization_target=0.5), None
     )
     assert adj.gpu_hours == pytest.approx(112.0) and "0%" in warnings[0]
 
@@ -142,7 +142,7 @@ def test_what_if_validation(bad: dict[str, float]) -> None:
 def test_budget_headroom_is_the_expected_bill_and_the_typical_run_the_median() -> None:
     # costs $200, $224, $300 (G 100, 112, 150 at $2): a typical (median) retraining $224,
     # the mean $241.33; weekly the expected bill is 4.3333 x 241.33 = $1,045.78
-    rs = [make_run(gpu_hours=100.0), BASELINE, make_run(gpu_hours=150.0)]
+    rs = [make_run_facts(gpu_hours=100.0), BASELINE, make_run_facts(gpu_hours=150.0)]
     p = project_costs(rs, [1.0, 2.0], budget_usd=1500.0)
     weekly, twice = p.cadences
     mean = (200 + 224 + 300) / 3
@@ -248,6 +248,6 @@ def test_what_if_notes_describe_every_applied_change() -> None:
 
 def test_today_can_be_another_variants_runs() -> None:
     # candidate at 60.8 GPU-h twice weekly vs baseline (112 GPU-h) weekly: 2 x 60.8 / 112
-    cand = [make_run(gpu_hours=60.8)]
+    cand = [make_run_facts(gpu_hours=60.8)]
     p = project_costs(cand, [2.0], current_runs_per_week=1.0, current_runs=[BASELINE])
     assert p.cadences[0].vs_current_ratio == pytest.approx(1.0857, abs=1e-4)

@@ -21,14 +21,14 @@ from app.planning.scaling import (
 )
 from app.planning.schedule import exactly
 from app.planning.whatif import WhatIf, apply_what_if
-from tests.fixtures.planning import PROPERTY, make_run, runs
+from tests.fixtures.planning import PROPERTY, make_run_facts, runs
 
 PERFECT = ScalingModel("amdahl", 0.0, 0.0, 100.0, 1, 64, 0.0)  # C(N) = N
 
 
 def failing_run() -> RunFacts:
     # 8 workers x 10 h = 80 GPU-h at $2; one failure: 0.5 h lost + 0.5 h resume.
-    return make_run(
+    return make_run_facts(
         workers=8,
         wall_clock_hours=10.0,
         gpu_utilization=0.5,
@@ -96,7 +96,7 @@ def test_bug4_workers_scale_nominal_workers() -> None:
     # 16 workers x 13 h but G = 180 (workers changed mid-run): G/T = 13.846.
     # N = 16 is the run's own W: nothing changes (13 h, 180 GPU-h), not 16 x 13 = 208
     # nor 180/16 = 11.25 h (issue 23: $4,111 instead of $3,600).
-    run = make_run(workers=16, wall_clock_hours=13.0, gpu_hours=180.0)
+    run = make_run_facts(workers=16, wall_clock_hours=13.0, gpu_hours=180.0)
     adj, _ = apply_what_if(run, WhatIf(workers=16), PERFECT)
     assert adj.wall_clock_hours == pytest.approx(13.0)
     assert adj.gpu_hours == pytest.approx(180.0)
@@ -113,7 +113,7 @@ def test_bug4_recorded_failure_rate_changes_nothing() -> None:
     # recorded rate the run stays as recorded (112 GPU-h); at rate 0 the loss goes:
     # 8 x 13 = 104 GPU-h; at another rate the model's loss replaces it:
     # 13 + 13 x 8 x 1e-3 x (2/2 + 0.25) = 13.13 h, x 8 = 105.04 GPU-h.
-    run = make_run(gpu_hours=112.0, interruptions=(Interruption(0.5, 0.25, 0.25),))
+    run = make_run_facts(gpu_hours=112.0, interruptions=(Interruption(0.5, 0.25, 0.25),))
 
     def at(rate: float) -> float:
         w = WhatIf(
@@ -152,7 +152,7 @@ def test_bug4_a_what_if_equal_to_today_changes_nothing(run: RunFacts) -> None:
 def test_bug5_levers_use_the_scenario_price() -> None:
     # One run, 5 h data stall x 8 workers = 40 GPU-h; at 4.333 runs/month: 173.3 GPU-h.
     # At the run's $2: $346.67; at a scenario price of $3: $520 a month.
-    run = make_run(data_stall_hours=5.0)
+    run = make_run_facts(data_stall_hours=5.0)
     own = {lv.cause: lv for lv in rank_levers([run], runs_per_month=52 / 12)}
     priced = {lv.cause: lv for lv in rank_levers([run], runs_per_month=52 / 12, price=3.0)}
     assert own["data_stall"].usd_per_month == pytest.approx(346.6667, rel=1e-5)
@@ -162,7 +162,7 @@ def test_bug5_levers_use_the_scenario_price() -> None:
 def test_bug7_proxy_goodput_does_not_count_pauses_twice() -> None:
     # methodology.md §3 check: T = 10, u = 0.5, C = 1, tch = 0.5, trm = 0.5, tre = 0.
     # R = (10 - 2) / 10 = 0.8; P = (5 - 0.5) / (10 - 1 - 1) = 0.5625; R x P = 0.45.
-    run = make_run(
+    run = make_run_facts(
         workers=1,
         wall_clock_hours=10.0,
         gpu_utilization=0.5,
@@ -183,7 +183,7 @@ def test_bug8_one_set_of_thresholds_and_advice_states_the_cost() -> None:
     assert "close to constant" not in text
     # the same thresholds gate the "Add workers" lever: at 0.79 neither recommends it
     assert (MIN_UTILIZATION_TO_SCALE, MIN_EFFICIENCY_TO_SCALE) == (0.8, 0.8)
-    busy = [make_run(gpu_utilization=0.9)]
+    busy = [make_run_facts(gpu_utilization=0.9)]
     assert all(lv.cause != "workers" for lv in rank_levers(busy, runs_per_month=4, efficiency=0.79))
     assert "below 80%" in " ".join(scaling_advice(0.9, 0.79))
 
@@ -232,7 +232,9 @@ def test_the_projections_monthly_figure_is_the_bill() -> None:
     # those of forecast_bill over the same costs and month (seed 0). (The old median
     # month had a p90 of 4 x $300 = $1,200: a bootstrap median of 3 draws is $300 with
     # probability 7/27, a statement about the median, not the bill.)
-    rs = [make_run(gpu_hours=g, workers=8, wall_clock_hours=14.0) for g in (50.0, 100.0, 150.0)]
+    rs = [
+        make_run_facts(gpu_hours=g, workers=8, wall_clock_hours=14.0) for g in (50.0, 100.0, 150.0)
+    ]
     cp = project_costs(rs, [1.0], convention="four_week", budget_usd=1000.0).cadences[0]
     bill = forecast_bill([100.0, 200.0, 300.0], exactly(4), budget_usd=1000.0)
     assert cp.monthly_cost_usd == pytest.approx(800.0) == cp.expected_bill_usd
@@ -265,7 +267,7 @@ def test_failure_rate_what_if_draws_failures_in_the_bill() -> None:
         resume_hours=0.25,
         reschedule_hours=0.25,
     )
-    cp = project_costs([make_run()], [2.0], convention="four_week", what_if=w).cadences[0]
+    cp = project_costs([make_run_facts()], [2.0], convention="four_week", what_if=w).cadences[0]
     assert cp.expected_bill_usd == pytest.approx(1813.504)
     assert cp.bill_p10_usd == pytest.approx(1792.0)
     assert (cp.bill_p90_usd - 1792.0) / 24.0 == pytest.approx(
@@ -273,15 +275,15 @@ def test_failure_rate_what_if_draws_failures_in_the_bill() -> None:
     )
     # The recorded rate is a no-op: the bill is the recorded cost, 8 x $224.
     same = WhatIf(failure_rate_per_instance_hour=1e-3, recorded_failure_rate=1e-3)
-    cp = project_costs([make_run()], [2.0], convention="four_week", what_if=same).cadences[0]
+    cp = project_costs([make_run_facts()], [2.0], convention="four_week", what_if=same).cadences[0]
     assert cp.expected_bill_usd == pytest.approx(1792.0) == cp.bill_p90_usd
 
 
 def test_runs_still_needed_in_weeks_and_dollars_and_missing_quality() -> None:
     # Utilization 40/42/44 vs 50/54/58 %: uplift 12 points against +10. Runs without any
     # quality value: the gate says so rather than asking for more runs.
-    base = [make_run(gpu_utilization=u) for u in (0.40, 0.42, 0.44)]
-    cand = [make_run(gpu_utilization=u) for u in (0.50, 0.54, 0.58)]
+    base = [make_run_facts(gpu_utilization=u) for u in (0.40, 0.42, 0.44)]
+    cand = [make_run_facts(gpu_utilization=u) for u in (0.50, 0.54, 0.58)]
     r = evaluate_gate(base, cand, target_runs_per_week=2, budget_usd=1e6, current_runs_per_week=1.0)
     util, quality = r.criteria[0], r.criteria[1]
     assert quality.runs_needed_per_arm is None and "report no quality_value" in quality.reason
@@ -301,8 +303,8 @@ def test_runs_still_needed_in_weeks_and_dollars_and_missing_quality() -> None:
 def test_cannot_pass_when_zero_variance_is_far_from_the_threshold() -> None:
     # Every run at 40% vs 42%: +2 points, no variance, threshold +10: no number of runs
     # like these passes, so FAIL ("cannot pass"), not INSUFFICIENT_DATA.
-    base = [make_run(gpu_utilization=0.40, quality_value=0.5) for _ in range(3)]
-    cand = [make_run(gpu_utilization=0.42, quality_value=0.5 + i / 100) for i in range(3)]
+    base = [make_run_facts(gpu_utilization=0.40, quality_value=0.5) for _ in range(3)]
+    cand = [make_run_facts(gpu_utilization=0.42, quality_value=0.5 + i / 100) for i in range(3)]
     r = evaluate_gate(base, cand, target_runs_per_week=2, budget_usd=1e6)
     assert r.criteria[0].cannot_pass and r.verdict == "FAIL"
     assert "Cannot pass: utilization_uplift" in r.summary

@@ -19,31 +19,13 @@ from cadence_client.commands import report as commands
 from cadence_client.commands.records import RecordError, read_records
 from fastapi.testclient import TestClient
 
-from app import cli
 from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config
 from app.main import create_app
 from app.runs.schemas import RunIn
 from app.settings import Settings
 from tests.fixtures.builders import make_run, make_token
-from tests.system.test_client_package import through
-
-URL = "http://testserver"
-
-
-def args(*argv: str) -> Any:
-    return cli.parser().parse_args(list(argv))
-
-
-def report(app: TestClient, token: str, *argv: str) -> int:
-    namespace = args("report", "--url", URL, "--token", token, *argv)
-    return commands.run_report(namespace, transport=through(app, []), sleep=pytest.fail)
-
-
-def export(app: TestClient, *argv: str, token: str | None = None) -> int:
-    extra = ("--token", token) if token else ()
-    namespace = args("export", "--url", URL, *extra, *argv)
-    return export_command.run_export(namespace, transport=through(app, []), sleep=pytest.fail)
+from tests.fixtures.client import URL, args, export, report
 
 
 def no_server() -> httpx.MockTransport:

@@ -29,8 +29,8 @@ from app.reporting.focus import (
     run_facts,
 )
 from app.settings import PROJECT_ROOT
-from tests.fixtures.builders import make_run, make_token
-from tests.reporting.test_commands import export, report
+from tests.fixtures.builders import make_run, make_token, worked_example_out
+from tests.fixtures.client import export, report
 
 VALIDATOR_VENV = Path(os.environ.get("CADENCE_FOCUS_VENV", PROJECT_ROOT / ".venv-focus"))
 CLOUD_TAGS = {
@@ -39,18 +39,6 @@ CLOUD_TAGS = {
     "cloud_region": "us-east-1",
     "cluster": "train-east",
 }
-
-
-def worked_example_out() -> dict[str, object]:
-    """The worked example's baseline as the API returns it (derived fields included)."""
-    run = make_run(utilization_source="dcgm_sm_active")
-    return {
-        **run,
-        "gpu_hours": 112.0,
-        "wall_clock_hours": 14.0,
-        "effective_price_per_gpu_hour": 2.5,
-        "mfu": None,
-    }
 
 
 def test_an_allocation_row_carries_the_cost_in_x_columns_only() -> None:

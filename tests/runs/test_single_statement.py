@@ -22,8 +22,8 @@ from app.db.engine import Database, make_engine
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import BACKEND
-from tests.db.test_rollups import assert_rollups_match
 from tests.fixtures.builders import count_runs, make_run, make_token
+from tests.fixtures.rollups import assert_rollups_match
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def one_connection(engine: Engine, settings: Settings) -> Iterator[Database]:
         yield Database(single)
     finally:
         single.dispose()
-        with engine.begin() as conn:
+        with engine.begin() as conn:  # raw on purpose: clean-up SQL after real commits
             for table in ("interruption", "run", "pipeline", "api_token"):
                 conn.execute(text(f"DELETE FROM {table}"))
 

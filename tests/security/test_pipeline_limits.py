@@ -17,7 +17,7 @@ from app.db.engine import Database
 from app.main import create_app
 from app.settings import Settings
 from tests.fixtures.builders import make_run, make_token
-from tests.security.test_web import HTML, SECRET, bearer, sign_in
+from tests.fixtures.security import HTML, SECRET, bearer, sign_in
 
 RULE = {"kind": "cost_over_budget", "threshold": 100, "webhook_url": "https://x.test/h"}
 # Every read route that names a pipeline: pipelines, planning, alerts, runs, pages.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -13,14 +12,7 @@ from app.db.engine import Database
 from app.main import create_app
 from app.security import sessions
 from tests.fixtures.builders import make_token
-from tests.security.test_web import HTML, csrf_value, replace_cookie, sign_in, token_settings
-
-
-@pytest.fixture
-def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
-    app = create_app(token_settings(database_url), database=db)
-    with TestClient(app, follow_redirects=False) as c:
-        yield c
+from tests.fixtures.security import HTML, csrf_value, replace_cookie, sign_in, token_settings
 
 
 def sign_out(client: TestClient) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,9 +17,16 @@ from app.security.router import safe_next
 from app.security.signing import Signer, b64decode, b64encode
 from app.settings import Settings
 from tests.fixtures.builders import make_run, make_token
+from tests.fixtures.security import (
+    HTML,
+    SECRET,
+    bearer,
+    csrf_value,
+    replace_cookie,
+    sign_in,
+    token_settings,
+)
 
-SECRET = "x" * 32
-HTML = {"Accept": "text/html,application/xhtml+xml"}
 PLAN = {"workers": 8, "wall_clock_hours": 14, "gpu_utilization": 0.38, "price_per_gpu_hour": 2.5}
 EXPECTED_HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -31,45 +36,9 @@ EXPECTED_HEADERS = {
 }
 
 
-def token_settings(database_url: str, **overrides: Any) -> Settings:
-    return Settings(database_url=database_url, read_access="token", secret_key=SECRET, **overrides)
-
-
-@pytest.fixture
-def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
-    app = create_app(token_settings(database_url), database=db)
-    with TestClient(app, follow_redirects=False) as c:
-        yield c
-
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
-
-
-def csrf_value(html: str) -> str:
-    match = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert match, "no CSRF field in the page"
-    return match.group(1)
-
-
-def sign_in(client: TestClient, secret: str, next_: str = "/") -> Any:
-    form = client.get("/login", params={"next": next_})
-    assert form.status_code == 200, form.text
-    data = {"token": secret, "next": next_, "csrf": csrf_value(form.text)}
-    return client.post("/login", data=data)
-
-
 def set_cookies(response: Any) -> dict[str, str]:
     """Set-Cookie headers of a response by cookie name (the raw header text)."""
     return {h.split("=", 1)[0]: h for h in response.headers.get_list("set-cookie")}
-
-
-def replace_cookie(client: TestClient, name: str, value: str) -> None:
-    """Swap a cookie (the jar keeps the server's under its own domain; setting adds one)."""
-    for cookie in list(client.cookies.jar):
-        if cookie.name == name:
-            client.cookies.jar.clear(cookie.domain, cookie.path, cookie.name)
-    client.cookies.set(name, value)
 
 
 def assert_security_headers(response: Any) -> None:
@@ -305,9 +274,8 @@ def test_sign_in_with_a_bad_token_shows_the_form_again(
     assert sessions.SESSION_COOKIE not in set_cookies(r)
 
     revoked = make_token(db, "read", name="gone")
-    with db.write_session() as s:
+    with db.write() as s:
         auth.revoke_token(s, "gone")
-        s.commit()
     r = sign_in(token_client, revoked)
     assert r.status_code == 401
     assert "revoked" in r.text
@@ -371,9 +339,8 @@ def test_a_revoked_tokens_session_ends_within_the_cache_ttl(
     monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
     sign_in(token_client, make_token(db, "read", name="leaver"))
     assert token_client.get("/", headers=HTML).status_code == 200
-    with db.write_session() as s:
+    with db.write() as s:
         auth.revoke_token(s, "leaver")
-        s.commit()
     # Within the 5 s cache the session still works...
     clock[0] += 4.0
     assert token_client.get("/", headers=HTML).status_code == 200

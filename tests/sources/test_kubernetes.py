@@ -24,8 +24,8 @@ from app.sources import kubernetes_command
 from app.sources.kubernetes import Options, map_all
 from app.sources.posting import attempt_of
 from tests.fixtures.builders import make_token
-from tests.sources.dcgm_stack import free_port
-from tests.system.test_client_package import through
+from tests.fixtures.client import through
+from tests.fixtures.serving import free_port
 
 if os.environ.get("CI") != "true":  # in CI the dev dependency must be there: no skip
     pytest.importorskip("kubernetes", reason="KUBERNETES TESTS NOT RUN: pip install kubernetes")

@@ -1,9 +1,10 @@
 """``cadence enrich prometheus``: the query and the choice (pure), then a real Prometheus
-scraping a fake DCGM exporter (tests/sources/dcgm_stack.py) enriching runs stored in the
+scraping a fake DCGM exporter (tests/fixtures/dcgm.py) enriching runs stored in the
 in-process app, checked against the values the exporter serves."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,10 +17,9 @@ from app.db.engine import Database
 from app.sources import enrich_command
 from app.sources.prometheus import TemplateError, check_template, matcher, means, query
 from tests.fixtures.builders import make_run, make_token
-from tests.sources.dcgm_stack import Gpu, Stack, dcgm_prometheus, free_port
-from tests.system.test_client_package import through
-
-__all__ = ["dcgm_prometheus"]  # the fixture, imported for pytest
+from tests.fixtures.client import through
+from tests.fixtures.dcgm import Gpu, Stack, prometheus_stack
+from tests.fixtures.serving import free_port
 
 URL = "http://testserver"
 MATCH = 'pod=~"{run_id}-worker-.*", namespace="{namespace}"'
@@ -33,6 +33,12 @@ GPUS = [
     # ranker-c: profiling off on this exporter: GPU_UTIL 45 % -> 0.45.
     Gpu("ranker-c-worker-0", 0, util=45, profiling=None),
 ]
+
+
+@pytest.fixture(scope="module")
+def dcgm_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with prometheus_stack(GPUS, tmp_path_factory.mktemp("prometheus")) as stack:
+        yield stack
 
 
 def test_matcher_fills_placeholders_and_escapes_values() -> None:

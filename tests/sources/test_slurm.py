@@ -25,7 +25,7 @@ from app.sources.slurm import (
     plausible_utilization,
 )
 from tests.fixtures.builders import make_token
-from tests.system.test_client_package import through
+from tests.fixtures.client import through
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "slurm"
 PARSABLE = (FIXTURES / "sacct-parsable.txt").read_text()

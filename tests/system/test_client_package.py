@@ -4,7 +4,6 @@ tests/system/test_one_install.py)."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from cadence_client import CadenceClient, ConflictError, ValidationFailed
 from fastapi.testclient import TestClient
@@ -12,31 +11,9 @@ from fastapi.testclient import TestClient
 from app.db.engine import Database
 from app.settings import PROJECT_ROOT
 from tests.fixtures.builders import make_run, make_token
+from tests.fixtures.client import through
 
 CLIENT_SOURCE = PROJECT_ROOT / "clients" / "python"
-
-
-def through(app_client: TestClient, statuses: list[int]) -> httpx.MockTransport:
-    """A transport that hands each request to the app via FastAPI's TestClient.
-
-    (Starlette's TestClient is not an ``httpx.Client`` the client could be given; this
-    bridge keeps CadenceClient on plain httpx.)
-    """
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        answer = app_client.request(
-            request.method, str(request.url), content=request.content, headers=request.headers
-        )
-        statuses.append(answer.status_code)
-        # ``content`` is decoded already: the headers that describe the encoded bytes go.
-        headers = [
-            (k, v)
-            for k, v in answer.headers.multi_items()
-            if k.lower() not in ("content-encoding", "content-length")
-        ]
-        return httpx.Response(answer.status_code, headers=headers, content=answer.content)
-
-    return httpx.MockTransport(handle)
 
 
 def test_against_the_real_app(client: TestClient, db: Database) -> None:

@@ -36,7 +36,7 @@ def test_identical_posts_racing_store_one_row(committed_db: Database, settings: 
     statuses = asyncio.run(_race(app, headers, payloads, copies=4))
     assert all(s in (200, 201) for s in statuses), statuses
     assert statuses.count(201) == 40
-    with committed_db.read_session() as s:
+    with committed_db.read() as s:
         assert s.scalar(select(func.count()).select_from(Run)) == 40
         assert s.scalar(select(func.count()).select_from(Pipeline)) == 3
 
@@ -48,7 +48,7 @@ def test_conflicting_posts_racing_one_wins(committed_db: Database, settings: Set
     statuses = asyncio.run(_race(app, headers, payloads, copies=2))
     assert statuses.count(201) == 1
     assert set(statuses) <= {200, 201, 409}
-    with committed_db.read_session() as s:
+    with committed_db.read() as s:
         assert s.scalar(select(func.count()).select_from(Run)) == 1
 
 
@@ -73,7 +73,7 @@ def test_overlapping_batches_racing(committed_db: Database, settings: Settings) 
 
     statuses = asyncio.run(race())
     assert set(statuses) <= {200, 201}, statuses
-    with committed_db.read_session() as s:
+    with committed_db.read() as s:
         assert s.scalar(select(func.count()).select_from(Run)) == 60
 
 
@@ -114,7 +114,7 @@ def test_many_clients_each_run_twice_some_raced(committed_db: Database, settings
     assert not [s for s in statuses if s >= 500]
     assert set(statuses) <= {200, 201}
     assert statuses.count(201) == clients * per_client
-    with committed_db.read_session() as s:
+    with committed_db.read() as s:
         assert s.scalar(select(func.count()).select_from(Run)) == clients * per_client
         assert s.scalar(select(func.count(func.distinct(Run.run_id))).select_from(Run)) == (
             clients * per_client

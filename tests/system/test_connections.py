@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from app.settings import PROJECT_ROOT
-from tests.system.test_outage import free_port
+from tests.fixtures.serving import free_port
 
 WAIT = 20.0  # far above the 1 s deadlines
 

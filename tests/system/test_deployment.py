@@ -31,7 +31,7 @@ def test_reads_go_to_the_replica_and_writes_to_the_primary(tmp_path: Path) -> No
             assert r.status_code == 200  # written to (and read back from) the primary
             # The replica has not caught up (here: never will), and reads go there.
             assert client.get("/api/v1/pipelines").json()["pipelines"] == []
-        with db.write_sessions() as s:
+        with db.write() as s:
             assert s.get_bind().url.database.endswith("primary.db")
     finally:
         db.dispose()
@@ -40,7 +40,7 @@ def test_reads_go_to_the_replica_and_writes_to_the_primary(tmp_path: Path) -> No
 @pytest.mark.skipif(BACKEND != "postgresql", reason="runs in the PostgreSQL pass")
 def test_prepared_statements_can_be_turned_off_for_pgbouncer() -> None:
     engine = make_engine(Settings(database_url=postgres_url(), db_prepared_statements=False))
-    try:
+    try:  # raw connections on purpose: the driver's own setting is what is checked
         with engine.connect() as conn:
             assert conn.connection.driver_connection.prepare_threshold is None  # type: ignore[union-attr]
     finally:

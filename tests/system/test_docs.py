@@ -34,7 +34,7 @@ from app.db.revision import alembic_config
 from app.demo import load_demo
 from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
-from tests.web.browser.support import serve_in_thread
+from tests.fixtures.serving import serve_in_thread
 
 pytestmark = pytest.mark.docs
 
@@ -112,7 +112,7 @@ def docs_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     settings = Settings(database_url=url, log_level="warning", alert_sender=False)
     db = Database(make_engine(settings))
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             load_demo(session)
     finally:
         db.dispose()

@@ -75,9 +75,8 @@ def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     url = fuzz_database_url(tmp_path_factory)
     command.upgrade(alembic_config(url), "head")
     db = Database(make_engine(Settings(database_url=url)))
-    with db.write_session() as s:
+    with db.write() as s:
         load_demo(s)
-        s.commit()
     TOKENS["admin"] = make_token(db, "admin")
     yield create_app(Settings(database_url=url), database=db)
     db.dispose()

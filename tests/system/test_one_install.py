@@ -29,7 +29,7 @@ from app.main import create_app
 from app.settings import PROJECT_ROOT, Settings
 from tests.conftest import BACKEND
 from tests.fixtures.builders import make_token
-from tests.web.browser.support import serve_in_thread
+from tests.fixtures.serving import serve_in_thread
 
 SERVER_FILES = ("pyproject.toml", "README.md", "alembic.ini")
 SERVER_DIRS = ("app", "migrations", "templates", "static")

@@ -18,9 +18,7 @@ import os
 import pwd
 import shlex
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -42,9 +40,10 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.db.engine import Database, make_engine
 from app.main import create_app
-from app.settings import PROJECT_ROOT, Settings
+from app.settings import Settings
 from tests.conftest import BACKEND
 from tests.fixtures.builders import make_run
+from tests.fixtures.serving import Served, free_port
 
 PG_ONLY = pytest.mark.skipif(
     BACKEND != "postgresql",
@@ -76,13 +75,6 @@ def postgres_bindir() -> Path | None:
     if initdb and shutil.which("pg_ctl"):
         return Path(initdb).resolve().parent
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Cluster:
@@ -177,75 +169,6 @@ def cluster() -> Iterator[Cluster]:
 # -- the service under test ---------------------------------------------------------------
 
 
-class Service:
-    """`cadence serve` in a subprocess against the cluster, with an ingest token."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.log = cluster.root / "cadence.log"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CADENCE_")}
-        self.env.update(
-            CADENCE_DATABASE_URL=cluster.url,
-            CADENCE_LOG_LEVEL="warning",
-            CADENCE_WORKERS="1",
-            CADENCE_HOST="127.0.0.1",
-            CADENCE_PORT=str(self.port),
-        )
-        self.cadence("migrate")
-        self.token = self.cadence("token", "create", "--name", "outage", "--scope", "ingest")
-        self.token = self.token.strip().splitlines()[-1]
-        self.log_file = self.log.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve"],
-            cwd=PROJECT_ROOT,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self.log_file,
-            stderr=subprocess.STDOUT,
-        )
-
-    def cadence(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "app.cli", *args],
-            cwd=PROJECT_ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, f"cadence {shlex.join(args)}: {done.stdout}{done.stderr}"
-        return done.stdout
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-6000:]
-
-    def wait_ready(self, timeout: float = 30) -> float:
-        """Seconds until /readyz answers 200."""
-        start = time.monotonic()
-        with httpx.Client(base_url=self.base_url, timeout=2) as http:
-            while time.monotonic() - start < timeout:
-                assert self.proc.poll() is None, f"cadence serve exited:\n{self.output()}"
-                try:
-                    if http.get("/readyz").status_code == 200:
-                        return time.monotonic() - start
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
-        raise AssertionError(f"/readyz not 200 within {timeout}s:\n{self.output()}")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.log_file.close()
-
-
 # -- the client side ----------------------------------------------------------------------
 
 
@@ -335,19 +258,21 @@ def probe(http: httpx.Client, method: str, path: str, **kwargs: Any) -> Probe:
 @PG_ONLY
 def test_a_postgresql_outage_loses_no_run(cluster: Cluster) -> None:
     began = time.monotonic()
-    service = Service(cluster)
+    service = Served(cluster.url, cluster.root / "cadence.log")
     try:
-        startup = service.wait_ready()
+        service.cadence("migrate")
+        token = service.create_token("outage", "ingest")
+        startup = service.start()
         runs = [
             make_run(pipeline="outage", run_id=f"outage-{i:03d}", tags={"i": str(i)})
             for i in range(N_RUNS)
         ]
-        poster = Poster(service.base_url, service.token, runs, pause_at=OUTAGE_AFTER)
+        poster = Poster(service.base_url, token, runs, pause_at=OUTAGE_AFTER)
         poster.start()
         assert poster.paused.wait(30), f"the poster did not reach {OUTAGE_AFTER} runs"
         assert poster.stored == OUTAGE_AFTER
 
-        auth = {"Authorization": f"Bearer {service.token}"}
+        auth = {"Authorization": f"Bearer {token}"}
         probes: list[Probe] = []
         with httpx.Client(base_url=service.base_url, timeout=PROBE_TIMEOUT) as http:
             # -- PostgreSQL down ------------------------------------------------------
@@ -430,12 +355,10 @@ def test_a_postgresql_outage_loses_no_run(cluster: Cluster) -> None:
         assert blip[-1].status == 201 and len(blip) <= 3, blip
         assert stored == sorted(r["run_id"] for r in runs)  # none lost, none doubled
     finally:
-        service.close()
+        service.stop()
 
 
-def restart_without_traffic(
-    service: Service, cluster: Cluster, auth: dict[str, str]
-) -> list[Probe]:
+def restart_without_traffic(service: Served, cluster: Cluster, auth: dict[str, str]) -> list[Probe]:
     """Fill the pool, restart PostgreSQL while idle, then POST until one is stored.
 
     No request sees the outage, so every pooled connection is stale when traffic
@@ -480,6 +403,7 @@ def test_the_statement_timeout_cancels_a_slow_query(database_url: str) -> None:
     try:
         # QueryCanceled, not a result: the server cut the 1 s sleep at the timeout. (No
         # clock assertion: a loaded CI machine can stretch any wall-clock bound.)
+        # A raw connection on purpose: the driver's error is what is checked.
         with pytest.raises(OperationalError) as info, engine.connect() as conn:
             conn.execute(text("SELECT pg_sleep(1)"))
         assert isinstance(info.value.orig, psycopg.errors.QueryCanceled)

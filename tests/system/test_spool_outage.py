@@ -17,7 +17,7 @@ from cadence_client import CadenceClient, Spool
 from cadence_client.cli import main as cadence
 
 from app.settings import PROJECT_ROOT
-from tests.system.test_outage import free_port
+from tests.fixtures.serving import free_port
 
 
 class Server:

@@ -15,12 +15,9 @@ from app.db.engine import Database
 from app.db.models import AlertDelivery, AlertRule
 from app.main import create_app
 from app.settings import Settings
-from tests.alerts import test_alerts
-from tests.alerts.test_alerts import Receiver, alert_settings
+from tests.fixtures.alerts import Receiver, alert_settings
 from tests.fixtures.builders import make_token
-from tests.security.test_web import HTML, csrf_value, sign_in, token_settings
-
-receiver = test_alerts.receiver  # the webhook receiver fixture
+from tests.fixtures.security import HTML, csrf_value, sign_in, token_settings
 
 
 @pytest.fixture

@@ -6,19 +6,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import plotly.graph_objects as go
 import pytest
 
 from app.planning.economics import badput
-from app.planning.failures import CheckpointAdvice, checkpoint_advice, young_interval
+from app.planning.failures import young_interval
 from app.planning.goodput import goodput_from_totals, totals_from_runs
-from app.planning.model import RunFacts
-from app.planning.projection import Projection, project_costs
+from app.planning.projection import project_costs
 from app.planning.scaling import ScalingPoint, fit_usl, scaling_table
-from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks
+from app.planning.weekly import fill_weeks
 from app.web.figures import (
     RunBadputRow,
     RunPoint,
@@ -33,95 +32,22 @@ from app.web.figures import (
     utilization_quality_figure,
 )
 from app.web.figures_base import short_label
+from tests.fixtures.figures import (
+    ADVICE_ARGS,
+    BASELINE,
+    PRICE,
+    PROBE,
+    W45_RUN,
+    advice,
+    projections,
+    run,
+    run_points,
+    weeks,
+)
 
-PRICE = 2.5
 XSS = "</script><script>alert(1)</script>"
 # What Plotly receives for it: entities it shows as the characters, never as markup.
 XSS_TEXT = "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
-
-
-def run(hours: float = 14.0, utilization: float = 0.38, **extra: Any) -> RunFacts:
-    """The worked example (methodology.md §1) run: 8 workers x ``hours`` at 38%, $2.5/GPU-h."""
-    return RunFacts(
-        workers=8,
-        wall_clock_hours=hours,
-        gpu_hours=8 * hours,
-        gpu_utilization=utilization,
-        price_per_gpu_hour=PRICE,
-        **extra,
-    )
-
-
-# Baseline: 8 x 13.5 / 14 / 14.5 h = 108 / 112 / 116 GPU-h, median 112 GPU-h = $280 per run.
-BASELINE = [run(13.5), run(14.0), run(14.5)]
-# Candidate at 70% doing the same work: T = 14 x 38/70 = 7.6 h, G = 60.8 GPU-h = $152 per run.
-CANDIDATE = [run(7.6, 0.70), run(7.6, 0.70), run(7.4, 0.70)]
-
-
-def projections(names: tuple[str, str] = ("baseline", "candidate")) -> dict[str, Projection]:
-    return {
-        names[0]: project_costs(BASELINE, [1.0, 2.0]),
-        names[1]: project_costs(CANDIDATE, [1.0, 2.0]),
-    }
-
-
-def week_totals(monday: date, runs: list[RunFacts]) -> WeekTotals:
-    by_cause: dict[str, float] = {}
-    for r in runs:
-        for key, value in badput(r).as_dict().items():
-            if isinstance(value, float):
-                by_cause[key] = by_cause.get(key, 0.0) + value
-    usd = {k: v * PRICE for k, v in by_cause.items()}
-    return WeekTotals(monday, totals_from_runs(runs), sum(r.cost_usd for r in runs), by_cause, usd)
-
-
-W45_RUN = run(14.0, data_stall_hours=3.0, checkpoint_hours=1.0, scheduling_wait_hours=2.0)
-
-
-def weeks(*, with_mfu: bool = False) -> list[WeekSummary]:
-    """W45 with two runs, W46 without runs, W47 with one run (oldest first)."""
-    extra = {"mfu": 0.3} if with_mfu else {}
-    w45 = [W45_RUN, run(14.0, **extra)] if not with_mfu else [run(14.0, **extra)] * 2
-    return fill_weeks(
-        [
-            week_totals(date(2026, 11, 2), w45),
-            week_totals(date(2026, 11, 16), [run(13.0, **extra)]),
-        ],
-        date(2026, 11, 2),
-        date(2026, 11, 18),
-    )
-
-
-def run_points() -> list[RunPoint]:
-    t0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-    return [
-        RunPoint(t0 + timedelta(days=7), "baseline", 0.40, 0.912, "r3"),
-        RunPoint(t0, "baseline", 0.38, 0.910, "r1"),
-        RunPoint(t0 + timedelta(days=1), "candidate", 0.71, None, "r2"),
-        RunPoint(t0 + timedelta(days=8), "candidate", 0.69, 0.913, "r4"),
-    ]
-
-
-PROBE = [ScalingPoint(8, 14.0), ScalingPoint(16, 8.0), ScalingPoint(32, 5.5)]
-ADVICE_ARGS: dict[str, Any] = {
-    "write_hours": 5 / 60,
-    "workers": 512,
-    "wall_clock_hours": 14.0,
-    "restart_overhead_hours": 0.25,
-}
-
-
-def advice(rate: float = 4e-4) -> CheckpointAdvice:
-    return checkpoint_advice(
-        write_hours=5 / 60,
-        current_interval_hours=0.5,
-        workers=512,
-        wall_clock_hours=14.0,
-        runs_per_month=52 / 12,
-        price_per_gpu_hour=PRICE,
-        failure_rate_per_instance_hour=rate,
-        resume_hours=0.25,
-    )
 
 
 def all_figures() -> dict[str, dict[str, Any]]:

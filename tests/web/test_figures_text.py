@@ -29,7 +29,7 @@ from app.web.figures_base import plain_figure
 from app.web.figures_trend import review_trend_figure
 from app.web.figures_value import cadence_curve_figure, decay_figure
 from app.web.sparkline import sparkline_svg
-from tests.web.test_figures import (
+from tests.fixtures.figures import (
     ADVICE_ARGS,
     BASELINE,
     CANDIDATE,

@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from app.db.engine import Database
 from app.db.models import Pipeline
-from tests.evaluations.test_api import LINE, P, post_runs
+from tests.fixtures.evaluations import LINE, P, post_runs
 
 HTML = {"Accept": "text/html"}
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -13,7 +11,7 @@ from app.pipelines.changes import Change, diff, shown
 from app.settings import Settings
 from app.web.settings import descriptions_text, parse_descriptions
 from tests.fixtures.builders import make_token
-from tests.security.test_web import HTML, csrf_value, sign_in, token_settings
+from tests.fixtures.security import HTML, csrf_value, sign_in
 
 FORM = {
     "display_name": "Ranker v2",
@@ -26,13 +24,6 @@ FORM = {
     "quality_margin": "0.01",  # unchanged: the default
     "variant_descriptions": "",  # unchanged: none
 }
-
-
-@pytest.fixture
-def token_client(db: Database, database_url: str) -> Iterator[TestClient]:
-    app = create_app(token_settings(database_url), database=db)
-    with TestClient(app, follow_redirects=False) as c:
-        yield c
 
 
 @pytest.fixture

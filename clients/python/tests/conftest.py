@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+WORKED_EXAMPLE_RUN = (Path(__file__).parent / "run.json").read_text(encoding="utf-8")
 
 
 @pytest.fixture(autouse=True)
@@ -17,16 +20,8 @@ def spool_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def make_run(**overrides: Any) -> dict[str, Any]:
-    """A valid run payload: 8 workers x 14 h at 38% utilization."""
-    run: dict[str, Any] = {
-        "pipeline": "ranker",
-        "run_id": "run-1",
-        "variant": "baseline",
-        "started_at": "2026-11-02T08:00:00+00:00",
-        "finished_at": "2026-11-02T22:00:00+00:00",
-        "workers": 8,
-        "gpu_utilization": 0.38,
-        "tags": {"team": "ranking"},
-    }
+    """A valid run payload: the worked example's baseline (8 workers x 14 h at 38%), the
+    run the server's tests build too (tests/fixtures/builders.py reads this file)."""
+    run: dict[str, Any] = json.loads(WORKED_EXAMPLE_RUN)
     run.update(overrides)
     return run

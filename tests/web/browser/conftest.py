@@ -30,14 +30,14 @@ from app.db.revision import alembic_config
 from app.demo import load_demo
 from app.main import create_app
 from app.settings import Settings
-from tests.web.browser.support import (
+from tests.fixtures.browser import (
     EMPTY_PIPELINE,
     XSS_DISPLAY_NAME,
     XSS_PIPELINE,
     XSS_TAG,
     XSS_VARIANT,
-    serve_in_thread,
 )
+from tests.fixtures.serving import serve_in_thread
 
 CHROMIUM = Path(os.environ.get("CADENCE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -158,7 +158,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     settings = Settings(database_url=url, log_level="warning")
     db = Database(make_engine(settings))
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             load_demo(session)
             _, admin = create_token(session, "browser-admin", "admin")
             _, ingest = create_token(session, "browser-ingest", "ingest")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import chart_state, wait_for_charts
+from tests.fixtures.browser import chart_state, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import FRAUD, RANKER, chart_state, wait_for_charts
+from tests.fixtures.browser import FRAUD, RANKER, chart_state, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

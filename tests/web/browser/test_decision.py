@@ -7,8 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import RANKER, wait_for_charts
-from tests.web.browser.test_whatif import wait_for_update
+from tests.fixtures.browser import RANKER, wait_for_charts, wait_for_update
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import RANKER, money, wait_for_charts
+from tests.fixtures.browser import RANKER, money, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser.support import EMPTY_PIPELINE, FRAUD, RANKER, wait_for_charts
+from tests.fixtures.browser import EMPTY_PIPELINE, FRAUD, RANKER, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

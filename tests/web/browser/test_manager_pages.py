@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.planning.weekly import iso_week, last_complete_week
-from tests.web.browser.support import RANKER, chart_state, wait_for_charts
+from tests.fixtures.browser import RANKER, chart_state, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

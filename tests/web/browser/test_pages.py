@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.assets import asset_url
-from tests.web.browser.support import FRAUD, RANKER, chart_state, money, wait_for_charts
+from tests.fixtures.browser import FRAUD, RANKER, chart_state, money, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import FRAUD, RANKER, wait_for_charts
+from tests.fixtures.browser import FRAUD, RANKER, wait_for_charts
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import RANKER, number
+from tests.fixtures.browser import RANKER, number
 
 pytestmark = pytest.mark.browser
 

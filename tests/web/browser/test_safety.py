@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import (
+from tests.fixtures.browser import (
     EMPTY_PIPELINE,
     FRAUD,
     XSS_DISPLAY_NAME,

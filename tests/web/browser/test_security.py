@@ -18,15 +18,15 @@ from app.demo import load_demo
 from app.main import create_app
 from app.security.headers import CONTENT_SECURITY_POLICY
 from app.settings import Settings
-from tests.web.browser.conftest import watch
-from tests.web.browser.support import (
+from tests.fixtures.browser import (
     FRAUD,
     RANKER,
     XSS_PIPELINE,
     chart_state,
-    serve_in_thread,
     wait_for_charts,
 )
+from tests.fixtures.serving import serve_in_thread
+from tests.web.browser.conftest import watch
 
 pytestmark = pytest.mark.browser
 
@@ -154,7 +154,7 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenServ
     )
     db = Database(make_engine(settings))
     try:
-        with db.write_session() as session, session.begin():
+        with db.write() as session:
             load_demo(session)
             _, read = create_token(session, "browser-reader", "read")
             _, ingest = create_token(session, "browser-ingest-only", "ingest")

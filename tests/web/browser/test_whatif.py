@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.browser.support import RANKER, chart_state, money, wait_for_charts
+from tests.fixtures.browser import RANKER, chart_state, money, wait_for_charts, wait_for_update
 
 pytestmark = pytest.mark.browser
 
@@ -32,13 +32,6 @@ def baseline_cost(page) -> str:
     return page.locator(
         ".big-number[data-variant=baseline] [data-testid=monthly-cost]"
     ).inner_text()
-
-
-def wait_for_update(page, action) -> None:
-    """Do ``action`` and wait until the what-if fragment it triggers has been applied."""
-    with page.expect_response(lambda r: "/whatif?" in r.url and r.status == 200):
-        action()
-    expect(page.locator("#whatif-status")).to_have_text("Updated")
 
 
 def cost_figure_y(page) -> list[float]:
