@@ -20,8 +20,7 @@ from fastapi.testclient import TestClient
 
 from app.db.engine import Database
 from tests.fixtures.builders import make_run, make_token
-from tests.reporting.test_commands import URL, args
-from tests.system.test_client_package import through
+from tests.fixtures.client import URL, args, through
 
 PYDANTIC = re.compile(
     r"Input should be|Field required|value is not a valid|Value error|validation error for|"
