@@ -190,7 +190,10 @@ def test_report_evaluations_command_posts_a_csv(
     assert "0 created, 6 already there" in capsys.readouterr().out
     path.write_text(rows[0] + "\nrun-9,2026-11-03T00:00:00+00:00,0.8\n", encoding="utf-8")
     assert evaluations.run(args, transport=through(client, [])) == 1
-    assert "evaluations.0.run_id" in capsys.readouterr().err
+    # The refusal names the record and field in the user's terms, not the API location.
+    err = capsys.readouterr().err
+    assert "evaluation 1 (run run-9): run_id: no run 'run-9' in pipeline 'ranker'" in err
+    assert "evaluations.0" not in err
 
 
 def test_aicc_is_null_where_undefined_and_the_schema_says_so(client: TestClient) -> None:
