@@ -103,7 +103,7 @@ def _sqlite_engine(settings: Settings, url_text: str, **overrides: Any) -> Engin
 
 
 # Reads and writes are distinct types: a function that writes takes a ``WriteSession``,
-# which only ``Database.write`` and ``write_session`` hand out, so mypy refuses a
+# which only ``Database.write`` hands out, so mypy refuses a
 # ``ReadSession`` (perhaps a replica's) or a bare ``Session`` where a write is needed.
 # A function that only reads takes ``Session``, which both are. NewTypes cost nothing at
 # run time: the session is the sessionmaker's own.
@@ -185,14 +185,6 @@ class Database:
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"
-
-    def read_session(self) -> ReadSession:
-        """A session a replica may answer; the caller commits or closes it."""
-        return ReadSession(self.read_sessions())
-
-    def write_session(self) -> WriteSession:
-        """A session on the primary that locks early on SQLite; the caller commits it."""
-        return WriteSession(self.write_sessions())
 
     @contextmanager
     def read(self) -> Iterator[ReadSession]:

@@ -1,4 +1,4 @@
-"""The budget status words and when each applies (DOMAIN.md section 9, methodology.md §5.4).
+"""The budget status words and when each applies (docs/methodology.md §5.4).
 
 Apart from :mod:`app.planning.month_to_date` (which needs numpy) so that the settings,
 which hold the thresholds, import nothing heavy.

@@ -1,8 +1,8 @@
 """The cost basis: which figure of the month's bill is held against a budget.
 
 A pipeline's ``gate_cost_basis`` setting picks it, and every sentence that says a plan
-"fits" or is "over" reads that one figure (DOMAIN.md section 5: one basis in a
-sentence): the decision card, the gate's cost criterion, ``cadence check`` (through the
+"fits" or is "over" reads that one figure (docs/methodology.md §5.7: one basis in
+every sentence): the decision card, the gate's cost criterion, ``cadence check`` (through the
 projection's ``scenario.cost_basis``) and the ``cost_over_budget`` alert.
 
 - ``expected_bill``: E[B], runs in the month x the mean retraining cost;
