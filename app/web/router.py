@@ -73,7 +73,7 @@ def overview(
         costs = {r.name: r.monthly_cost_usd for r in shown}
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
         months = {r.name: r.month_to_date for r in shown}
-        bill = billing.org_reconciliation(session, None, visible_pipelines(viewer))
+        bill = billing.overview_reconciliation(session, visible_pipelines(viewer))
     return templates.TemplateResponse(
         request,
         "overview.html",

@@ -199,6 +199,22 @@ def test_the_pipeline_page_and_the_overview_show_it(billed: TestClient) -> None:
     assert "of which $960 on instances no run names" in overview
 
 
+def test_without_a_bill_the_overview_reads_no_held_resources(
+    client: TestClient, ingest_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No bill imported: the overview shows no bill line and reads nothing for it (the
+    runs' held resources of a month are the slow read at 10M runs)."""
+    answer = client.post("/api/v1/runs/batch", json={"runs": runs()}, headers=ingest_headers)
+    assert answer.status_code == 201, answer.text
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("the overview read the runs' held resources without a bill")
+
+    monkeypatch.setattr(service.repository, "holdings_between", refuse)
+    overview = client.get("/")
+    assert overview.status_code == 200 and 'data-total="bill"' not in overview.text
+
+
 def test_a_token_limited_to_one_pipeline_sees_only_its_figures(
     billed: TestClient, db: Database
 ) -> None:
