@@ -11,7 +11,7 @@ from app.alerts import repository, rules
 from app.db.engine import WriteSession
 from app.db.models import AlertRule, Pipeline
 from app.planning.weekly import iso_week, last_complete_week
-from app.review.lines import lines_of, week_in_one_line
+from app.review.lines import week_in_one_line
 from app.review.service import load_review, top_actions
 
 
@@ -21,7 +21,7 @@ def content(
     """The digest of the last complete ISO week before ``now``, as a webhook payload."""
     monday = last_complete_week(now.date())
     data = load_review(session, [pipeline.name], monday, None)
-    [line] = lines_of(data.pipelines, data.weeks, data.months)
+    [line] = data.lines
     actions = top_actions(session, [line])
     return rules.digest_payload(
         pipeline=pipeline.name,

@@ -8,15 +8,15 @@ such windows takes most of a second on 10 million runs, so each process keeps th
 it computed (``Database.caches``: one per database, so tests and tools that open several
 never mix them), with what each depends on:
 
-- the variant's change counter (``run_variant.changes``), which every insert or delete of
-  one of its runs increases in the same transaction (``app.db.rollup``);
+- the variant's change counter (``run_variant.changes``), which every write of one of
+  its runs (insert, delete, measurement update) increases in the same transaction
+  (``app.db.rollup``), read once per request for every pipeline's variants;
 - the pipeline's current price, which prices runs that carry no price of their own;
 - the variant's name (the production variant can be changed) and the window.
 
 A mean is reused only while all of them are as read in the current transaction, so it
 is exactly what a fresh computation would give; the others are computed in one query.
-Runs are never updated in place, only inserted and deleted, and a retraining's attempts
-share its variant (a failed attempt moves the same counter).
+A retraining's attempts share its variant (a failed attempt moves the same counter).
 
 The counter is read before the means, so a mean can only be newer than the counter
 it is filed under; the next reader then sees a higher counter and computes again.
@@ -34,8 +34,8 @@ from app.analytics import repository as repo
 from app.db import rollup_reads
 from app.db.memo import kept
 
-# Above this many pipelines the counters of every pipeline are read (one join, no list of
-# ids to send) and the others dropped in Python.
+# Above this many pipelines the counters of every pipeline are read (no list of ids to
+# send) and the others dropped in Python.
 ID_LIST_LIMIT = 1_000
 
 Key = tuple[int, str, int]  # pipeline id, variant, window
@@ -66,28 +66,30 @@ def windows(
     session: Session, pipelines: Sequence[Costed], window: int
 ) -> dict[int, tuple[float, ...]]:
     """The retraining costs (USD, oldest first) of each pipeline's production variant's
-    newest ``window`` runs, by pipeline id: what the bill draws from."""
+    newest ``window`` runs, by pipeline id: what the bill draws from. A pipeline whose
+    production variant has no runs is absent."""
     if not pipelines:
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
-    counters = rollup_reads.production_changes(session, ids)
+    changes = rollup_reads.change_counters(session, ids).by_variant
     cache: dict[Key, Entry] = kept(session, "recent_costs")
     out: dict[int, tuple[float, ...]] = {}
-    stale: dict[int, tuple[Key, Entry]] = {}
+    stale: dict[int, tuple[Key, tuple[int, float]]] = {}
     for p in pipelines:
-        found = counters.get(p.id)
-        if found is None or found[0] != p.production_variant:
-            continue  # no runs of the production variant (or changed since p was read)
+        counter = changes.get((p.id, p.production_variant))
+        if counter is None:
+            continue  # no runs of the production variant ever stored
         key = (p.id, p.production_variant, window)
+        stamp = (counter, p.price_per_gpu_hour)
         entry = cache.get(key)
-        if entry is not None and entry[:2] == (found[1], p.price_per_gpu_hour):
+        if entry is None or entry[:2] != stamp:
+            stale[p.id] = (key, stamp)
+        elif entry[2]:
             out[p.id] = entry[2]
-        else:
-            stale[p.id] = (key, (found[1], p.price_per_gpu_hour, ()))
     if stale:
         fresh = repo.recent_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
-        for pid, costs in fresh.items():
-            key, (changes, price, _) = stale[pid]
-            cache[key] = (changes, price, costs)
-            out[pid] = costs
+        for pid, (key, (counter, price)) in stale.items():
+            found = cache[key] = (counter, price, fresh.get(pid, ()))
+            if found[2]:
+                out[pid] = found[2]
     return out

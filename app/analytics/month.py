@@ -3,20 +3,28 @@ variant has spent since the 1st (UTC), plus the bill of the production variant's
 retrainings still to start before the month ends, against the budget.
 
 One function serves the projection API, the pipeline page, the portfolio, the review,
-/metrics and the budget alert, so the status word is the same everywhere. Its inputs are
-read for many pipelines at once: the month's spend by variant from the rollups, each
-production variant's window of retraining costs (kept between requests by
-``app.analytics.costs``) and newest start from ``run_variant``. The result is kept per
-pipeline while those inputs, the budget and the retrainings still to start are the same,
-so a warm org-wide read forecasts nothing again (a forecast is ~0.5 ms).
+/metrics and the budget alert, so the status word is the same everywhere.
+
+Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month's spend
+by variant (the rollups), the production variant's window of retraining costs and its
+newest start (``run_variant``), filed under what they depend on: the pipeline's
+signature (``app.db.rollup_reads.signatures``, moved by every insert or delete of one of
+its runs), its production variant, its price and the month. A request reads the
+signatures (one small GROUP BY, shared with ``org_weeks``) and reads inputs again only
+for the pipelines whose key moved. What time changes, the retrainings still to start,
+is counted for all pipelines at once (``remaining_counts``), and a pipeline's bill is
+forecast again (~0.5 ms) only when its inputs, count, budget or the thresholds moved:
+a warm request forecasts nothing and reads one query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Protocol
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from app.analytics import costs
@@ -27,9 +35,15 @@ from app.planning.bill import forecast_bill
 from app.planning.budget_status import StatusThresholds
 from app.planning.month_to_date import MonthToDate, month_to_date
 from app.planning.scenario import RUN_WINDOW
-from app.planning.schedule import exactly, remaining_runs
+from app.planning.schedule import (
+    epoch_microseconds,
+    exactly,
+    remaining_counts,
+    remaining_runs,
+)
 
 ID_LIST_LIMIT = costs.ID_LIST_LIMIT
+NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
 
 
 class Budgeted(costs.Costed, Protocol):
@@ -39,6 +53,17 @@ class Budgeted(costs.Costed, Protocol):
 
 def month_of(now: datetime) -> date:
     return now.astimezone(UTC).date().replace(day=1)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one pipeline's month to date is computed from, besides the clock and its
+    budget; ``key`` is (signature, production variant, price, month)."""
+
+    key: tuple[int, str, float, date]
+    spend: dict[str, float]
+    costs: tuple[float, ...]
+    newest_us: int  # the production variant's newest start, or NO_START
 
 
 def months(
@@ -51,27 +76,65 @@ def months(
     worded with the thresholds of the session's database (CADENCE_STATUS_LIKELY_OVER,
     CADENCE_STATUS_AT_RISK)."""
     now = now or datetime.now(UTC)
-    thresholds = status_thresholds_of(session)
     if not pipelines:
         return {}
+    inputs = _inputs(session, pipelines, month_of(now), window)
+    newest = np.fromiter((i.newest_us for i in inputs), dtype=np.int64, count=len(inputs))
+    per_week = np.fromiter((p.runs_per_week for p in pipelines), dtype=float, count=len(inputs))
+    runs = remaining_counts(np.where(newest == NO_START, 0, newest), per_week, now)
+    runs[newest == NO_START] = 0
+    thresholds = status_thresholds_of(session)
+    made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
+    out = {}
+    for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
+        key = (i.key, n, p.monthly_budget_usd, thresholds)
+        found = made.get(p.id)
+        if found is None or found[0] != key:
+            found = made[p.id] = (key, _forecast(p, i.spend, i.costs, n, thresholds))
+        out[p.id] = found[1]
+    return out
+
+
+def _inputs(
+    session: Session, pipelines: Sequence[Budgeted], month: date, window: int
+) -> list[Inputs]:
+    """Each pipeline's kept inputs, read again for those whose key moved (in the order
+    of ``pipelines``). The signatures are read first, so inputs can only be newer than
+    the signature they are filed under: the next request then reads them again."""
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
-    month = month_of(now)
-    spends = rollup_reads.month_spend_by_variant(session, month, ids)
-    newest = rollup_reads.newest_starts(session, ids)
-    windows = costs.windows(session, pipelines, window)
-    cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
-    return {
-        p.id: _month_to_date(
-            p,
-            spends.get(p.id, {}),
-            windows.get(p.id, ()),
-            newest.get(p.id, {}).get(p.production_variant),
-            now,
-            thresholds,
-            cache,
-        )
-        for p in pipelines
-    }
+    signatures = rollup_reads.signatures(session, ids)
+    kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
+
+    def key(p: Budgeted) -> tuple[int, str, float, date]:
+        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month)
+
+    stale = [p for p in pipelines if (i := kept_inputs.get(p.id)) is None or i.key != key(p)]
+    if stale:
+        read = None if len(stale) > ID_LIST_LIMIT else [p.id for p in stale]
+        spends = rollup_reads.month_spend_by_variant(session, month, read)
+        starts = rollup_reads.newest_starts(session, read)
+        windows = costs.windows(session, stale, window)
+        for p in stale:
+            started = starts.get(p.id, {}).get(p.production_variant)
+            window_costs = windows.get(p.id, ())
+            kept_inputs[p.id] = Inputs(
+                key(p),
+                spends.get(p.id, {}),
+                window_costs,
+                epoch_microseconds(started) if started and window_costs else NO_START,
+            )
+    return [kept_inputs[p.id] for p in pipelines]
+
+
+def _forecast(
+    p: Budgeted,
+    spend: dict[str, float],
+    costs_: tuple[float, ...],
+    runs: int,
+    thresholds: StatusThresholds,
+) -> MonthToDate:
+    forecast = forecast_bill(list(costs_) or [0.0], exactly(runs))
+    return month_to_date(spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds)
 
 
 def month_to_date_of(
@@ -99,19 +162,10 @@ def _month_to_date(
     thresholds: StatusThresholds,
     cache: dict[int, tuple[object, MonthToDate]],
 ) -> MonthToDate:
-    month = month_of(now)
-    runs = (
-        remaining_runs(started, p.runs_per_week, now)
-        if costs_ and started is not None
-        else exactly(0)
-    )
-    key = (month, tuple(sorted(spend.items())), costs_, runs, p.monthly_budget_usd,
+    runs = remaining_runs(started, p.runs_per_week, now).counts[0] if costs_ and started else 0
+    key = (month_of(now), tuple(sorted(spend.items())), costs_, runs, p.monthly_budget_usd,
            p.production_variant, thresholds)  # fmt: skip
     found = cache.get(p.id)
     if found is None or found[0] != key:
-        forecast = forecast_bill(list(costs_) or [0.0], runs)
-        made = month_to_date(
-            spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds
-        )
-        found = cache[p.id] = (key, made)
+        found = cache[p.id] = (key, _forecast(p, spend, costs_, runs, thresholds))
     return found[1]

@@ -63,6 +63,9 @@ class OrgWindow:
 
     last: date
     pipelines: dict[int, PipelineWeeks]
+    # Each pipeline's signature its weeks were read under (absent: no runs ever): with
+    # ``last``, the key of anything computed from the window (``memo.recalled``).
+    signatures: dict[int, int] = field(default_factory=dict)
 
     @property
     def first(self) -> date:
@@ -125,7 +128,7 @@ def org_window(session: Session, pipeline_ids: Sequence[int], last: date) -> Org
         fresh = _build(rows, first)
         for pid in stale if ids is not None else current:
             kept[pid] = PipelineWeeks(current[pid], *fresh.get(pid, (EMPTY.sums, {})))
-    return OrgWindow(last, {pid: kept[pid] for pid in wanted})
+    return OrgWindow(last, {pid: kept[pid] for pid in wanted}, {p: current[p] for p in wanted})
 
 
 def _build(

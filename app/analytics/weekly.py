@@ -124,13 +124,3 @@ def recorded_spend(
     """USD recorded per pipeline id for runs started in [since, until), every variant, at
     the price frozen on each run."""
     return repo.recorded_spend(session, [p.id for p in pipelines], since, until)
-
-
-# Org-wide reads come from the rollup table (app/db/rollup_reads.py), a few rows per pipeline and
-# week, never from the runs: the portfolio and the review through app.analytics.org_weeks,
-# /metrics through this.
-
-
-def week_of(session: Session, monday: date) -> dict[int, WeekTotals]:
-    """Every pipeline's totals for the ISO week starting ``monday``, by pipeline id."""
-    return rollup_reads.week_of(session, monday)

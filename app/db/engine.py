@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.memo import CACHES
+from app.db.memo import CACHES, READ_ONLY
 from app.planning.budget_status import StatusThresholds
 from app.settings import Settings
 
@@ -177,9 +177,11 @@ class Database:
             )
             self.write_sessions = self.primary_reads = self.read_sessions
             return
-        # Read-only units of work (dashboards, analytics) may go to a replica.
-        self.read_sessions = sessionmaker(read_engine or engine, **extra)
-        self.primary_reads = sessionmaker(engine, **extra)
+        # Read-only units of work (dashboards, analytics) may go to a replica; what they
+        # read cannot change under them by their own hand (``memo.per_read_session``).
+        reads = {**extra, "info": {**info, READ_ONLY: True}}
+        self.read_sessions = sessionmaker(read_engine or engine, **reads)
+        self.primary_reads = sessionmaker(engine, **reads)
         self.write_sessions = sessionmaker(engine.execution_options(**WRITE), **extra)
 
     @property

@@ -10,6 +10,7 @@ from typing import cast as type_cast
 from sqlalchemy.orm import Session
 
 CACHES = "cadence_caches"  # the session.info key of Database.caches (app/db/engine.py)
+READ_ONLY = "cadence_read_only"  # set in the info of Database.read()'s sessions
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -33,6 +34,23 @@ def per_session(fn: Callable[Concatenate[Session, P], R]) -> Callable[Concatenat
     return type_cast(Callable[Concatenate[Session, P], R], wrapper)
 
 
+def per_read_session(
+    fn: Callable[Concatenate[Session, P], R],
+) -> Callable[Concatenate[Session, P], R]:
+    """:func:`per_session`, but only in a session that only reads (``Database.read``,
+    ``read_latest``): a write session reads again every time, since it may have changed
+    what it read (a bulk load reads the change counters, rebuilds them, reads again)."""
+    memoised = per_session(fn)
+
+    @wraps(fn)
+    def wrapper(session: Session, *args: P.args, **kwargs: P.kwargs) -> R:
+        if session.info.get(READ_ONLY):
+            return memoised(session, *args, **kwargs)
+        return fn(session, *args, **kwargs)
+
+    return type_cast(Callable[Concatenate[Session, P], R], wrapper)
+
+
 def kept(session: Session, name: str) -> dict[Any, Any]:
     """A dict this database keeps between requests (``Database.caches[name]``, which its
     sessions carry in ``session.info``); a session made some other way gets a new empty
@@ -46,3 +64,30 @@ def kept(session: Session, name: str) -> dict[Any, Any]:
         return {}
     found: dict[Any, Any] = caches.setdefault(name, {})
     return found
+
+
+REMEMBERED = 4  # values kept per name: a few teams, token limits or weeks browsed
+
+
+def recalled(session: Session, name: str, key: object) -> Any:
+    """The value last :func:`remember`-ed under ``name`` for a key equal to ``key``, or
+    None (this database keeps the REMEMBERED latest per name, in :func:`kept`).
+
+    For whole org-wide answers (the portfolio's rows, the review's lines): ``key`` holds
+    everything the value was made from (the pipelines, their change counters, the kept
+    month to date), so a recalled value is what making it again would give. Keys are
+    compared with ``==``; values kept elsewhere compare by identity first, so a warm key
+    of 5,000 pipelines compares in a few milliseconds.
+    """
+    for k, value in list(kept(session, "remembered").get(name, ())):
+        if k == key:
+            return value
+    return None
+
+
+def remember(session: Session, name: str, key: object, value: R) -> R:
+    """Keep ``value`` (never None) under ``name`` and ``key`` for :func:`recalled`."""
+    slots: list[tuple[object, Any]] = kept(session, "remembered").setdefault(name, [])
+    slots.insert(0, (key, value))
+    del slots[REMEMBERED:]
+    return value

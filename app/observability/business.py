@@ -1,16 +1,19 @@
 """Per-pipeline business gauges, read from the rollups when Prometheus scrapes.
 
-For every pipeline (none is left out), in one read-only transaction of four queries:
+For every pipeline (none is left out), in one read-only transaction; the weeks, costs and
+month to date are kept between scrapes while the pipelines' runs are unchanged
+(``analytics.org_weeks``, ``analytics.costs``, ``analytics.month``), so a warm scrape
+reads the pipelines, their change counters and the delivery counts:
 
 - ``cadence_pipeline_projected_monthly_cost_usd``: the projection that
   ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
   pipeline's production variant (calendar months, its newest RUN_WINDOW runs, no
-  what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too,
-  computed for all pipelines in one query (the median cost per run, one LATERAL scan);
+  what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too, the
+  expected bill (the mean retraining cost of the kept windows times the runs a month);
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
 - ``cadence_pipeline_weekly_goodput{week}``: overall goodput of the last complete ISO week
-  (UTC; the week the review and the overview show), from ``run_rollup``; absent for a
-  pipeline with no runs that week;
+  (UTC; the week the review and the overview show), from ``run_rollup`` (the review's
+  kept window); absent for a pipeline with no runs that week;
 - ``cadence_pipeline_weekly_badput_gpu_hours{cause,week}``: that week's idle GPU-hours by
   cause;
 - ``cadence_alert_deliveries_total{status}``: webhook notifications stored, delivered or
@@ -41,11 +44,10 @@ from sqlalchemy.orm import Session
 
 from app.alerts.service import delivery_counts
 from app.analytics.month import months
+from app.analytics.org_weeks import org_window
 from app.analytics.service import current_monthly_costs
-from app.analytics.weekly import week_of
 from app.db.base import utcnow
 from app.pipelines import service as pipelines_service
-from app.planning.goodput import goodput_from_totals
 from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week
 
 if TYPE_CHECKING:
@@ -60,7 +62,7 @@ def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, floa
     ``monday``."""
     pipelines = pipelines_service.briefs(session)
     costs = current_monthly_costs(session, pipelines)
-    weeks = week_of(session, monday)
+    weeks = org_window(session, [p.id for p in pipelines], monday)  # the review's, kept
     this_month = months(session, pipelines)
     for p in pipelines:
         team = p.owner or "unassigned"
@@ -73,10 +75,10 @@ def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, floa
         yield "month_expected", p.name, team, mtd.expected_end_of_month_usd
         if mtd.status is not None:  # 1 for this month's word (the pages' and the API's)
             yield f"status:{mtd.status.value}", p.name, team, 1.0
-        if p.id not in weeks:
+        week = weeks.summary(p.id, monday)
+        if week.runs == 0:
             continue
-        week = weeks[p.id]
-        overall = goodput_from_totals(week.goodput).overall
+        overall = week.goodput.overall
         if overall is not None:
             yield "goodput", p.name, team, overall
         for cause in BADPUT_CAUSES:

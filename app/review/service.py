@@ -7,20 +7,23 @@ a service (pipelines, analytics)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analytics import advice, org_weeks
-from app.analytics import service as analytics
+from app.analytics import advice
 from app.analytics.missing import NotEnoughData
 from app.analytics.month import months
+from app.analytics.org import OrgInputs, org_inputs
+from app.db.memo import recalled, remember
 from app.pipelines import service as pipelines
 from app.planning.budget_status import BudgetStatus
+from app.planning.month_to_date import MonthToDate
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary
-from app.review.lines import MonthSpend, PipelineInfo, ReviewLine, review_month
+from app.review.lines import MonthSpend, PipelineInfo, ReviewLine, lines_of, review_month, total_of
 
 ACTION_PIPELINES = 5  # levers are computed for the pipelines with the largest badput
 TOP_ACTIONS = 5
@@ -34,6 +37,10 @@ class ReviewData:
     months: dict[str, MonthSpend]  # by pipeline name: the budget cell
     month: date  # the month (its 1st) of the budget cell (lines.review_month)
     trend: list[WeekSummary]  # the WINDOW_WEEKS (12) weeks, every listed pipeline summed
+    lines: list[ReviewLine]  # one per pipeline, largest waste first (lines.lines_of)
+    total: ReviewLine  # every line together (lines.total_of)
+    # What is made from the lines once and kept with them (the export's rows and CSV).
+    made: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -63,35 +70,44 @@ def load_review(
     given), none left out: each one's week and the week before, its month to the end of
     the week (recorded) and projected (the current monthly cost), and the twelve
     weeks summed over all of them, from the rollups (``analytics.org_weeks``, never the
-    runs)."""
-    rows = pipelines.briefs(session, only=only, owner=team)
-    teams = pipelines.teams(session, only=only)
-    window = org_weeks.org_window(session, [p.id for p in rows], monday)
-    previous = monday - timedelta(weeks=1)
-    costs = analytics.current_monthly_costs(session, rows)
+    runs). The inputs are kept between requests, and so is the whole while they are the
+    same (``memo.recalled``): a warm request builds no line."""
+    given = org_inputs(session, only, team, monday)
     now = datetime.now(UTC)
     month = review_month(monday, now.date())
-    current = month == now.date().replace(day=1)
-    statuses = (
-        {pid: m.status.value if m.status else None for pid, m in months(session, rows, now).items()}
-        if current
-        else {}
-    )
-    return ReviewData(
-        [info(p) for p in rows],
-        {p.name: (window.summary(p.id, previous), window.summary(p.id, monday)) for p in rows},
-        teams,
-        {
-            p.name: MonthSpend(
-                window.month_usd(p.id, month),
-                costs.get(p.id),
-                statuses.get(p.id) if current else past_status(window.month_usd(p.id, month), p),
-            )
-            for p in rows
-        },
-        month,
-        window.together(),
-    )
+    this_month = month == now.date().replace(day=1)
+    current = months(session, given.pipelines, now) if this_month else None
+    key = (month, given.key, current)
+    found: ReviewData | None = recalled(session, "review", key)
+    if found is None:
+        found = remember(session, "review", key, _review(given, month, current))
+    return found
+
+
+def _review(given: OrgInputs, month: date, current: dict[int, MonthToDate] | None) -> ReviewData:
+    """The review from its inputs; ``current``: this month's month to date, when the
+    budget cell is about this month."""
+    window, rows = given.window, given.pipelines
+    monday = window.last
+    previous = monday - timedelta(weeks=1)
+    infos = [info(p) for p in rows]
+    weeks = {p.name: (window.summary(p.id, previous), window.summary(p.id, monday)) for p in rows}
+    spends = {
+        p.name: MonthSpend(
+            window.month_usd(p.id, month),
+            given.costs.get(p.id),
+            _status(current[p.id]) if current else past_status(window.month_usd(p.id, month), p),
+        )
+        for p in rows
+    }
+    trend = window.together()
+    total = total_of(trend[-2], trend[-1], spends.values())
+    lines = lines_of(infos, weeks, spends)
+    return ReviewData(infos, weeks, given.teams, spends, month, trend, lines, total)
+
+
+def _status(m: MonthToDate) -> str | None:
+    return m.status.value if m.status else None
 
 
 def past_status(spent: float, p: pipelines.Brief) -> str | None:

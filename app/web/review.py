@@ -27,8 +27,6 @@ from app.review.lines import (
     EXPORT_FIELDS,
     ReviewLine,
     export_row,
-    lines_of,
-    total_of,
     week_in_one_line,
 )
 from app.review.service import Action, ReviewData, load_review, top_actions
@@ -82,12 +80,10 @@ def build(session: Session, viewer: TokenInfo | None, week: str | None, team: st
     today = datetime.now(UTC).date()
     monday = chosen_week(week, today)
     data = load_review(session, visible_pipelines(viewer), monday, team or None)
-    lines = lines_of(data.pipelines, data.weeks, data.months)
-    last_week, this_week = data.trend[-2:]
-    total = total_of(last_week, this_week, data.months.values())
     return Review(
-        iso_week(monday), monday, monday == monday_of(today), team or None, data, lines, total
-    )
+        iso_week(monday), monday, monday == monday_of(today), team or None, data, data.lines,
+        data.total,
+    )  # fmt: skip
 
 
 @router.get("/review", response_class=HTMLResponse)
@@ -135,27 +131,50 @@ def weekly_review(
     )
 
 
-def export_rows(
+def exported(
     db: DatabaseDep, viewer: Viewer, week: WeekQuery = None, team: TeamQuery = None
-) -> list[dict[str, Any]]:
-    """The export's rows: one per pipeline in impact order, then the totals."""
+) -> Review:
+    """The review the exports are made from (the page's)."""
     with db.read() as session:
-        review = build(session, viewer, week, team)
-    rows = [export_row(line, review.monday) for line in review.lines]
-    return [*rows, export_row(review.total, review.monday)]
+        return build(session, viewer, week, team)
 
 
-ExportRows = Annotated[list[dict[str, Any]], Depends(export_rows)]
+Exported = Annotated[Review, Depends(exported)]
+
+
+def export_rows(review: Review) -> list[dict[str, Any]]:
+    """The export's rows: one per pipeline in impact order, then the totals; made once
+    per review and kept with it (a remembered review is reused while nothing changed)."""
+    made = review.data.made
+    if "rows" not in made:
+        rows = [export_row(line, review.monday) for line in review.lines]
+        made["rows"] = [*rows, export_row(review.total, review.monday)]
+    found: list[dict[str, Any]] = made["rows"]
+    return found
 
 
 @router.get("/review.json")
-def review_json(rows: ExportRows) -> JSONResponse:
+def review_json(review: Exported) -> JSONResponse:
     """A row per pipeline (impact order), then the totals row (``pipeline`` = TOTAL)."""
+    rows = export_rows(review)
     return JSONResponse({"week": rows[-1]["week"], "timezone": "UTC", "rows": rows})
 
 
 @router.get("/review.csv")
-def review_csv(rows: ExportRows) -> Response:
+def review_csv(review: Exported) -> Response:
+    rows = export_rows(review)
+    text = review.data.made.get("csv")
+    if text is None:
+        text = review.data.made["csv"] = csv_text(rows)
+    filename = f"cadence-review-{rows[-1]['week']}.csv"
+    return Response(
+        text,
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(EXPORT_FIELDS)
@@ -164,9 +183,4 @@ def review_csv(rows: ExportRows) -> Response:
         [cell_from_text(v) if isinstance(v, str) else v for v in (row[f] for f in EXPORT_FIELDS)]
         for row in rows
     )
-    filename = f"cadence-review-{rows[-1]['week']}.csv"
-    return Response(
-        out.getvalue(),
-        media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
+    return out.getvalue()

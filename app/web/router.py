@@ -16,7 +16,6 @@ from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
-from app.planning.portfolio import portfolio_totals, sort_rows
 from app.planning.weekly import iso_week, last_complete_week
 from app.planning.welch import ALPHA_MIN
 from app.portfolio.service import load_portfolio
@@ -66,8 +65,8 @@ def overview(
     """The portfolio: totals of every visible pipeline first, then a page of cards."""
     today = datetime.now(UTC).date()
     with db.read() as session:
-        rows, teams = load_portfolio(session, visible_pipelines(viewer), team or None, today)
-        ordered = sort_rows(rows, sort)
+        portfolio = load_portfolio(session, visible_pipelines(viewer), team or None, today)
+        ordered = portfolio.ordered(sort)
         shown = ordered[(page - 1) * OVERVIEW_PAGE : page * OVERVIEW_PAGE]
         by_name = {p.name: p for p in pipelines.page(session, only=[r.name for r in shown])}
         costs = {r.name: r.monthly_cost_usd for r in shown}
@@ -81,11 +80,11 @@ def overview(
             "cards": cards,
             "months": months,
             "page": page,
-            "pages": max(1, -(-len(rows) // OVERVIEW_PAGE)),
+            "pages": max(1, -(-len(portfolio.rows) // OVERVIEW_PAGE)),
             "week": iso_week(last_complete_week(today)),
             "to_json": to_json,
-            "totals": portfolio_totals(rows),
-            "teams": teams,
+            "totals": portfolio.totals,
+            "teams": portfolio.teams,
             "team": team or "",
             "sort": sort,
             "query": dict(request.query_params),

@@ -13,7 +13,7 @@ from tests.fixtures.architecture import APP, modules, name_of
 
 # Functions that take a callable and are no callback: a decorator wraps the very
 # function it decorates (a read memoised per session), it calls no other layer.
-DECORATORS = frozenset({"app.db.memo.per_session"})
+DECORATORS = frozenset({"app.db.memo.per_session", "app.db.memo.per_read_session"})
 UPPER = ("service", "flows")  # modules whose logic sits above the queries
 
 
