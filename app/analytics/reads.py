@@ -22,7 +22,7 @@ from app.db.models import Pipeline
 from app.planning.scaling import ScalingPoint
 from app.planning.scenario import RUN_WINDOW
 
-__all__ = ["FailureExposure", "RunReads", "RunRow", "default_variants", "read_runs"]
+__all__ = ["FailureExposure", "RunReads", "RunRow", "default_variants", "read_runs", "signature"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,13 @@ class RunReads:
         )
 
 
+def signature(session: Session, pipeline: Pipeline) -> int:
+    """The pipeline's signature (the sum of its variants' change counters), read with the
+    variant statistics :func:`read_runs` starts from (one statement, kept for the
+    session): what is kept from its runs is filed under it, read before them."""
+    return repo.variants(session, pipeline.id)[1]
+
+
 def read_runs(
     session: Session,
     pipeline: Pipeline,
@@ -91,7 +98,7 @@ def read_runs(
     defaults) beside the production variant and the defaults, the newest ``recent`` (at
     least RUN_WINDOW: the scaling advice's fallback), and the scaling fit's points of
     ``scaling`` (default: the variant with the most worker counts)."""
-    stats = tuple(repo.variants(session, pipeline.id))
+    stats = tuple(repo.variants(session, pipeline.id)[0])
     names = [v.variant for v in stats]
     wanted = [pipeline.production_variant, *default_variants(names, pipeline.production_variant)]
     wanted += [v for v in variants if v is not None]

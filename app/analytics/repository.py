@@ -29,7 +29,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session, aliased
 
 from app.db.memo import per_session
-from app.db.models import Pipeline, Run
+from app.db.models import Pipeline, Run, RunVariant
 from app.db.run_terms import as_date, goodput_totals, run_terms, wall_clock, week_start
 from app.db.sql import dialect, effective_price, recorded_price
 from app.planning.model import Interruption, RunFacts
@@ -254,10 +254,13 @@ class VariantStats:
 
 
 @per_session
-def variants(session: Session, pipeline_id: int) -> list[VariantStats]:
-    """Every variant of the pipeline, most-run first: one GROUP BY over its runs."""
+def variants(session: Session, pipeline_id: int) -> tuple[list[VariantStats], int]:
+    """Every variant of the pipeline, most-run first (one GROUP BY over its runs), and in
+    the same statement its signature (``rollup_reads.signatures``; 0: no runs)."""
+    signature = select(func.coalesce(func.sum(RunVariant.changes), 0))
     rows = session.execute(
         select(
+            signature.where(RunVariant.pipeline_id == pipeline_id).scalar_subquery(),
             Run.variant,
             func.count(),
             func.count(distinct(Run.workers)),
@@ -270,11 +273,12 @@ def variants(session: Session, pipeline_id: int) -> list[VariantStats]:
         .where(Run.pipeline_id == pipeline_id)
         .group_by(Run.variant)
         .order_by(func.count().desc(), Run.variant)
-    )
-    return [
+    ).all()
+    stats = [
         VariantStats(v, int(n), int(w), _aware(last), int(i), float(h), float(lost), float(rest))
-        for v, n, w, last, i, h, lost, rest in rows
+        for _, v, n, w, last, i, h, lost, rest in rows
     ]
+    return stats, int(rows[0][0]) if rows else 0
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ def top_actions(session: Session, lines: list[ReviewLine]) -> list[Action]:
         if p is None or line.this.runs == 0 or line.badput_usd <= 0:
             continue
         at_current_cadence = Scenario(cadence=p.runs_per_week)
-        levers = advice.levers_of(session, p.name, variant=None, scenario=at_current_cadence)
+        levers = advice.kept_levers(session, p.name, at_current_cadence)
         if isinstance(levers, NotEnoughData):  # no runs to rank levers on
             continue
         found.extend(

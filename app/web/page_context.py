@@ -4,8 +4,9 @@
 The pipeline and its parsed scenario are read once; the runs are read twice (the
 variants' statistics, then every window in one statement, ``app.analytics.reads``), the
 evaluations once, the weeks and this month's spend once (``analytics.weekly.page_weeks``)
-and the bill once. Each section in ``views`` and ``value_view`` is a function of this
-object and reads nothing itself.
+and the bill once. The windows and the weeks are kept between requests while the
+pipeline's runs and settings are unchanged (:func:`kept_reads`). Each section in
+``views`` and ``value_view`` is a function of this object and reads nothing itself.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app.analytics import month, weekly
-from app.analytics.reads import RunReads, read_runs
+from app.analytics.reads import RunReads, read_runs, signature
 from app.billing import service as billing
 from app.billing.schemas import ReconciliationOut
+from app.db.memo import kept
 from app.db.models import Pipeline
 from app.evaluations.service import quality_points
-from app.pipelines.service import get_by_name
+from app.pipelines.service import get_by_name, settings_key
 from app.planning.decay import QualityPoint
 from app.planning.month_to_date import MonthToDate
 from app.planning.scenario import Scenario
+from app.planning.weekly import monday_of
 
 CHART_RUNS = 52
 TREND_WEEKS = 12
@@ -97,8 +100,7 @@ def build(
     bill = billing.pipeline_reconciliation(session, pipeline.name, None)
     priced, price_note = bill_priced(scenario, bill, query.get("price_from"))
     g = with_pipeline_defaults(gate, pipeline)
-    runs = read_runs(session, pipeline, (g.baseline, g.candidate), recent=CHART_RUNS)
-    weeks = weekly.page_weeks(session, pipeline, runs.latest_start, TREND_WEEKS, now)
+    runs, weeks = kept_reads(session, pipeline, g, now)
     return PipelinePageContext(
         pipeline=pipeline,
         scenario=priced,
@@ -111,6 +113,29 @@ def build(
         price_note=price_note,
         query=query,
     )
+
+
+def kept_reads(
+    session: Session, pipeline: Pipeline, g: GateParams, now: datetime
+) -> tuple[RunReads, weekly.PageWeeks]:
+    """The page's reads of the runs (the windows, the weeks and this month's spend), kept
+    between requests while the pipeline's signature, its settings, the gate's variants,
+    the week and the month are the same: a warm page reads only the variant statistics
+    (which carry the signature, read before anything filed under it)."""
+    key = (
+        signature(session, pipeline),
+        settings_key(pipeline),
+        (g.baseline, g.candidate),
+        monday_of(now.date()),
+        month.month_of(now),
+    )
+    cache: dict[int, tuple[object, tuple[RunReads, weekly.PageWeeks]]] = kept(session, "page")
+    found = cache.get(pipeline.id)
+    if found is None or found[0] != key:
+        runs = read_runs(session, pipeline, (g.baseline, g.candidate), recent=CHART_RUNS)
+        weeks = weekly.page_weeks(session, pipeline, runs.latest_start, TREND_WEEKS, now)
+        found = cache[pipeline.id] = (key, (runs, weeks))
+    return found[1]
 
 
 def _month_to_date(

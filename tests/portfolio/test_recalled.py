@@ -1,7 +1,8 @@
 """The org-wide answers recalled between requests (the portfolio's rows and the review's
-lines and CSV, ``app.db.memo.recalled``) are made once while nothing they come from
-changed, made again after any change (a run, a budget, a new pipeline, a deletion), and
-always equal the answer made from scratch with every cache emptied."""
+lines and CSV, ``app.db.memo.recalled``; the review's levers, ``advice.kept_levers``) are
+made once while nothing they come from changed, made again after any change (a run, a
+budget or price, a new pipeline, a deletion), and always equal the answer made from
+scratch."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.analytics import advice
 from app.db.engine import Database
 from app.db.memo import REMEMBERED, recalled, remember
+from app.planning.scenario import Scenario
 from app.portfolio import service as portfolio
 from app.review import service as review
 from app.web import review as review_web
@@ -114,3 +117,31 @@ def test_recalled_keeps_the_latest_few_per_name(db: Database) -> None:
         assert recalled(session, "probe", 1) == [1]
         assert recalled(session, "probe", 0) is None  # the oldest went
         assert recalled(session, "other", 1) is None  # names apart
+
+
+def test_kept_levers_equal_fresh_ones_after_runs_and_settings_change(
+    client: TestClient, db: Database, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    # The review ranks its costliest pipelines' levers from advice.kept_levers.
+    at_cadence = Scenario(cadence=1.0)
+    post(client, ingest_headers, *(make_run(pipeline="kept-l", run_id=f"l{i}", **last_week_day(i))
+                                   for i in range(3)))  # fmt: skip
+
+    def both() -> tuple[Any, Any]:
+        with db.read() as s:
+            kept_ = advice.kept_levers(s, "kept-l", at_cadence)
+            fresh = advice.levers_of(s, "kept-l", variant=None, scenario=at_cadence)
+        return kept_, fresh
+
+    first, fresh = both()
+    assert first == fresh and both()[0] is first  # kept
+    post(client, ingest_headers, make_run(pipeline="kept-l", run_id="l9", data_stall_hours=6.0,
+                                          **last_week_day(4)))  # fmt: skip
+    after_run, fresh = both()
+    assert after_run == fresh != first
+    r = client.put(
+        "/api/v1/pipelines/kept-l", json={"price_per_gpu_hour": 9.5}, headers=admin_headers
+    )
+    assert r.status_code == 200, r.text
+    after_price, fresh = both()
+    assert after_price == fresh != after_run
