@@ -8,13 +8,13 @@ One function serves the projection API, the pipeline page, the portfolio, the re
 Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month's spend
 by variant (the rollups), the production variant's window of retraining costs and its
 newest start (``run_variant``), filed under what they depend on: the pipeline's
-signature (``app.db.rollup_reads.signatures``, moved by every insert or delete of one of
-its runs), its production variant, its price and the month. A request reads the
-signatures (one small GROUP BY, shared with ``org_weeks``) and reads inputs again only
-for the pipelines whose key moved. What time changes, the retrainings still to start,
-is counted for all pipelines at once (``remaining_counts``), and a pipeline's bill is
-forecast again (~0.5 ms) only when its inputs, count, budget or the thresholds moved:
-a warm request forecasts nothing and reads one query.
+signature (``app.db.rollup_reads.signatures``, moved by every write of one of its runs),
+its production variant, its price and the month. A request reads the change counters
+(one query per read session, shared with ``org_weeks`` and ``costs``) and reads inputs
+again only for the pipelines whose key moved. What time changes, the retrainings still
+to start, is counted for all pipelines at once (``remaining_counts``), and a pipeline's
+bill is forecast again (~0.5 ms) only when its inputs, count, budget or the thresholds
+moved: a warm request forecasts nothing and reads nothing more.
 """
 
 from __future__ import annotations
