@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.analytics.missing import NotEnoughData
-from app.analytics.reads import RunReads, RunRow, default_variants, read_runs
+from app.analytics.reads import RunReads, RunRow, default_variants, read_runs, signature
 from app.analytics.schemas import (
     CheckpointsOut,
     InputSource,
@@ -21,7 +21,6 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.analytics.service import echo, failure_defaults, runs_of, window
-from app.db import rollup_reads
 from app.db.memo import kept
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name, settings_key
@@ -117,8 +116,7 @@ def kept_levers(session: Session, name: str, scenario: Scenario) -> LeversOut | 
     runs (its signature), its settings and the scenario are the same: the weekly review
     ranks the levers of its five costliest pipelines on every view (~20 ms each)."""
     pipeline = get_by_name(session, name)
-    signature = rollup_reads.signatures(session, [pipeline.id]).get(pipeline.id, 0)
-    key = (signature, settings_key(pipeline), scenario)
+    key = (signature(session, pipeline), settings_key(pipeline), scenario)
     cache: dict[int, tuple[object, LeversOut | NotEnoughData]] = kept(session, "levers")
     found = cache.get(pipeline.id)
     if found is None or found[0] != key:

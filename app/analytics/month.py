@@ -81,8 +81,9 @@ def months(
     inputs = _inputs(session, pipelines, month_of(now), window)
     newest = np.fromiter((i.newest_us for i in inputs), dtype=np.int64, count=len(inputs))
     per_week = np.fromiter((p.runs_per_week for p in pipelines), dtype=float, count=len(inputs))
-    runs = remaining_counts(np.where(newest == NO_START, 0, newest), per_week, now)
-    runs[newest == NO_START] = 0
+    none = newest == NO_START
+    runs = remaining_counts(np.where(none, 0, newest), per_week, now)
+    runs[none] = 0
     thresholds = status_thresholds_of(session)
     made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
     out = {}
