@@ -328,73 +328,8 @@ class AlertDelivery(CreatedAt, Base):
     )
 
 
-class PipelineChange(CreatedAt, Base):
-    """One setting of a pipeline changed: who (token name, or "api"/"cli"), when
-    (``created_at``), which field, and the old and new values as shown to people."""
+# Tables kept in a module of their own, named here so every table is in this module's
+# namespace (Alembic's autogenerate, and imports of app.db.models).
+from app.db.models_records import BillLine, PipelineChange, RunMeasurementChange  # noqa: E402
 
-    __tablename__ = "pipeline_change"
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipeline.id", ondelete="CASCADE"))
-    changed_by: Mapped[str] = mapped_column(String(200))
-    field: Mapped[str] = mapped_column(String(64))
-    old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
-    new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
-
-    __table_args__ = (Index("ix_pipeline_change_pipeline_created", "pipeline_id", "created_at"),)
-
-
-class BillLine(CreatedAt, Base):
-    """One GPU line item of a cloud's FOCUS export (``cadence import focus``): a charge
-    for one resource over one charge period. ``row_key`` is the bill's own row identity
-    (a hash of its FOCUS cells), so importing a file again stores nothing twice. Costs
-    are the bill's, in USD (the importer refuses other currencies)."""
-
-    __tablename__ = "bill_line"
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    row_key: Mapped[str] = mapped_column(String(64), unique=True)
-    source: Mapped[str] = mapped_column(String(300))
-    focus_version: Mapped[str] = mapped_column(String(8))
-    provider: Mapped[str] = mapped_column(String(100))
-    billing_account_id: Mapped[str] = mapped_column(String(200))
-    sub_account_id: Mapped[str] = mapped_column(String(200))
-    region_id: Mapped[str] = mapped_column(String(64))
-    resource_id: Mapped[str] = mapped_column(String(500))
-    # Its last segment (i-0abc of an instance ARN), which a run's tag may name instead.
-    resource_tail: Mapped[str] = mapped_column(String(500))
-    sku: Mapped[str] = mapped_column(String(300))
-    charge_category: Mapped[str] = mapped_column(String(32))
-    commitment_status: Mapped[str] = mapped_column(String(16))
-    charge_period_start: Mapped[datetime] = mapped_column(UTCDateTime)
-    charge_period_end: Mapped[datetime] = mapped_column(UTCDateTime)
-    currency: Mapped[str] = mapped_column(String(3))
-    billed_cost: Mapped[float] = mapped_column(Double)
-    # What the reconciliation counts: amortised, after discounts and commitments.
-    effective_cost: Mapped[float] = mapped_column(Double)
-    list_cost: Mapped[float | None] = mapped_column(Double, nullable=True)
-    gpus_per_unit: Mapped[int] = mapped_column(Integer)
-    gpu_hours: Mapped[float] = mapped_column(Double)
-    # The line's own cadence_pipeline tag (a reservation kept for a pipeline), if any.
-    pipeline_tag: Mapped[str | None] = mapped_column(String(63), nullable=True)
-
-    __table_args__ = (
-        Index("ix_bill_line_period", "charge_period_start", "charge_period_end"),
-        Index("ix_bill_line_resource_id", "resource_id"),
-        Index("ix_bill_line_resource_tail", "resource_tail"),
-        CheckConstraint("charge_period_end >= charge_period_start", name="period_ordered"),
-    )
-
-
-class RunMeasurementChange(CreatedAt, Base):
-    """A stored run's measurement changed after ingest: who, when, field, old, new."""
-
-    __tablename__ = "run_measurement_change"
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    run_pk: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
-    changed_by: Mapped[str] = mapped_column(String(200))
-    field: Mapped[str] = mapped_column(String(64))
-    old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
-    new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
-    __table_args__ = (Index("ix_run_measurement_change_run_created", "run_pk", "created_at"),)
+__all__ = ["BillLine", "PipelineChange", "RunMeasurementChange"]
