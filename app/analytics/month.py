@@ -31,6 +31,7 @@ from app.analytics import costs
 from app.db import rollup_reads
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
+from app.planning.backtest import RecordRun, month_start, newest_start_before, window_before
 from app.planning.bill import forecast_bill
 from app.planning.budget_status import StatusThresholds
 from app.planning.month_to_date import MonthToDate, month_to_date
@@ -170,3 +171,25 @@ def _month_to_date(
     if found is None or found[0] != key:
         found = cache[p.id] = (key, _forecast(p, spend, costs_, runs, thresholds))
     return found[1]
+
+
+def forecast_of_month(
+    pipeline: Budgeted,
+    runs: Sequence[RecordRun],
+    month: date,
+    thresholds: StatusThresholds,
+    window: int = RUN_WINDOW,
+) -> MonthToDate | None:
+    """The forecast of calendar ``month`` made at its first instant from ``runs`` (every
+    attempt, sorted by start; those started before the month are used): the app's one
+    entry point for "the forecast of month M from these runs", the record's backtests
+    (``app.analytics.record``). It is :func:`month_to_date_of` at the month's start:
+    nothing spent yet, the production variant's window and newest start as they were,
+    the pipeline's cadence, price and budget as they are now. None: no planning run of
+    the production variant had started."""
+    at = month_start(month)
+    costs_ = window_before(runs, pipeline.production_variant, at, window)
+    started = newest_start_before(runs, pipeline.production_variant, at)
+    if not costs_ or started is None:
+        return None
+    return _month_to_date(pipeline, {}, costs_, started, at, thresholds, {})
