@@ -26,8 +26,9 @@ Reads never write.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -63,21 +64,49 @@ BACKTEST_NOTE = (
 )
 
 
+class Settings(NamedTuple):
+    """What a backtest depends on besides the runs (a ``month.Budgeted``): the price
+    (runs without their own), production variant, cadence and budget, as they are now."""
+
+    id: int
+    production_variant: str
+    price_per_gpu_hour: float
+    runs_per_week: float
+    monthly_budget_usd: float | None
+
+
 @dataclass(frozen=True)
 class PipelineRecord:
-    """A pipeline's scored closed months, newest first (up to MAX_MONTHS calendar months
-    back; months with no forecast to score, before its first runs, are absent)."""
+    """What a pipeline's record is made from, read once: its attempts before the month in
+    progress (sorted by start), its stored forecasts and each month's spend. Months are
+    scored when first asked for (a backtest costs a bill forecast, ~0.5 ms) and kept in
+    ``scored``; every value is a function of the fields above, so concurrent requests
+    that fill it write the same values."""
 
     current: date  # the month in progress: the newest closed one is just before it
-    scored: tuple[ScoredMonth, ...]
+    settings: Settings
+    thresholds: StatusThresholds
+    runs: tuple[RecordRun, ...]
+    stored: dict[date, MonthForecast]
+    spend: dict[date, float]
+    scored: dict[date, ScoredMonth | None] = field(default_factory=dict, compare=False)
 
     def last(self, months: int) -> tuple[ScoredMonth, ...]:
-        """The scored months among the last ``months`` closed calendar months."""
-        oldest = closed_months(self.current, months)[-1]
-        return tuple(m for m in self.scored if m.forecast.month >= oldest)
+        """The scored months among the last ``months`` closed calendar months, newest
+        first (a month with no forecast to score, before the first runs, is absent)."""
+        out = []
+        for first in closed_months(self.current, months):
+            if first not in self.scored:
+                self.scored[first] = self._score(first)
+            if (found := self.scored[first]) is not None:
+                out.append(found)
+        return tuple(out)
 
-    def summary(self, months: int) -> RecordSummary:
-        return summarise(self.last(months))
+    def _score(self, first: date) -> ScoredMonth | None:
+        forecast = self.stored.get(first)
+        if forecast is None:
+            forecast = backtests(self.settings, self.runs, [first], self.thresholds).get(first)
+        return None if forecast is None else score(forecast, self.spend.get(first, 0.0))
 
 
 def closed_months(current: date, count: int) -> list[date]:
@@ -126,35 +155,26 @@ def pipeline_record(
     """The pipeline's record at ``now`` (default: the clock), kept as the module says."""
     now = now or datetime.now(UTC)
     current = month.month_of(now)
+    settings = Settings(
+        pipeline.id,
+        pipeline.production_variant,
+        pipeline.price_per_gpu_hour,
+        pipeline.runs_per_week,
+        pipeline.monthly_budget_usd,
+    )
     thresholds = status_thresholds_of(session)
-    key = (signature(session, pipeline), _settings(pipeline), current, thresholds)
+    key = (signature(session, pipeline), settings, current, thresholds)
     cache: dict[int, tuple[object, PipelineRecord]] = kept(session, "forecast_record")
     found = cache.get(pipeline.id)
     if found is not None and found[0] == key:
         return found[1]
-    made = _make(session, pipeline, current, thresholds)
+    since = closed_months(current, MAX_MONTHS)[-1]
+    stored = forecasts.stored(session, [pipeline.id], since, current).get(pipeline.id, {})
+    runs = forecasts.record_runs(session, pipeline.id, month_start(current))
+    made = PipelineRecord(current, settings, thresholds, tuple(runs), stored, month_spend(runs))
     if now - month_start(current) >= SETTLED:
         cache[pipeline.id] = (key, made)
     return made
-
-
-def _settings(p: month.Budgeted) -> tuple[object, ...]:
-    """What a backtest depends on besides the runs: price (runs without their own),
-    production variant, cadence, budget."""
-    return (p.price_per_gpu_hour, p.production_variant, p.runs_per_week, p.monthly_budget_usd)
-
-
-def _make(
-    session: Session, pipeline: Pipeline, current: date, thresholds: StatusThresholds
-) -> PipelineRecord:
-    months = closed_months(current, MAX_MONTHS)
-    stored = forecasts.stored(session, [pipeline.id], months[-1], current).get(pipeline.id, {})
-    runs = forecasts.record_runs(session, pipeline.id, month_start(current))
-    missing = [m for m in months if m not in stored]
-    made = {**backtests(pipeline, runs, missing, thresholds), **stored}
-    spend = month_spend(runs)
-    scored = [score(made[m], spend.get(m, 0.0)) for m in months if m in made]
-    return PipelineRecord(current, tuple(scored))
 
 
 def record_months(db: Database, now: datetime | None = None, limit: int = SWEEP_BATCH) -> int:

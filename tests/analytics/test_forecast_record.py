@@ -4,12 +4,14 @@ month, stored forecasts never rewritten."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError
 
 from app.analytics import costs, month, record
@@ -205,3 +207,48 @@ def test_months_out_of_range_is_a_422_naming_it(seeded: TestClient, months: str)
 
 def test_an_unknown_pipeline_is_a_404(client: TestClient) -> None:
     assert client.get("/api/v1/pipelines/nobody/forecast-record").status_code == 404
+
+
+def test_a_record_reads_the_runs_once_and_keeps_the_backtests(
+    client: TestClient,
+    engine: Engine,
+    admin_headers: dict[str, str],
+    ingest_headers: dict[str, str],
+) -> None:
+    """24 months of a pipeline with hundreds of runs: one read of the runs, not one per
+    month; a second request reads no run (kept under the signature and settings)."""
+    body = {"runs_per_week": 3, "monthly_budget_usd": 2700.0, "price_per_gpu_hour": PRICE}
+    assert client.put(f"/api/v1/pipelines/{NAME}", json=body, headers=admin_headers).is_success
+    first = record.closed_months(CURRENT, 26)[-1]
+    runs = weekly_runs(first, CURRENT)
+    for day in (2, 4):  # three retrainings a week: hundreds of runs
+        runs += [moved(r, day) for r in weekly_runs(first, CURRENT)]
+    post(client, ingest_headers, runs)
+    seen: list[str] = []
+
+    def count(_c: Any, _cur: Any, statement: str, *_a: Any) -> None:
+        seen.append(" ".join(statement.split()))
+
+    url = f"/api/v1/pipelines/{NAME}/forecast-record?months=24"
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        started = time.perf_counter()
+        r = client.get(url)
+        cold_ms = (time.perf_counter() - started) * 1000
+        cold = [s for s in seen if "FROM run JOIN pipeline" in s]
+        seen.clear()
+        assert client.get(url).json() == r.json()
+        warm = [s for s in seen if "FROM run JOIN pipeline" in s]
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert r.status_code == 200 and r.json()["summary"]["months"] == 24
+    assert len(runs) > 300 and len(cold) == 1 and warm == []
+    print(f"cold record of 24 months, {len(runs)} runs: {cold_ms:.0f} ms")
+
+
+def moved(run: dict[str, Any], days: int) -> dict[str, Any]:
+    """The same attempt ``days`` later, under its own ids."""
+    later = {k: (datetime.fromisoformat(run[k]) + timedelta(days=days)).isoformat()
+             for k in ("started_at", "finished_at")}  # fmt: skip
+    ids = {"run_id": f"{run['run_id']}-{days}", "retraining_id": f"{run['retraining_id']}-{days}"}
+    return {**run, **later, **ids}
