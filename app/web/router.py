@@ -24,6 +24,7 @@ from app.templating import templates
 from app.web import page_context, views
 from app.web.decision import decide
 from app.web.figures import to_json
+from app.web.record_view import org_record_sentence, record_section
 from app.web.value_view import value_section
 
 router = APIRouter(include_in_schema=False)
@@ -73,6 +74,7 @@ def overview(
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
         months = {r.name: r.month_to_date for r in shown}
         bill = billing.overview_reconciliation(session, visible_pipelines(viewer))
+        record = org_record_sentence(session, [r.name for r in portfolio.rows])
     return templates.TemplateResponse(
         request,
         "overview.html",
@@ -90,6 +92,7 @@ def overview(
             "query": dict(request.query_params),
             "month": today.strftime("%B %Y"),
             "bill": bill,
+            "org_record": record,
         },
     )
 
@@ -131,6 +134,7 @@ def pipeline_page(
                 "history": pipeline_changes.recent(session, pipeline.id, limit=5),
                 "observed_utilization": views.observed_utilization(ctx),
                 "alerts": alerts_section(session, pipeline),
+                "forecast_record": record_section(session, pipeline),
             }
         )
         scaling, context["scaling_out"] = views.scaling_section(ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,50 +21,16 @@ from app.db.models import ForecastRecord
 from app.pipelines.service import briefs, get_by_name
 from app.planning.backtest import month_start
 from app.planning.scenario import RUN_WINDOW
-from tests.fixtures.builders import make_run
-
-NAME = "rec"
-PRICE = 2.0
-NOW = datetime.now(UTC)
-CURRENT = NOW.date().replace(day=1)
-FIRST = record.closed_months(CURRENT, 14)[-1]  # the runs begin 14 closed months ago
-
-
-def weekly_runs(first: date, until: date, pipeline: str = NAME) -> list[dict[str, Any]]:
-    """A retraining every Tuesday 06:00 from ``first`` to ``until``: 8 workers for 10 to
-    14 hours (G = 8 x hours), every seventh after a failed 3-hour attempt."""
-    start = datetime(first.year, first.month, first.day, 6, tzinfo=UTC)
-    start += timedelta(days=(1 - start.weekday()) % 7)
-    end = month_start(until)
-    runs, i = [], 0
-    while start < end:
-        hours = 10 + i % 5
-        rid = f"r{i}"
-        if i % 7 == 3:
-            runs.append(at(start - timedelta(hours=4), 3, pipeline=pipeline, run_id=f"{rid}-a",
-                           retraining_id=rid, outcome="failed", gpu_utilization=None))  # fmt: skip
-        runs.append(at(start, hours, pipeline=pipeline, run_id=rid, retraining_id=rid))
-        start += timedelta(days=7)
-        i += 1
-    return runs
-
-
-def at(start: datetime, hours: float, **overrides: Any) -> dict[str, Any]:
-    overrides.setdefault("pipeline", NAME)
-    return make_run(
-        started_at=start.isoformat(),
-        finished_at=(start + timedelta(hours=hours)).isoformat(),
-        interruptions=[],
-        data_stall_hours=0.0,
-        checkpoint_hours=0.0,
-        **overrides,
-    )
-
-
-def post(client: TestClient, headers: dict[str, str], runs: list[dict[str, Any]]) -> None:
-    for i in range(0, len(runs), 500):
-        r = client.post("/api/v1/runs/batch", json={"runs": runs[i : i + 500]}, headers=headers)
-        assert r.status_code == 201, r.text
+from tests.fixtures.forecast_record import (
+    CURRENT,
+    FIRST,
+    NAME,
+    NOW,
+    PRICE,
+    at,
+    post,
+    weekly_runs,
+)
 
 
 @pytest.fixture

@@ -26,7 +26,9 @@ from app.main import create_app
 from app.settings import Settings
 
 PAGE = f"/pipelines/{RANKER}"
-MAX_PAGE_STATEMENTS = 10  # the issue found 22 (29 on SQLite and 30 on PostgreSQL here)
+# The issue found 22 (29 on SQLite and 30 on PostgreSQL here); 10, and 2 more for the
+# forecast's record (its stored rows and the runs it backtests), kept when warm.
+MAX_PAGE_STATEMENTS = 12
 
 
 @pytest.fixture
@@ -63,7 +65,9 @@ def test_a_pipeline_page_costs_at_most_ten_statements(
     # Warm, the windows and the weeks are kept (page_context.kept_reads): the variant
     # statistics, which carry the pipeline's signature, find them unchanged.
     warm = statements(committed_db.engine, demo_served, PAGE)
-    assert len(warm) == len(cold) - 2, "\n".join(warm)
+    # The record is kept too (app.analytics.record): 2 fewer statements more.
+    assert len(warm) == len(cold) - 4, "\n".join(warm)
+    assert not any("forecast_record" in s for s in warm)
     assert not any("run.started_at >=" in s or "anon_1.member" in s for s in warm)
     queries = [s for s in cold if s != "BEGIN"]
     assert sum(s.startswith("SELECT pipeline.id") for s in queries) == 1  # read once
@@ -79,4 +83,4 @@ def test_the_what_if_re_render_reads_the_same_context(
     page = statements(committed_db.engine, demo_served, PAGE)
     committed_db.caches.clear()
     whatif = statements(committed_db.engine, demo_served, f"{PAGE}/whatif?cadence=2")
-    assert len(whatif) == len(page) - 3, "\n".join(whatif)
+    assert len(whatif) == len(page) - 5, "\n".join(whatif)  # and the forecast's record
