@@ -56,7 +56,7 @@ def record_figure(months: Sequence[ScoredMonth]) -> Figure:
         "data": data,
         "layout": layout(
             "forecast_record",
-            "Forecast band against the bill, month by month",
+            "The forecast band against the bill, month by month",
             note,
             xaxis=axis("Month", type="category"),
             yaxis=amount_axis("USD per month", "usd"),
