@@ -1,4 +1,4 @@
-"""The forecast's own record (docs/methodology.md §5.6): each month's forecast, kept when
+"""The forecast's own record (docs/methodology.md §16): each month's forecast, kept when
 it is made, scored against the bill when the month closes.
 
 Recording. The alert sweeper's thread (``app.alerts.sweeper``) calls

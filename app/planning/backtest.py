@@ -1,4 +1,4 @@
-"""What a month's forecast would have been fed at the month's start (docs/methodology.md §5.6).
+"""What a month's forecast would have been fed at the month's start (docs/methodology.md §16).
 
 A backtest answers "what would the forecast of month M have said on its first day?" from
 one read of the pipeline's attempts: for each month, only the attempts that had started

@@ -1,5 +1,5 @@
 """The forecast's own record: each closed month's forecast scored against its bill
-(docs/methodology.md §5.6).
+(docs/methodology.md §16).
 
 A month's forecast (made at its start, stored or backtested) is scored when the month
 closes: did the bill exceed the p90, did it fall inside the p10-p90 band, how far was the
