@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError
 
+from app.alerts import sweeper
 from app.analytics import costs, month, record
 from app.db import forecasts
 from app.db.engine import Database
@@ -53,7 +54,7 @@ def spend_by_month(runs: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def test_each_closed_month_is_backtested_and_scored(seeded: TestClient) -> None:
+def test_each_closed_month_is_backtested_and_scored(seeded: TestClient, db: Database) -> None:
     r = seeded.get(f"/api/v1/pipelines/{NAME}/forecast-record", params={"months": 12})
     assert r.status_code == 200, r.text
     body = r.json()
@@ -62,6 +63,8 @@ def test_each_closed_month_is_backtested_and_scored(seeded: TestClient) -> None:
     assert [m["month"] for m in months] == expected  # newest first, every month forecast
     assert {m["source"] for m in months} == {"backtest"}
     assert body["notes"] == [record.BACKTEST_NOTE]
+    with db.read() as s:  # reads never write: nothing stored
+        assert forecasts.stored(s, None, FIRST, CURRENT) == {}
     spend = spend_by_month(weekly_runs(FIRST, CURRENT))
     for m in months:
         assert m["actual_usd"] == pytest.approx(spend[m["month"]])
@@ -151,6 +154,23 @@ def test_a_stored_forecast_is_used_and_never_rewritten(seeded: TestClient, db: D
     assert shown["source"] == "recorded"
     assert shown["expected_bill_usd"] == pytest.approx(first.expected_bill_usd)
     assert shown["forecast_at"].startswith(then.strftime("%Y-%m-%dT%H:%M"))
+
+
+def test_the_sweeper_thread_records_and_outlives_an_error(
+    seeded: TestClient, db: Database, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    assert sweeper.record(db) == 1  # this month's forecast, as of now
+    with db.read() as s:
+        pid = get_by_name(s, NAME).id
+        kept = forecasts.stored(s, [pid], CURRENT, date(2100, 1, 1))
+    assert kept[pid][CURRENT].source == "recorded"
+
+    def away(_db: Database) -> int:
+        raise RuntimeError("database away\nsecond line")
+
+    monkeypatch.setattr(sweeper, "record_months", away)
+    assert sweeper.record(db) == 0
+    assert "forecast record could not store this month's forecasts: database away" in caplog.text
 
 
 def test_the_sweeper_step_is_bounded(
