@@ -11,15 +11,17 @@ every serving process, so the first wake of a month records it whether or not a 
 arrives, and the ingest path (one statement on PostgreSQL) stays as it is. Forecasting
 happens outside the write transaction so SQLite's write lock is held only for inserts.
 
-Reading. :func:`pipeline_record` scores the last :data:`MAX_MONTHS` closed months: the
-stored forecast where there is one, else a backtest (``month.forecast_of_month``, fed the
-attempts that had started before the month, with the pipeline's budget and cadence as
-they are now), against the month's spend. One read of the stored rows and one of the
-attempts; the backtests are computed from them in memory. The result is kept between
-requests (``memo.kept``) under the pipeline's signature, its settings, the month and the
-status thresholds: closed months' stored rows no longer change (the sweeper writes only
-the current month), except that a row for the month just closed may still be
-committing in its first minutes, so nothing is kept before :data:`SETTLED` has passed.
+Reading. :func:`pipeline_record` scores up to :data:`MAX_MONTHS` closed months, each
+when first asked for: the stored forecast where there is one, else a backtest
+(``month.forecast_of_month``, fed the attempts that had started before the month, with
+the pipeline's budget and cadence as they are now), against the month's spend. One read
+of the stored rows and one of the attempts; the backtests are computed from them in
+memory. The result is kept between requests (``memo.kept``, the :data:`KEPT_RECORDS`
+most recently used) under the pipeline's signature, its settings, the month and the
+status thresholds: closed months' stored rows no longer change, since the sweeper writes
+only the current month and stops :data:`CLOSING` before it ends (a forecast made in a
+month's last minutes is no forecast, and its short write then commits before the month
+closes).
 Reads never write.
 """
 
@@ -53,10 +55,15 @@ from app.planning.record import (
     score,
     summarise,
 )
+from app.planning.schedule import month_bounds
 
 MAX_MONTHS = 36  # the most closed months an answer holds (and what is kept)
 SWEEP_BATCH = 200  # pipelines recorded per sweeper wake: bounded work, ~0.1 s
-SETTLED = timedelta(minutes=10)  # after a month turns, the last month's rows are in
+# Records kept per process, the most recently used: each holds its pipeline's attempts
+# (~5,000 for a daily pipeline with retries over five years, ~1 MB).
+KEPT_RECORDS = 64
+RUNS_BEFORE = 24  # months of attempts read before the oldest month a record shows
+CLOSING = timedelta(minutes=10)  # no forecast is stored this close to its month's end
 BACKTEST_NOTE = (
     "Months before the record began are backtested: the forecast the app would have made "
     "at the month's start from the runs that had started before it, with the pipeline's "
@@ -64,7 +71,7 @@ BACKTEST_NOTE = (
 )
 
 
-class Settings(NamedTuple):
+class BacktestSettings(NamedTuple):
     """What a backtest depends on besides the runs (a ``month.Budgeted``): the price
     (runs without their own), production variant, cadence and budget, as they are now."""
 
@@ -84,7 +91,7 @@ class PipelineRecord:
     that fill it write the same values."""
 
     current: date  # the month in progress: the newest closed one is just before it
-    settings: Settings
+    settings: BacktestSettings
     thresholds: StatusThresholds
     runs: tuple[RecordRun, ...]
     stored: dict[date, MonthForecast]
@@ -155,7 +162,7 @@ def pipeline_record(
     """The pipeline's record at ``now`` (default: the clock), kept as the module says."""
     now = now or datetime.now(UTC)
     current = month.month_of(now)
-    settings = Settings(
+    settings = BacktestSettings(
         pipeline.id,
         pipeline.production_variant,
         pipeline.price_per_gpu_hour,
@@ -165,16 +172,26 @@ def pipeline_record(
     thresholds = status_thresholds_of(session)
     key = (signature(session, pipeline), settings, current, thresholds)
     cache: dict[int, tuple[object, PipelineRecord]] = kept(session, "forecast_record")
-    found = cache.get(pipeline.id)
-    if found is not None and found[0] == key:
-        return found[1]
+    found = cache.pop(pipeline.id, None)
+    if found is None or found[0] != key:
+        found = (key, _read(session, settings, thresholds, current))
+    cache[pipeline.id] = found  # the most recently used last
+    while len(cache) > KEPT_RECORDS:
+        del cache[next(iter(cache))]
+    return found[1]
+
+
+def _read(
+    session: Session, settings: BacktestSettings, thresholds: StatusThresholds, current: date
+) -> PipelineRecord:
+    """One read of the stored rows and one of the attempts. The attempts go back
+    RUNS_BEFORE months before the oldest month shown: a window of 20 retrainings spans
+    less than that at any cadence of at least one a month."""
     since = closed_months(current, MAX_MONTHS)[-1]
-    stored = forecasts.stored(session, [pipeline.id], since, current).get(pipeline.id, {})
-    runs = forecasts.record_runs(session, pipeline.id, month_start(current))
-    made = PipelineRecord(current, settings, thresholds, tuple(runs), stored, month_spend(runs))
-    if now - month_start(current) >= SETTLED:
-        cache[pipeline.id] = (key, made)
-    return made
+    stored = forecasts.stored(session, [settings.id], since, current).get(settings.id, {})
+    oldest = closed_months(since, RUNS_BEFORE)[-1]
+    runs = forecasts.record_runs(session, settings.id, month_start(oldest), month_start(current))
+    return PipelineRecord(current, settings, thresholds, tuple(runs), stored, month_spend(runs))
 
 
 def record_months(db: Database, now: datetime | None = None, limit: int = SWEEP_BATCH) -> int:
@@ -182,6 +199,8 @@ def record_months(db: Database, now: datetime | None = None, limit: int = SWEEP_
     runs and none stored for the month; how many were stored (0: nothing left to do)."""
     now = now or datetime.now(UTC)
     current = month.month_of(now)
+    if month_bounds(current.year, current.month)[1] - now < CLOSING:
+        return 0
     with db.read_latest() as session:
         names = forecasts.unrecorded(session, current, limit)
         if not names:
@@ -218,8 +237,8 @@ def org_record(
     a cold worker (seconds at 10 million runs), so months before the record began are
     not in it, and the portfolio says so.
 
-    Kept between requests: the closed months' stored rows once the month has
-    :data:`SETTLED`, and each pipeline's score under its signature (read once per read
+    Kept between requests: the closed months' stored rows (they no longer change: the
+    module says why), and each pipeline's score under its signature (read once per read
     session, shared with the portfolio); a warm request reads nothing, and after a
     write only the spends of the pipelines whose signature moved are read again.
     """
@@ -227,7 +246,7 @@ def org_record(
     current = month.month_of(now)
     signatures = rollup_reads.signatures(session)
     state: dict[str, object] = kept(session, "org_forecast_record")
-    if state.get("month") != current or now - month_start(current) < SETTLED:
+    if state.get("month") != current:
         state.clear()
         state["pipelines"] = _org_stored(session, current, signatures)
         state["month"] = current

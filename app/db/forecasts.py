@@ -116,8 +116,10 @@ def unrecorded(session: Session, month: date, limit: int) -> list[tuple[int, str
     return [(pid, name) for pid, name in session.execute(stmt)]
 
 
-def record_runs(session: Session, pipeline_id: int, until: datetime) -> list[RecordRun]:
-    """Every finished attempt of the pipeline started before ``until``, sorted by start,
+def record_runs(
+    session: Session, pipeline_id: int, since: datetime, until: datetime
+) -> list[RecordRun]:
+    """Every finished attempt of the pipeline started in [since, until), sorted by start,
     as its backtests need them (``app.planning.backtest``): one statement."""
     backend = dialect(session)
     # SQLite's two-argument max() is PostgreSQL's greatest().
@@ -136,7 +138,7 @@ def record_runs(session: Session, pipeline_id: int, until: datetime) -> list[Rec
             Run.billed_price_per_gpu_hour,
         )
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline_id, Run.started_at < until)
+        .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
         .where(Run.finished_at.is_not(None))
         .order_by(Run.started_at, Run.id)
     )

@@ -115,7 +115,7 @@ def test_the_backtest_is_the_forecast_the_app_makes_at_the_months_start(
     post(client, ingest_headers, weekly_runs(FIRST, newest, pipeline="rec2"))
     with db.read() as s:
         pipeline = get_by_name(s, "rec2")
-        runs = forecasts.record_runs(s, pipeline.id, month_start(CURRENT))
+        runs = forecasts.record_runs(s, pipeline.id, month_start(FIRST), month_start(CURRENT))
         listed = [b for b in briefs(s) if b.name == "rec2"]
         live = month.months(s, listed, month_start(newest))[pipeline.id]
         thresholds = month.status_thresholds_of(s)
@@ -180,6 +180,12 @@ def test_the_sweeper_step_is_bounded(
     assert seeded.put("/api/v1/pipelines/empty", json=body, headers=admin_headers).is_success
     with db.read() as s:
         assert [n for _, n in forecasts.unrecorded(s, CURRENT, 10)] == [NAME]  # no runs: none
+    # In a month's last ten minutes nothing is stored: a row for a month must be in
+    # before the month closes, so a kept record of closed months is never missing one.
+    last_minutes = month_start(CURRENT) - timedelta(minutes=5)
+    assert record.record_months(db, now=last_minutes) == 0
+    with db.read() as s:
+        assert forecasts.stored(s, None, record.closed_months(CURRENT, 1)[0], CURRENT) == {}
     assert record.record_months(db, now=NOW, limit=1) == 1
     assert record.record_months(db, now=NOW, limit=1) == 0
 
@@ -238,3 +244,20 @@ def moved(run: dict[str, Any], days: int) -> dict[str, Any]:
              for k in ("started_at", "finished_at")}  # fmt: skip
     ids = {"run_id": f"{run['run_id']}-{days}", "retraining_id": f"{run['retraining_id']}-{days}"}
     return {**run, **later, **ids}
+
+
+def test_a_process_keeps_the_most_recently_used_records_only(
+    seeded: TestClient,
+    db: Database,
+    admin_headers: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert seeded.put("/api/v1/pipelines/other", json={}, headers=admin_headers).is_success
+    monkeypatch.setattr(record, "KEPT_RECORDS", 1)
+    with db.read() as s:
+        ours, other = get_by_name(s, NAME), get_by_name(s, "other")
+        record.pipeline_record(s, ours)
+        assert set(db.caches["forecast_record"]) == {ours.id}
+        record.pipeline_record(s, other)
+        assert set(db.caches["forecast_record"]) == {other.id}  # ours dropped, not stale
+        assert record.pipeline_record(s, ours).last(12)  # read again when asked
