@@ -1,7 +1,7 @@
 """The forecast's own record: forecast_record, one bill forecast per pipeline and month.
 
 Revision ID: 0023
-Revises: 0020
+Revises: 0021
 Create Date: 2026-12-03 07:40:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0023'
-down_revision: str | None = '0020'
+down_revision: str | None = '0021'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

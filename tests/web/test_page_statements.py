@@ -26,9 +26,11 @@ from app.main import create_app
 from app.settings import Settings
 
 PAGE = f"/pipelines/{RANKER}"
-# The issue found 22 (29 on SQLite and 30 on PostgreSQL here); 10, and 2 more for the
-# forecast's record (its stored rows and the runs it backtests), kept when warm.
-MAX_PAGE_STATEMENTS = 12
+# The issue found 22 (29 on SQLite and 30 on PostgreSQL here); 10 until the change points
+# (issue 34) added one UNION statement of the declared notes and the price changes, which
+# the charts and the forecast share; 2 more for the forecast's record (its stored rows and
+# the runs it backtests), kept when warm.
+MAX_PAGE_STATEMENTS = 13
 
 
 @pytest.fixture
@@ -56,7 +58,7 @@ def statements(engine: Engine, client: TestClient, path: str) -> list[str]:
     return seen
 
 
-def test_a_pipeline_page_costs_at_most_ten_statements(
+def test_a_pipeline_page_costs_at_most_thirteen_statements(
     demo_served: TestClient, committed_db: Database
 ) -> None:
     committed_db.caches.clear()  # cold: nothing kept from an earlier request
