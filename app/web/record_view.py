@@ -17,8 +17,9 @@ from app.web.figures_record import record_figure
 
 PAGE_MONTHS = 12
 EMPTY = (
-    "No month has closed since this pipeline's first runs, so there is no forecast to "
-    "score yet: each month's forecast is kept at its start and scored when it closes."
+    "The forecast's record appears here once a month has closed since this pipeline's "
+    "first runs: each month's forecast is kept at its start and scored against the bill "
+    "when the month ends."
 )
 
 

@@ -47,7 +47,7 @@ def test_a_pipeline_with_no_closed_month_shows_the_empty_state(
     assert r.status_code in (200, 201), r.text
     html = client.get("/pipelines/fresh").text
     assert 'id="record"' in html and 'data-empty="record"' in html
-    assert "No month has closed since this pipeline" in html
+    assert "appears here once a month has closed" in html
     assert "data-record-sentence" not in html
 
 
