@@ -245,12 +245,11 @@ def org_record(
     now = now or datetime.now(UTC)
     current = month.month_of(now)
     signatures = rollup_reads.signatures(session)
-    state: dict[str, object] = kept(session, "org_forecast_record")
-    if state.get("month") != current:
-        state.clear()
-        state["pipelines"] = _org_stored(session, current, signatures)
-        state["month"] = current
-    pipelines: dict[int, _Kept] = state["pipelines"]  # type: ignore[assignment]
+    state: dict[str, tuple[date, dict[int, _Kept]]] = kept(session, "org_forecast_record")
+    found = state.get("month")
+    if found is None or found[0] != current:  # one assignment: a reader sees old or new
+        found = state["month"] = (current, _org_stored(session, current, signatures))
+    pipelines = found[1]
     moved = [pid for pid, k in pipelines.items() if k.signature != signatures.get(pid, 0)]
     if moved:
         since = closed_months(current, ORG_MONTHS)[-1]

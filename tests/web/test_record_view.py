@@ -10,11 +10,12 @@ from fastapi.testclient import TestClient
 
 from app.analytics import record
 from app.db.engine import Database
+from app.planning.backtest import month_start
 from app.planning.record import MonthForecast, score
 from app.web.figures_base import has_data
 from app.web.figures_record import record_figure
 from tests.fixtures.builders import make_run, this_month_run
-from tests.fixtures.forecast_record import CURRENT, FIRST, NAME, post, weekly_runs
+from tests.fixtures.forecast_record import CURRENT, FIRST, NAME, at, post, weekly_runs
 
 
 def month(first: date, expected: float, lo: float, hi: float, bill: float) -> object:
@@ -85,3 +86,16 @@ def test_the_portfolio_says_the_organisations_record_from_stored_forecasts(
     html = client.get("/").text
     # 3 pipeline-months, the same months the pipeline's own record scored.
     assert f"The p90 was exceeded in {exceeded / 3:.0%} of 3 pipeline-months" in html
+    # A late, costly run in the newest month: the organisation's record scores it again
+    # (the pipeline's signature moved), equal to the pipeline's own record.
+    newest = record.closed_months(CURRENT, 1)[0]
+    late = at(month_start(newest) + timedelta(days=2), 500, run_id="late")
+    post(client, ingest_headers, [late])
+    api = client.get(f"/api/v1/pipelines/{NAME}/forecast-record?months=3").json()
+    assert api["months"][0]["p90_exceeded"] is True
+    with db.read() as s:
+        org = record.org_record(s, [NAME])
+    assert (org.months, org.p90_exceeded, org.inside_band) == (
+        3, api["summary"]["p90_exceeded"], api["summary"]["inside_band"]
+    )  # fmt: skip
+    assert org.p90_exceeded >= 1
