@@ -5,15 +5,13 @@ The server stores a batch all or nothing, but an import of 1,200 records is thre
 batches: a record the server refuses in the third left the first two stored. Each
 payload is checked here as the server checks it (``RunIn``, the rules between fields,
 the future-start limit at its default; a server configured stricter can still refuse,
-and the importer then says exactly what was stored), and two records with one run id
-but different values are refused too (the second would be a conflict part-way).
-Memory: one 16-byte digest per run id, never the records.
+and the importer then says exactly what was stored). Memory: counts and the first bad
+record's message, never the records (the sources' run ids are unique by construction:
+a job id and its start, a Job's uid).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -43,11 +41,6 @@ def problems(payload: dict[str, Any], now: datetime) -> list[str]:
     return [f"{name}: {reason}" for name, reason in found]
 
 
-def _digest(value: Any) -> bytes:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
-
-
 @dataclass
 class Check:
     """What the check of a whole input found: counts, and the first bad record."""
@@ -58,7 +51,6 @@ class Check:
     bad: int = 0
     first_bad: str = ""  # "job 4242 (train): started_at: ... "
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
-    _seen: dict[bytes, bytes] = field(default_factory=dict)
 
     def add(self, source: str, payload: dict[str, Any] | None, reason: str, invalid: bool) -> None:
         """Count one record; ``reason`` without ``payload``: nothing is stored from it
@@ -68,19 +60,12 @@ class Check:
             self.skipped += 0 if invalid else 1
             found = [reason] if invalid else []
         else:
-            found = problems(payload, self.now) + self._repeated(payload)
+            found = problems(payload, self.now)
         if found:
             self.bad += 1
             self.first_bad = self.first_bad or f"{source}: {'; '.join(found)}"
         elif payload is not None:
             self.ready += 1
-
-    def _repeated(self, payload: dict[str, Any]) -> list[str]:
-        key = _digest([payload.get("pipeline"), payload.get("run_id")])
-        value = _digest(payload)
-        if self._seen.setdefault(key, value) != value:
-            return [f"run_id: {payload.get('run_id')!r} comes twice with different values"]
-        return []
 
     def refusal(self) -> str:
         more = f" ({self.bad - 1} more bad records after it)" if self.bad > 1 else ""

@@ -270,7 +270,8 @@ def _map_checked(
 ) -> Mapped:
     """A Job of the wrong shape refuses the import, named (never a traceback)."""
     problem = shape_problem(job, "Job")
-    meta = job.get("metadata", {}) if problem is None else {}
+    meta = job.get("metadata") if isinstance(job, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
     where = f"Job {meta.get('namespace', '?')}/{meta.get('name', '?')}"
     if problem is not None:
         return Mapped(where, reason=f"malformed: {problem}", invalid=True)

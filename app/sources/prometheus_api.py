@@ -94,7 +94,7 @@ class PrometheusClient:
                 body += piece
                 if len(body) > MAX_ANSWER_BYTES:
                     raise PrometheusError(
-                        f"Prometheus answered more than {MAX_ANSWER_BYTES // 1024 // 1024} MB "
+                        f"Prometheus answered more than {MAX_ANSWER_BYTES // 1024:,} kB "
                         "for one run's window (the query averages over the GPUs and asks for "
                         f"at most {MAX_POINTS} points: a few kB): not read; check --match"
                     )

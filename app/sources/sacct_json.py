@@ -88,14 +88,14 @@ class JsonReader:
     def _value(self, what: str = "a value") -> Any:
         self._peek()
         while True:
-            if len(self.text) - self.pos > MAX_ITEM_CHARS:
-                raise self.error(
-                    f"{what} is longer than {MAX_ITEM_CHARS // 1024 // 1024} MB of JSON: "
-                    "not a sacct job record"
-                )
             try:
                 value, end = DECODER.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
+                if len(self.text) - self.pos > MAX_ITEM_CHARS:
+                    raise self.error(
+                        f"{what} is longer than {MAX_ITEM_CHARS // 1024:,} kB of JSON (or is "
+                        "not JSON): not a sacct job record"
+                    ) from exc
                 if self._more():
                     continue
                 raise self.error(f"not sacct --json output: {what}: {exc.msg}") from exc
