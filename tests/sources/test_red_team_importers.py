@@ -313,3 +313,18 @@ def test_a_utf16_file_is_read_by_its_bom_or_refused_saying_utf16(
     without.write_bytes(text.encode("utf-16-le"))
     assert slurm_command.run_import(slurm_args(without, "--dry-run")) == 2
     assert "looks like UTF-16 without a byte-order mark" in capsys.readouterr().err
+
+
+def test_cadence_report_reads_a_utf16_csv_by_its_bom_and_refuses_latin1(
+    client: TestClient, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = report_runs(2)
+    path = csv_of(tmp_path / "runs.csv", runs)
+    path.write_text(path.read_text(), encoding="utf-16")
+    token = make_token(db, "ingest")
+    assert report(client, token, "--file", str(path)) == 0
+    assert len(stored(client, "csv-import")) == 2
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(path.read_text(encoding="utf-16").replace("r1", "r\xe91").encode("latin-1"))
+    assert report(client, token, "--file", str(latin)) == 2
+    assert "latin.csv is not UTF-8 text" in capsys.readouterr().err
