@@ -36,8 +36,8 @@ def problems(payload: dict[str, Any], now: datetime) -> list[str]:
         ]
     found = cross_field_errors(run)
     future = future_start_error(run, now, FUTURE_TOLERANCE_HOURS)
-    if future is not None:
-        found.append(future)
+    if future is not None:  # checked here against this machine's clock
+        found.append((future[0], future[1].replace("the server's clock", "this machine's clock")))
     return [f"{name}: {reason}" for name, reason in found]
 
 
