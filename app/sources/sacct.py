@@ -82,8 +82,8 @@ def open_text(path: Path, encoding: str | None = None) -> IO[str]:
 def _undecodable(exc: UnicodeDecodeError, where: str) -> SacctError:
     byte = exc.object[exc.start : exc.start + 1].hex()
     return SacctError(
-        f"{where}: byte 0x{byte} is not {exc.encoding} text; nothing was imported. Pass "
-        "--encoding with the file's encoding (e.g. --encoding latin-1), or convert it to UTF-8"
+        f"{where}: byte 0x{byte} is not {exc.encoding} text (pass --encoding with the "
+        "file's encoding, e.g. --encoding latin-1, or convert it to UTF-8)"
     )
 
 
@@ -95,8 +95,9 @@ def attempts(handle: IO[str], tz: tzinfo = UTC) -> Iterator[Attempt]:
     character says which). Raises SacctError when the file stops being readable."""
     try:
         first = handle.read(CHUNK)
-    except UnicodeDecodeError as exc:
-        raise _undecodable(exc, "the start of the file") from exc
+    except UnicodeDecodeError as exc:  # the bytes decoded so far start the file
+        line = bytes(exc.object[: exc.start]).count(b"\n") + 1
+        raise _undecodable(exc, f"line {line}") from exc
     start = LEADING_SPACE.match(first)
     if start is not None and first[start.end() : start.end() + 1] == "{":
         yield from _json_attempts(JsonReader(first, handle, SacctError))
