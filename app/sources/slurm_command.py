@@ -102,9 +102,11 @@ class Records:
     def __init__(self, path: Path, encoding: str | None, tz: tzinfo, options: Options) -> None:
         self.path, self.encoding, self.tz, self.options = path, encoding, tz, options
         self.passes = 0
+        self.checked: tuple[int, int] | None = None  # the file's size and mtime at the check
 
     def __iter__(self) -> Iterator[Mapped]:
         self.passes += 1
+        self._same_file()
         count = 0
         with open_text(self.path, self.encoding) as handle:
             for attempt in attempts(handle, self.tz):
@@ -112,6 +114,18 @@ class Records:
                 yield map_attempt(attempt, self.options)
         if self.passes == 1:
             print(f"read {count} Slurm job records", file=sys.stderr)
+
+    def _same_file(self) -> None:
+        """The posts read the file the check read: one changed in between refuses the
+        import before its first post."""
+        try:
+            stat = self.path.stat()
+        except OSError as exc:
+            raise SacctError(f"--file {self.path}: {exc.strerror or exc}") from exc
+        now = (stat.st_size, stat.st_mtime_ns)
+        if self.checked is not None and now != self.checked:
+            raise SacctError(f"--file {self.path} changed while it was being imported")
+        self.checked = now
 
 
 def run_sacct(since: str | None, out: Path) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from argparse import Namespace
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from app.db.engine import Database
 from app.sources import slurm_command
 from app.sources.kubernetes import Options as KubeOptions
 from app.sources.kubernetes import map_all as map_jobs
-from app.sources.posting import post_mapped
+from app.sources.posting import check_all, post_mapped
+from app.sources.sacct import SacctError
 from app.sources.slurm import Options as SlurmOptions
 from app.sources.slurm import map_attempt, parse
 from tests.fixtures.builders import make_run, make_token
@@ -328,3 +330,19 @@ def test_cadence_report_reads_a_utf16_csv_by_its_bom_and_refuses_latin1(
     latin.write_bytes(path.read_text(encoding="utf-16").replace("r1", "r\xe91").encode("latin-1"))
     assert report(client, token, "--file", str(latin)) == 2
     assert "latin.csv is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_a_file_changed_between_the_check_and_the_posts_stores_nothing(
+    client: TestClient, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = sacct_file(tmp_path / "jobs.txt", 3)
+    records = slurm_command.Records(path, None, UTC, SlurmOptions(pipeline="hpc"))
+    assert check_all(records).ready == 3
+    sacct_file(path, 4)  # rewritten after the check
+    token = make_token(db, "ingest")
+    with pytest.raises(SacctError, match="changed while it was being imported"):
+        next(iter(records))
+    code = post_mapped(kube_args(token), records, transport=through(client, []))
+    assert code == 2
+    assert "changed while it was being imported; nothing was stored" in capsys.readouterr().err
+    assert stored(client, "hpc") == []
