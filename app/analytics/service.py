@@ -348,3 +348,13 @@ def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -
     return {
         p.id: monthly_cost_now(means[p.id], p.runs_per_week) for p in pipelines if p.id in means
     }
+
+
+def typical_wall_clock_hours(session: Session, pipeline: costs.Costed) -> float | None:
+    """The median wall clock (hours) of the production variant's newest RUN_WINDOW runs,
+    what caps the runs a week can hold (k <= 168 / T); None without runs."""
+    rows = repo.recent_runs(
+        session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
+    )
+    hours = sorted(r.facts.wall_clock_hours for r in rows)
+    return hours[len(hours) // 2] if hours else None

@@ -50,6 +50,9 @@ class Options:
     thin_curve: bool = False  # a value curve from few evaluations
     thin_spread: bool = False  # a bill whose spread is borrowed or from few retrainings
     gate_forbids: bool = False  # its A/B gate does not let it go faster than today
+    # Without a curve: the expected bill at the next faster cadence a week can hold (what
+    # evaluations would have to justify), None when none is faster.
+    faster_usd: float | None = None
 
     def __post_init__(self) -> None:
         n = len(self.cadences)
@@ -175,9 +178,9 @@ def multiplier(options: Sequence[Options], budget: float, risk: float) -> Soluti
         (lam, i, j) for i, o in enumerate(options) for lam, j in breakpoints(o, choice[i])
     )
     lam = 0.0
-    for lam, i, j in events:
+    for at, i, j in events:
         draws = draws + (options[i].draws[j] - options[i].draws[choice[i]])
-        choice[i] = j
+        choice[i], lam = j, at
         if float(np.mean(draws > budget)) <= risk:
             break
     return evaluate(options, choice, budget, risk, lam=lam)
@@ -232,3 +235,12 @@ def cheapest(options: Sequence[Options], budget: float, risk: float) -> Solution
         for o in options
     ]  # fmt: skip
     return evaluate(options, choice, budget, risk)
+
+
+def rest_of(options: Sequence[Options]) -> Options:
+    """The pipelines that keep today's cadence, as one fixed choice: their expected bills
+    and draws summed once, so a plan of 5,000 pipelines with a few value curves solves
+    over those few (each solve would otherwise add up 5,000 rows again)."""
+    draws = np.sum([o.draws[o.today_index] for o in options], axis=0)[None, :]
+    expected = math.fsum(o.expected[o.today_index] for o in options)
+    return Options("(the pipelines kept as today)", 1.0, (1.0,), (expected,), draws)

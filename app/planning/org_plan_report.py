@@ -19,6 +19,7 @@ from app.planning.org_plan import (
     cheapest,
     needed_budget,
     org_draws,
+    rest_of,
     solve,
     unconstrained,
 )
@@ -79,15 +80,18 @@ class OrgPlan:
 
 def plan(options: Sequence[Options], budget: float, risk: float, detail: bool = True) -> OrgPlan:
     """The plan and everything said about it (``detail``: the $1,000 steps and the
-    half/double re-solves too, each a solve of its own)."""
-    found = solve(options, budget, risk)
-    today = [o.today_index for o in options]
-    base = unconstrained(options, budget, risk)
+    half/double re-solves too, each a solve of its own). The pipelines that cannot move
+    are solved as one fixed column (``rest_of``)."""
+    moving = [o for o in options if o.movable]
+    kept = [o for o in options if not o.movable]
+    solved = [*moving, rest_of(kept)] if kept else moving
+    found = solve(solved, budget, risk)
+    base = unconstrained(solved, budget, risk)
     need = None if found.feasible else needed_budget(
-        org_draws(options, cheapest(options, budget, risk).choice), risk
+        org_draws(solved, cheapest(solved, budget, risk).choice), risk
     )  # fmt: skip
-    rows = tuple(_row(options, i, found, base, budget, risk) for i in range(len(options)))
-    today_obj = math.fsum(o.total(j) for o, j in zip(options, today, strict=True))
+    by_name = {o.name: _row(solved, i, found, base, risk) for i, o in enumerate(moving)}
+    rows = tuple(by_name.get(o.name) or _row([o], 0, _today(o), _today(o), risk) for o in options)
     return OrgPlan(
         budget_usd=budget,
         risk=risk,
@@ -98,23 +102,27 @@ def plan(options: Sequence[Options], budget: float, risk: float, detail: bool = 
         bill_p90_usd=found.p90_usd,
         p_over_budget=found.p_over,
         today_expected_bill_usd=math.fsum(o.expected[o.today_index] for o in options),
-        objective_change_usd=found.objective_usd - today_obj,
+        objective_change_usd=math.fsum(
+            o.total(o.cadences.index(r.proposed)) - o.total(o.today_index)
+            for o, r in zip(options, rows, strict=True)
+        ),
         needed_budget_usd=need,
-        next_step=_marginal(options, found, budget + STEP_USD, risk) if detail else None,
-        cut_step=_marginal(options, found, max(budget - STEP_USD, 0.0), risk) if detail else None,
-        sensitivity=_sensitivity(options, found, budget, risk) if detail else (),
+        next_step=_marginal(solved, found, budget + STEP_USD, risk) if detail else None,
+        cut_step=_marginal(solved, found, max(budget - STEP_USD, 0.0), risk) if detail else None,
+        sensitivity=_sensitivity(solved, found, budget, risk) if detail else (),
         lam=found.lam,
     )
 
 
-def _row(
-    options: Sequence[Options], i: int, found: Solution, base: Solution, budget: float,
-    risk: float,
-) -> Row:  # fmt: skip
+def _today(o: Options) -> Solution:
+    """A one-pipeline 'solution' at today's cadence (the rows of pipelines kept as today)."""
+    return Solution((o.today_index,), o.total(o.today_index), o.expected[o.today_index],
+                    0.0, 0.0, True)  # fmt: skip
+
+
+def _row(options: Sequence[Options], i: int, found: Solution, base: Solution, risk: float) -> Row:
     o, j, t = options[i], found.choice[i], options[i].today_index
     stale = None if o.staleness is None else o.staleness[j] - o.staleness[t]
-    faster = [k for k in range(len(o.cadences)) if o.cadences[k] > o.today]
-    add = o.expected[faster[0]] - o.expected[t] if faster and o.staleness is None else None
     held = None
     if o.movable and base.choice[i] != j and o.total(base.choice[i]) < o.total(j) - 1e-9:
         swapped = list(found.choice)
@@ -129,7 +137,7 @@ def _row(
         staleness_change_usd=stale,
         why=words.why(o, j, held),
         needs_evaluations=o.staleness is None,
-        add_faster_usd=add,
+        add_faster_usd=None if o.faster_usd is None else o.faster_usd - o.expected[t],
     )
 
 
@@ -159,12 +167,9 @@ def _sensitivity(
 ) -> tuple[Sensitivity, ...]:
     """For each uncertain input (at most SENSITIVITY_LIMIT), the plan re-solved with it
     at half and at double, said as the pipelines whose cadence would change."""
-    uncertain = [
-        (i, what)
-        for i, o in enumerate(options)
-        for what, thin in (("value curve", o.thin_curve and o.movable), ("bill spread", o.thin_spread))
-        if thin
-    ][:SENSITIVITY_LIMIT]  # fmt: skip
+    flags = [(("value curve", o.thin_curve and o.movable), ("bill spread", o.thin_spread))
+             for o in options]  # fmt: skip
+    uncertain = [(i, w) for i, f in enumerate(flags) for w, thin in f if thin][:SENSITIVITY_LIMIT]
     out = []
     for i, what in uncertain:
         said = []

@@ -93,7 +93,7 @@ def test_budget_too_small_for_any_plan_says_what_would_fit() -> None:
 def test_without_a_value_curve_a_pipeline_keeps_today_and_says_what_faster_would_add() -> None:
     # C has no curve: kept at 1 a week however cheap the budget; the next faster cadence
     # (2 a week) would add 800 - 400 = $400 of bill.
-    c = fixed("C", (400.0, 800.0), None)
+    c = Options("C", 1.0, (1.0,), (400.0,), np.full((1, D), 400.0), faster_usd=800.0)
     result = plan([*section_10(False), c], budget=100_000, risk=0.1)
     row = result.rows[2]
     assert row.needs_evaluations and row.proposed == 1.0
