@@ -23,11 +23,12 @@ from sqlalchemy.orm import Session
 
 from app.analytics import costs
 from app.analytics import service as analytics
+from app.auth.service import TokenInfo
 from app.db.engine import WriteSession
 from app.db.memo import kept, recalled, remember
 from app.db.models import OrgSetting
 from app.evaluations import service as evaluations
-from app.exceptions import Invalid
+from app.exceptions import Forbidden, Invalid
 from app.pipelines import service as pipelines
 from app.planning.bill import forecast_bill
 from app.planning.decay import fit_decay
@@ -129,6 +130,12 @@ def org_budget(session: Session) -> tuple[float | None, float]:
     """The stored org budget (None: not set) and risk tolerance."""
     row = repository.org_setting(session)
     return (None, DEFAULT_RISK) if row is None else (row.budget_usd, row.risk)
+
+
+def check_org_admin(token: TokenInfo) -> None:
+    """Only an admin whose token sees every pipeline sets the org's budget."""
+    if token.pipelines is not None:
+        raise Forbidden("this token is limited to some pipelines: the org budget is for all")
 
 
 def set_org_budget(session: WriteSession, budget: float | None, risk: float, by: str) -> None:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Query
 from pydantic import Field
 
-from app.schemas_common import OutModel
+from app.schemas_common import OutModel, StrictModel
+
+# Finite, >= 0 and below a trillion (an org budget, not an overflow); risk strictly 0..1.
+Budget = Annotated[float | None, Query(ge=0, le=1e12, allow_inf_nan=False)]
+Risk = Annotated[float | None, Query(gt=0, lt=1, allow_inf_nan=False)]
 
 
 class PlanRowOut(OutModel):
@@ -59,3 +66,15 @@ class OrgPlanOut(OutModel):
     sensitivity: list[SensitivityOut]
     pipelines: list[PlanRowOut]
     without_runs: list[str] = Field(description="Pipelines left out: no runs to bill yet")
+
+
+class OrgBudgetIn(StrictModel):
+    budget_usd: float | None = Field(
+        ge=0, le=1e12, description="USD a month for every pipeline together (null: none)"
+    )
+    risk: float = Field(0.1, gt=0, lt=1, description="Share of months allowed over the budget")
+
+
+class OrgBudgetOut(OutModel):
+    budget_usd: float | None
+    risk: float

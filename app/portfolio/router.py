@@ -9,12 +9,12 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from app.auth.service import visible_pipelines
-from app.deps import DatabaseDep, Viewer
+from app.deps import Admin, DatabaseDep, Viewer
 from app.planning.portfolio import SORTS
 from app.portfolio import plan as org
 from app.portfolio import service
 from app.portfolio.plan_output import plan_csv, plan_out
-from app.portfolio.plan_schemas import OrgPlanOut
+from app.portfolio.plan_schemas import Budget, OrgBudgetIn, OrgBudgetOut, OrgPlanOut, Risk
 from app.portfolio.schemas import PortfolioOut
 
 MAX_PAGE = 1000
@@ -48,9 +48,6 @@ def portfolio(
 
 
 Team = Annotated[str | None, Query(max_length=200)]
-# Finite, >= 0 and below a trillion (an org budget, not an overflow); risk strictly 0..1.
-Budget = Annotated[float | None, Query(ge=0, le=1e12, allow_inf_nan=False)]
-Risk = Annotated[float | None, Query(gt=0, lt=1, allow_inf_nan=False)]
 
 
 @router.get("/plan", response_model=OrgPlanOut)
@@ -77,3 +74,20 @@ def plan_as_csv(db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Ri
         media_type="text/csv",
         headers={"Content-Disposition": 'attachment; filename="cadence-plan.csv"'},
     )
+
+
+@router.get("/budget", response_model=OrgBudgetOut)
+def budget_setting(db: DatabaseDep, viewer: Viewer) -> OrgBudgetOut:
+    """The org budget and risk tolerance the plan uses when the query names none."""
+    with db.read() as session:
+        budget, risk = org.org_budget(session)
+    return OrgBudgetOut(budget_usd=budget, risk=risk)
+
+
+@router.put("/budget", response_model=OrgBudgetOut)
+def set_budget_setting(body: OrgBudgetIn, db: DatabaseDep, token: Admin) -> OrgBudgetOut:
+    """Set the org budget (admin, a token not limited to some pipelines)."""
+    org.check_org_admin(token)
+    with db.write() as session:
+        org.set_org_budget(session, body.budget_usd, body.risk, token.name)
+    return OrgBudgetOut(budget_usd=body.budget_usd, risk=body.risk)
