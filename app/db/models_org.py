@@ -16,7 +16,7 @@ class OrgSetting(CreatedAt, Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     # USD a month for every pipeline's retraining together.
     budget_usd: Mapped[float | None] = mapped_column(Double, nullable=True)
-    # The share of months allowed over the budget (DOMAIN.md section 9: 10% by default).
+    # The share of months allowed over the budget (10% by default, as for every budget verdict).
     risk: Mapped[float] = mapped_column(Double, default=0.1, server_default="0.1")
     updated_by: Mapped[str] = mapped_column(String(200), default="")
 

@@ -128,6 +128,6 @@ def curve_stamps(
     if pipeline_ids is not None:
         stmt = stmt.where(Evaluation.pipeline_id.in_(list(pipeline_ids)))
     return {
-        r[0]: (int(r[1]), int(r[2]), float(r[3]), bool(r[4]), str(r[5]))
+        r[0]: (int(r[1]), int(r[2]), float(r[3] or 0.0), bool(r[4]), str(r[5]))
         for r in session.execute(stmt)
     }

@@ -1,4 +1,4 @@
-"""The organisation's cadence plan (docs/methodology.md, DOMAIN.md section 10).
+"""The organisation's cadence plan (docs/dashboard.md, "The cadence plan").
 
 Each pipeline ``i`` may run at a few cadences ``k`` (runs a week). At each it has an
 expected bill ``E_i(k)``, simulated bills (one draws array per cadence, the same draw
@@ -107,7 +107,8 @@ def org_draws(options: Sequence[Options], choice: Sequence[int]) -> np.ndarray:
     """The org bill's draws: the sum of each pipeline's chosen row."""
     if not options:
         return np.zeros(1)
-    return np.sum([o.draws[j] for o, j in zip(options, choice, strict=True)], axis=0)
+    total: np.ndarray = np.sum([o.draws[j] for o, j in zip(options, choice, strict=True)], axis=0)
+    return total
 
 
 def needed_budget(draws: np.ndarray, risk: float) -> float:
@@ -152,7 +153,8 @@ def breakpoints(o: Options, start: int) -> list[tuple[float, int]]:
     if not o.movable:
         return []
     assert o.staleness is not None
-    out, j, lam = [], start, 0.0
+    out: list[tuple[float, int]] = []
+    j, lam = start, 0.0
     while True:
         steps = [
             ((o.staleness[i] - o.staleness[j]) / (o.expected[j] - o.expected[i]) - 1.0, i)
@@ -229,11 +231,7 @@ def unconstrained(options: Sequence[Options], budget: float, risk: float) -> Sol
 
 def cheapest(options: Sequence[Options], budget: float, risk: float) -> Solution:
     """Every movable pipeline at its cheapest cadence, the others at today's."""
-    choice = [
-        min(range(len(o.cadences)), key=lambda j, o=o: o.expected[j]) if o.movable
-        else o.today_index
-        for o in options
-    ]  # fmt: skip
+    choice = [int(np.argmin(o.expected)) if o.movable else o.today_index for o in options]
     return evaluate(options, choice, budget, risk)
 
 

@@ -53,7 +53,7 @@ Team = Annotated[str | None, Query(max_length=200)]
 @router.get("/plan", response_model=OrgPlanOut)
 def plan(db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Risk = None,
          team: Team = None) -> OrgPlanOut:  # fmt: skip
-    """The organisation's cadence plan (DOMAIN.md section 10): with one monthly budget
+    """The organisation's cadence plan (docs/dashboard.md): with one monthly budget
     (default: the org budget set by an admin) and a risk tolerance (default 0.1), the
     cadence of each pipeline that minimises expected bill plus staleness cost while
     P(org bill > budget) <= risk. The answer in words first, then one row per pipeline."""
