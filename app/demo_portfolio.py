@@ -25,7 +25,7 @@ from app.evaluations.schemas import EvaluationIn
 from app.evaluations.service import ingest as ingest_evaluations
 from app.pipelines.schemas import PipelineUpdate
 from app.pipelines.service import upsert
-from app.portfolio.plan import set_org_budget
+from app.portfolio.plan import org_budget, set_org_budget
 from app.runs.flows import store_runs
 from app.runs.schemas import RunIn
 from app.runs.service import run_count
@@ -119,6 +119,6 @@ def load_portfolio_demo(session: WriteSession, anchor: datetime, now: datetime) 
         if found:
             ingest_evaluations(session, name, found, token=None)
         loaded.append(f"{name} ({len(runs)} runs)")
-    if loaded:
+    if loaded and org_budget(session)[0] is None:
         set_org_budget(session, ORG_BUDGET_USD, 0.1, by="demo")
     return loaded

@@ -100,34 +100,28 @@ def ages_and_values(
 
 def curve_stamps(
     session: Session, pipeline_ids: Sequence[int] | None
-) -> dict[int, tuple[int, int, float, bool, str]]:
+) -> dict[int, tuple[Any, ...]]:
     """Per pipeline with a quality value and evaluations of its metric: (evaluations,
-    newest id, value, higher_is_better, metric): what its value curve depends on
-    (evaluations are only ever added, so the count and newest id move with them)."""
+    newest id, value, higher_is_better, metric, quality margin, gate power, cost basis):
+    what its value curve and its gate's thresholds depend on (evaluations are only ever
+    added, so the count and newest id move with them)."""
+    settings = (
+        Pipeline.quality_value_usd_per_unit_month,
+        Pipeline.higher_is_better,
+        Pipeline.quality_metric,
+        Pipeline.quality_margin,
+        Pipeline.gate_power,
+        Pipeline.gate_cost_basis,
+    )
     stmt = (
-        select(
-            Evaluation.pipeline_id,
-            func.count(),
-            func.max(Evaluation.id),
-            Pipeline.quality_value_usd_per_unit_month,
-            Pipeline.higher_is_better,
-            Pipeline.quality_metric,
-        )
+        select(Evaluation.pipeline_id, func.count(), func.max(Evaluation.id), *settings)
         .join(Pipeline, Pipeline.id == Evaluation.pipeline_id)
         .where(
             Pipeline.quality_value_usd_per_unit_month.is_not(None),
             Evaluation.metric == Pipeline.quality_metric,
         )
-        .group_by(
-            Evaluation.pipeline_id,
-            Pipeline.quality_value_usd_per_unit_month,
-            Pipeline.higher_is_better,
-            Pipeline.quality_metric,
-        )
+        .group_by(Evaluation.pipeline_id, *settings)
     )
     if pipeline_ids is not None:
         stmt = stmt.where(Evaluation.pipeline_id.in_(list(pipeline_ids)))
-    return {
-        r[0]: (int(r[1]), int(r[2]), float(r[3] or 0.0), bool(r[4]), str(r[5]))
-        for r in session.execute(stmt)
-    }
+    return {r[0]: tuple(r[1:]) for r in session.execute(stmt)}

@@ -180,7 +180,7 @@ def quality_points(session: Session, pipeline: Pipeline) -> list[QualityPoint]:
 
 def curve_stamps(
     session: Session, pipeline_ids: Sequence[int] | None
-) -> dict[int, tuple[int, int, float, bool, str]]:
+) -> dict[int, tuple[Any, ...]]:
     """What each pipeline's value curve depends on (``repository.curve_stamps``): only
     pipelines with a quality value and evaluations of their metric appear."""
     return repository.curve_stamps(session, pipeline_ids)

@@ -23,7 +23,7 @@ enumeration on random small portfolios.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,10 +105,19 @@ class Solution:
 
 def org_draws(options: Sequence[Options], choice: Sequence[int]) -> np.ndarray:
     """The org bill's draws: the sum of each pipeline's chosen row."""
-    if not options:
-        return np.zeros(1)
-    total: np.ndarray = np.sum([o.draws[j] for o, j in zip(options, choice, strict=True)], axis=0)
-    return total
+    return summed(o.draws[j] for o, j in zip(options, choice, strict=True))
+
+
+def summed(rows: Iterable[np.ndarray]) -> np.ndarray:
+    """Rows of draws added up in float64, one row at a time: np.sum of a list of 5,000
+    rows stacks them first (0.48 s for 5,000 x 1,000 here), adding in place takes 0.03 s."""
+    total: np.ndarray | None = None
+    for row in rows:
+        if total is None:
+            total = row.astype(np.float64)
+        else:
+            total += row
+    return np.zeros(1) if total is None else total
 
 
 def needed_budget(draws: np.ndarray, risk: float) -> float:
@@ -239,6 +248,6 @@ def rest_of(options: Sequence[Options]) -> Options:
     """The pipelines that keep today's cadence, as one fixed choice: their expected bills
     and draws summed once, so a plan of 5,000 pipelines with a few value curves solves
     over those few (each solve would otherwise add up 5,000 rows again)."""
-    draws = np.sum([o.draws[o.today_index] for o in options], axis=0)[None, :]
+    draws = summed(o.draws[o.today_index] for o in options)[None, :]
     expected = math.fsum(o.expected[o.today_index] for o in options)
     return Options("(the pipelines kept as today)", 1.0, (1.0,), (expected,), draws)

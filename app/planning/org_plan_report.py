@@ -91,7 +91,7 @@ def plan(options: Sequence[Options], budget: float, risk: float, detail: bool = 
         org_draws(solved, cheapest(solved, budget, risk).choice), risk
     )  # fmt: skip
     by_name = {o.name: _row(solved, i, found, base, risk) for i, o in enumerate(moving)}
-    rows = tuple(by_name.get(o.name) or _row([o], 0, _today(o), _today(o), risk) for o in options)
+    rows = tuple(by_name.get(o.name) or _kept_row(o) for o in options)
     return OrgPlan(
         budget_usd=budget,
         risk=risk,
@@ -114,10 +114,19 @@ def plan(options: Sequence[Options], budget: float, risk: float, detail: bool = 
     )
 
 
-def _today(o: Options) -> Solution:
-    """A one-pipeline 'solution' at today's cadence (the rows of pipelines kept as today)."""
-    return Solution((o.today_index,), o.total(o.today_index), o.expected[o.today_index],
-                    0.0, 0.0, True)  # fmt: skip
+def _kept_row(o: Options) -> Row:
+    """The row of a pipeline that cannot move (no value curve, or one cadence only)."""
+    t = o.today_index
+    return Row(
+        name=o.name,
+        today=o.today,
+        proposed=o.today,
+        bill_change_usd=0.0,
+        staleness_change_usd=None if o.staleness is None else 0.0,
+        why=words.why(o, t, None),
+        needs_evaluations=o.staleness is None,
+        add_faster_usd=None if o.faster_usd is None else o.faster_usd - o.expected[t],
+    )
 
 
 def _row(options: Sequence[Options], i: int, found: Solution, base: Solution, risk: float) -> Row:

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app.analytics import costs
 from app.analytics import service as analytics
 from app.auth.service import TokenInfo
+from app.db import rollup_reads
 from app.db.engine import WriteSession
 from app.db.memo import kept, recalled, remember
 from app.db.models import OrgSetting
@@ -57,12 +58,12 @@ def bill_at(window: Sequence[float], runs_per_week: float, seed: int) -> tuple[f
 
 
 def _curve(
-    session: Session, p: pipelines.Brief, stamp: tuple[int, int, float, bool, str] | None
+    session: Session, p: pipelines.Brief, stamp: tuple[Any, ...] | None
 ) -> tuple[Any, bool] | None:
     """The decay fitted to the pipeline's evaluations and whether it is thin, or None."""
     if stamp is None:
         return None
-    _, _, _, higher, metric = stamp
+    higher, metric = stamp[3], stamp[4]
     points = evaluations.quality_points_of(session, p.id, metric)
     try:
         fit = fit_decay(points, higher_is_better=higher)
@@ -75,12 +76,14 @@ def _options(
     session: Session,
     p: pipelines.Brief,
     window: tuple[float, ...],
-    stamp: tuple[int, int, float, bool, str] | None,
+    stamp: tuple[Any, ...] | None,
 ) -> Options:
     today = p.runs_per_week
     curve = _curve(session, p, stamp)
     hours = analytics.typical_wall_clock_hours(session, p) if curve else None
-    ks = allowed_cadences(today, hours) if curve else (today,)
+    # Only a pipeline the plan could move needs its gate (a few pipelines, read cold).
+    forbids = bool(curve) and analytics.gate_fails(session, pipelines.get_by_name(session, p.name))
+    ks = allowed_cadences(today, hours, forbids) if curve else (today,)
     bills = [bill_at(window, k, seed=p.id) for k in ks]
     faster = [k for k in allowed_cadences(today, None) if k > today]
     mean = sum(window) / len(window)
@@ -92,9 +95,10 @@ def _options(
         draws=np.vstack([d for _, d in bills]),
         staleness=None
         if curve is None or stamp is None
-        else tuple(stamp[2] * curve[0].mean_loss(1.0 / k) for k in ks),
+        else tuple(float(stamp[2]) * curve[0].mean_loss(1.0 / k) for k in ks),
         thin_curve=bool(curve and curve[1]),
         thin_spread=len(window) < THIN_WINDOW,
+        gate_forbids=forbids,
         faster_usd=None
         if curve or not faster
         else mean * typical_month_runs(faster[0], CALENDAR).mean,
@@ -106,10 +110,11 @@ def options_of(
 ) -> tuple[list[Options], list[str], tuple[Any, ...]]:
     """Each pipeline's options (kept), the names of those without runs, and the key
     of them all."""
+    ids = None if len(briefs) > costs.ID_LIST_LIMIT else [p.id for p in briefs]
     windows = costs.windows(session, briefs, RUN_WINDOW)
-    stamps = evaluations.curve_stamps(
-        session, None if len(briefs) > 1000 else [p.id for p in briefs]
-    )
+    stamps = evaluations.curve_stamps(session, ids)
+    # Every run write of any variant moves it: the gate's candidate runs included.
+    signatures = rollup_reads.signatures(session, ids) if stamps else {}
     cache: dict[int, tuple[Any, Options]] = kept(session, "org_plan_options")
     out, missing, keys = [], [], []
     for p in briefs:
@@ -117,10 +122,11 @@ def options_of(
         if not window:
             missing.append(p.name)
             continue
-        key = (p.name, window, p.runs_per_week, stamps.get(p.id))
+        stamp = stamps.get(p.id)
+        key = (p, window, stamp, signatures.get(p.id) if stamp else None)
         found = cache.get(p.id)
         if found is None or found[0] != key:
-            found = cache[p.id] = (key, _options(session, p, window, stamps.get(p.id)))
+            found = cache[p.id] = (key, _options(session, p, window, stamp))
         out.append(found[1])
         keys.append(key)
     return out, missing, tuple(keys)

@@ -202,3 +202,24 @@ def test_cadence_plan_prints_markdown(org: TestClient, capsys: pytest.CaptureFix
     bad = args("plan", "--url", URL, "--budget", "-1")
     assert run_plan(bad, transport=through(org, []), sleep=pytest.fail) == 2
     assert "--budget" in capsys.readouterr().err
+
+
+def test_a_failing_gate_keeps_a_pipeline_from_going_faster(org: TestClient, db: Database) -> None:
+    # Worth ten times more ($3,000,000 per unit of ndcg@10), the ranker's staleness at
+    # weekly (V b / 2 = 3e6 x 0.01 / 2 = $15,000) dwarfs its bill (~$1,200): the plan
+    # moves it faster. Its gate (candidate against baseline at twice weekly) passes at
+    # its $1,400 budget and fails at $100 (the cost criterion): then it stays weekly.
+    admin = {"Authorization": f"Bearer {make_token(db, 'admin')}"}
+    put = org.put("/api/v1/pipelines/recsys-ranker", headers=admin,
+                  json={"quality_value_usd_per_unit_month": 3_000_000.0})  # fmt: skip
+    assert put.status_code == 200, put.text
+    fast = rows(org.get(PLAN, params={"budget": 100_000}).json())["recsys-ranker"]
+    assert fast["proposed_runs_per_week"] > 1.0
+    put = org.put("/api/v1/pipelines/recsys-ranker", headers=admin,
+                  json={"monthly_budget_usd": 100.0})  # fmt: skip
+    assert put.status_code == 200, put.text
+    gate = org.get("/api/v1/pipelines/recsys-ranker/gate").json()
+    assert gate["result"]["verdict"] == "FAIL"
+    held = rows(org.get(PLAN, params={"budget": 100_000}).json())["recsys-ranker"]
+    assert held["proposed_runs_per_week"] <= 1.0
+    assert "its A/B gate does not allow faster" in held["why"]
