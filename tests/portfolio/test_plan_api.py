@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from cadence_client.commands.plan import run_plan
@@ -15,7 +16,8 @@ from fastapi.testclient import TestClient
 from app.db.engine import Database
 from app.demo import load_demo, week_start
 from app.demo_portfolio import ORG_BUDGET_USD, load_portfolio_demo
-from tests.fixtures.builders import make_token
+from app.portfolio import plan as org_service
+from tests.fixtures.builders import make_run, make_token
 from tests.fixtures.client import URL, args, through
 from tests.fixtures.security import HTML, csrf_value, sign_in
 
@@ -223,3 +225,36 @@ def test_a_failing_gate_keeps_a_pipeline_from_going_faster(org: TestClient, db: 
     held = rows(org.get(PLAN, params={"budget": 100_000}).json())["recsys-ranker"]
     assert held["proposed_runs_per_week"] <= 1.0
     assert "its A/B gate does not allow faster" in held["why"]
+
+
+def test_a_warm_plan_is_recalled_and_a_new_run_makes_it_again(
+    org: TestClient, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each pipeline's options are made once and kept; the whole plan is recalled while
+    # every key, the budget and the risk are equal. A run of one pipeline makes that
+    # pipeline's options again (and the plan), not the others'.
+    made = {"options": 0, "plan": 0}
+
+    def counted(name: str, fn: Any) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            made[name] += 1
+            return fn(*a, **k)
+
+        return wrapper
+
+    monkeypatch.setattr(org_service, "_options", counted("options", org_service._options))
+    monkeypatch.setattr(org_service, "plan", counted("plan", org_service.plan))
+    db.caches.clear()
+    first = org.get(PLAN, params={"budget": 7000}).json()
+    assert made == {"options": 6, "plan": 1}
+    assert org.get(PLAN, params={"budget": 7000}).json() == first
+    assert made == {"options": 6, "plan": 1}
+    org.get(PLAN, params={"budget": 6000})  # another budget: planned again, options kept
+    assert made == {"options": 6, "plan": 2}
+    ingest = {"Authorization": f"Bearer {make_token(db, 'ingest')}"}
+    run = make_run(pipeline="demand-forecast", run_id="extra", interruptions=[])
+    assert org.post("/api/v1/runs", json=run, headers=ingest).status_code == 201
+    again = org.get(PLAN, params={"budget": 7000}).json()
+    assert made == {"options": 7, "plan": 3}
+    db.caches.clear()
+    assert org.get(PLAN, params={"budget": 7000}).json() == again  # as made from scratch
