@@ -83,7 +83,7 @@ def sentence(
 ) -> str:
     """The answer in one sentence (see the module doc); with no plan that fits, what the
     cheapest plan would need."""
-    head = f"With {usd(budget)} a month at {risk:.0%} risk"
+    head = f"With {usd(budget)} a month at {risk * 100:.3g}% risk"
     if not rows:
         return f"{head}: there are no pipelines to plan."
     if not found.feasible:

@@ -191,3 +191,13 @@ def test_plan_is_within_one_pipelines_spread_of_the_best_feasible(
     )
     assert found.objective_usd <= best + spread + 1e-6
     assert found.objective_usd >= best - 1e-6  # nothing feasible beats the best
+
+
+def test_words_count_large_groups_and_keep_the_risk_as_given() -> None:
+    # Five pipelines with no curve at weekly ($100 each, no spread): "keep 5 weekly"
+    # (groups of more than three are counted); the org bill is 5 x $100 = $500.
+    five = [Options(f"p{i}", 1.0, (1.0,), (100.0,), np.full((1, D), 100.0)) for i in range(5)]
+    result = plan(five, budget=1000, risk=0.025)
+    assert result.sentence == (
+        "With $1,000 a month at 2.5% risk: keep 5 weekly; the org bill is $500 expected, p90 $500."
+    )
