@@ -1,7 +1,7 @@
 """The org_setting table: the organisation's budget and risk tolerance for the cadence plan.
 
 Revision ID: 0026
-Revises: 0020
+Revises: 0021
 Create Date: 2026-12-03 08:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0026'
-down_revision: str | None = '0020'
+down_revision: str | None = '0021'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
