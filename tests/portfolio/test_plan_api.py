@@ -188,6 +188,7 @@ def test_the_overview_section_is_folded_until_asked_and_keeps_the_what_ifs(
     assert 'value="6000"' in opened and 'value="0.2"' in opened
     assert opened.count("data-plan-row=") == 6
     assert "plan.csv?budget=6000&amp;risk=0.2" in opened
+    assert 'href="/help#plan"' in opened and 'id="plan"' in org.get("/help").text
     assert org.get("/", params={"plan": 1, "budget": -4}, headers=HTML).status_code == 422
 
 
