@@ -65,7 +65,9 @@ class OrgPlanOut(OutModel):
     cut_thousand: StepOut | None
     sensitivity: list[SensitivityOut]
     pipelines: list[PlanRowOut]
-    without_runs: list[str] = Field(description="Pipelines left out: no runs of their production variant to bill yet")
+    without_runs: list[str] = Field(
+        description="Pipelines left out: no runs of their production variant to bill yet"
+    )
 
 
 class OrgBudgetIn(StrictModel):

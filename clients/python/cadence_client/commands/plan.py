@@ -118,5 +118,7 @@ def markdown(out: dict[str, Any]) -> str:
             f"at double, {s['at_double']}."
         )
     if out.get("without_runs"):
-        lines.append(f"- Not planned (no production runs to bill yet): {', '.join(out['without_runs'])}.")
+        lines.append(
+            f"- Not planned (no production runs to bill yet): {', '.join(out['without_runs'])}."
+        )
     return "\n".join(lines)
