@@ -83,7 +83,7 @@ def _cell(value: object) -> str:
 
 
 def plan_csv(answer: OrgPlanOut) -> str:
-    """One row per pipeline (the table's columns), the sentence as a comment first."""
+    """One row per pipeline, the columns of the page's table."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)

@@ -201,3 +201,18 @@ def test_words_count_large_groups_and_keep_the_risk_as_given() -> None:
     assert result.sentence == (
         "With $1,000 a month at 2.5% risk: keep 5 weekly; the org bill is $500 expected, p90 $500."
     )
+
+
+def test_a_thin_bill_spread_is_replanned_at_half_and_double() -> None:
+    # A (thin spread): weekly $1,000 flat; twice weekly $2,000 with draws spread evenly
+    # over $1,800..$2,200 (p90 ~$2,160 <= $2,250: the move fits). Doubled, the spread is
+    # $1,600..$2,400 and ~19% of the draws exceed $2,250 > 10%: A stays weekly. Halved,
+    # $1,900..$2,100: still fits, no change.
+    draws = np.vstack([np.full(D, 1000.0), np.linspace(1800.0, 2200.0, D)])
+    a = Options("A", 1.0, (1.0, 2.0), (1000.0, 2000.0), draws, (3000.0, 1500.0), thin_spread=True)
+    result = plan([a], budget=2250, risk=0.1)
+    assert result.rows[0].proposed == 2.0
+    (s,) = result.sensitivity
+    assert (s.name, s.what) == ("A", "bill spread")
+    assert s.at_half == "no change"
+    assert s.at_double == "A twice weekly -> weekly"
