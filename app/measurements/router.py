@@ -20,11 +20,21 @@ from app.measurements.schemas import (
     MeasurementsOut,
 )
 from app.runs.router import json_body, parse_body
-from app.schemas_common import slug_or_422
+from app.schemas_common import IDENTIFIER_PATTERN, SLUG_PATTERN, slug_or_422
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["runs"])
-NamePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
-RunIdPath = Annotated[str, Path(description="The run's run_id", max_length=200)]
+NamePath = Annotated[
+    str,
+    Path(description="Pipeline slug", max_length=63, json_schema_extra={"pattern": SLUG_PATTERN}),
+]
+RunIdPath = Annotated[
+    str,
+    Path(
+        description="The run's run_id",
+        max_length=200,
+        json_schema_extra={"pattern": IDENTIFIER_PATTERN},
+    ),
+]
 
 
 @router.patch(
