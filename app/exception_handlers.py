@@ -166,7 +166,8 @@ async def _cadence(request: Request, exc: CadenceError) -> Response:
 
 async def _validation(request: Request, exc: RequestValidationError) -> Response:
     allow = allowed_methods(request)
-    if allow is not None and request.method not in allow.split(", "):
+    method = "GET" if request.method == "HEAD" else request.method  # HEAD rides on GET
+    if allow is not None and method not in allow.split(", "):
         # A route clash: GET /api/v1/runs/batch matched /runs/{pk} and failed its
         # validation ("pk: must be a whole number"), but the path's own route has no GET.
         message = f"{request.method} is not allowed on this path (allowed: {allow})"

@@ -36,8 +36,9 @@ def _stored(db: Database) -> tuple[int, float]:
 
 def test_item_2_a_bill_that_cannot_be(tmp_path: Path, db: Database) -> None:
     good = aws_row("i-0a1", *DAY, hours=24, list_cost=2377.0)
-    for column, value in (("BilledCost", "1e308"), ("BilledCost", "-1e300"),
-                          ("ConsumedQuantity", "1e308"), ("EffectiveCost", "Infinity")):  # fmt: skip
+    hostile = [("BilledCost", "1e308"), ("BilledCost", "-1e300"),
+               ("ConsumedQuantity", "1e308"), ("EffectiveCost", "Infinity")]  # fmt: skip
+    for column, value in hostile:
         path = write_bill(tmp_path / f"{column}.csv", [{**good, column: value}])
         assert import_files(db, [path]) == 1, (column, value)
     twice = tmp_path / "twice.csv"
@@ -91,9 +92,7 @@ def test_item_8_abuse_that_costs_nothing(db: Database, settings: Settings) -> No
         assert c.get("/metrics").status_code == 401  # no names or costs for anyone
 
 
-def test_item_9_smaller(
-    client: TestClient, admin_headers: dict[str, str], tmp_path: Path
-) -> None:
+def test_item_9_smaller(client: TestClient, admin_headers: dict[str, str], tmp_path: Path) -> None:
     clash = client.get("/api/v1/runs/batch")
     assert clash.status_code == 405 and clash.headers["allow"] == "POST"
     body = {**admin_headers, "Content-Type": "application/json"}
@@ -110,9 +109,7 @@ def test_item_9_smaller(
     spool.write([make_run()])
     assert os.stat(spool.directory).st_mode & 0o777 == 0o700
     (spool.directory / "0-planted.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
-    assert [p.name for p in spool.files()] != [] and all(
-        not p.is_symlink() for p in spool.files()
-    )
+    assert [p.name for p in spool.files()] != [] and all(not p.is_symlink() for p in spool.files())
 
 
 def test_item_10_kept_values(db: Database, engine: object) -> None:
