@@ -81,7 +81,7 @@ def store_chunk(
     if inserts:
         # executemany of one cached statement: a VALUES list of 500 rows compiled anew
         # each chunk was 80% of an import's time
-        session.execute(insert(BillLine.__table__), inserts)
+        session.execute(insert(BillLine), inserts)
         out.new += len(inserts)
 
 
