@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.billing.stream import BillError, open_rows
+from app.billing.stream import BillError as BillError  # re-exported: callers import it here
+from app.billing.stream import open_rows
 from app.planning.gpu_skus import gpus_per_unit
 from app.planning.reconcile import resource_tail
 
