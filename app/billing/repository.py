@@ -183,15 +183,19 @@ def runs_stamp(session: Session, month: date) -> str:
 
 def kept_totals(
     session: Session, month: date, only: str | None = None
-) -> tuple[Reconciliation, dict[str, float]] | None:
-    """The month's kept figures and the GPU-hours the runs recorded, by pipeline, or None
-    when none were kept or the runs moved since (then the caller reconciles again)."""
+) -> tuple[tuple[Reconciliation, dict[str, float]] | None, tuple[object, ...]]:
+    """The month's kept figures and the GPU-hours the runs recorded, by pipeline (None
+    when none were kept or the runs moved since: the caller reconciles again), and a key
+    of what a reconciliation from the lines depends on now (the runs' stamp and the kept
+    rows, which every import rewrites)."""
     statement = select(BillTotal).where(BillTotal.month == month)
     if only is not None:
         statement = statement.where(BillTotal.pipeline.in_([only, UNCLAIMED]))
     rows = session.scalars(statement).all()
-    if not rows or rows[0].runs_stamp != runs_stamp(session, month):  # written together
-        return None
+    stamp = runs_stamp(session, month)
+    key = (stamp, *((r.pipeline, r.runs_stamp, r.billed_usd, r.lines) for r in rows))
+    if not rows or rows[0].runs_stamp != stamp:  # the rows are written together
+        return None, key
     out, recorded = Reconciliation(), {}
     for row in rows:
         figures = Figures(row.billed_usd, row.explained_usd, row.billed_gpu_hours,
@@ -201,7 +205,7 @@ def kept_totals(
         else:
             out.pipelines[row.pipeline] = figures
             recorded[row.pipeline] = row.recorded_gpu_hours
-    return out, recorded
+    return (out, recorded), key
 
 
 def keep_totals(

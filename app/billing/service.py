@@ -25,6 +25,7 @@ from app.billing.schemas import (
     ReconciliationOut,
 )
 from app.db.engine import WriteSession
+from app.db.memo import kept
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines
 from app.planning.reconcile import (
@@ -46,7 +47,9 @@ CSV_COLUMNS = (
 )  # fmt: skip
 UNATTRIBUTED = "(unattributed)"
 Out = TypeVar("Out", bound=FiguresOut)
-EMPTY: tuple[Reconciliation, dict[str, float]] = (Reconciliation(), {})
+Reconciled = tuple[Reconciliation, dict[str, float]]
+EMPTY: Reconciled = (Reconciliation(), {})
+KEPT_MONTHS = 1000  # reconciliations from the lines kept per process (memo.kept)
 
 
 @dataclass(frozen=True)
@@ -137,9 +140,19 @@ def month_reconciliation(
 ) -> tuple[Reconciliation, dict[str, float]]:
     """Every pipeline's figures for the month and the GPU-hours its runs recorded: those
     kept at import while the runs have not moved since, else reconciled from the lines
-    (:func:`live_reconciliation`)."""
-    kept = repository.kept_totals(session, month_bounds(month)[0].date(), only)
-    return kept if kept is not None else live_reconciliation(session, month, only)
+    (:func:`live_reconciliation`), once per process while the runs and the bill stay as
+    they are (a bill of this month, imported daily while runs keep arriving, would
+    otherwise be reconciled on every request until the next import)."""
+    found, key = repository.kept_totals(session, month_bounds(month)[0].date(), only)
+    if found is not None:
+        return found
+    made: dict[tuple[str, str | None], tuple[object, Reconciled]] = kept(session, "bill_months")
+    entry = made.get((month, only))
+    if entry is None or entry[0] != key:
+        if len(made) >= KEPT_MONTHS:
+            made.clear()  # a bound: pipelines x months browsed since the runs moved
+        entry = made[(month, only)] = (key, live_reconciliation(session, month, only))
+    return entry[1]
 
 
 def live_reconciliation(

@@ -186,6 +186,10 @@ def test_the_reconciliation_reads_the_totals_kept_at_import(
     assert client.post("/api/v1/runs", json=later, headers=ingest_headers).status_code == 201
     answer = client.get("/api/v1/reconciliation?month=2026-11").json()
     assert answer["pipelines"][0]["explained_usd"] == pytest.approx(360.0)  # 12 h x $30
+    # Reconciled from the lines once: kept while the runs and the bill stay as they are.
+    monkeypatch.setattr(service.repository, "lines_between", refuse)
+    again = client.get("/api/v1/reconciliation?month=2026-11").json()
+    assert again["pipelines"][0]["explained_usd"] == pytest.approx(360.0)
 
 
 def test_two_imports_at_once_count_what_was_stored(
