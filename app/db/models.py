@@ -330,6 +330,7 @@ class AlertDelivery(CreatedAt, Base):
 
 # Tables kept in a module of their own, named here so every table is in this module's
 # namespace (Alembic's autogenerate, and imports of app.db.models).
+from app.db.models_bills import BillTotal  # noqa: E402
 from app.db.models_forecast import ForecastRecord  # noqa: E402
 from app.db.models_org import OrgSetting  # noqa: E402
 from app.db.models_records import (  # noqa: E402
@@ -341,6 +342,7 @@ from app.db.models_records import (  # noqa: E402
 
 __all__ = [
     "BillLine",
+    "BillTotal",
     "ChangeNote",
     "ForecastRecord",
     "OrgSetting",
