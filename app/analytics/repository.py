@@ -393,6 +393,7 @@ def utilization_sources(
     rows = session.execute(
         select(Run.utilization_source, func.count())
         .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
+        .where(Run.finished_at.is_not(None))
         .group_by(Run.utilization_source)
     )
     return {source: int(n) for source, n in rows}
