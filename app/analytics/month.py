@@ -28,7 +28,7 @@ from typing import Protocol
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.analytics import costs
+from app.analytics import costs, repository
 from app.db import rollup_reads, running_reads
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
@@ -171,8 +171,11 @@ def _extras(
     their ids, None for every pipeline), and for those running a production attempt how
     long its retrainings usually take (one read each: few pipelines run at once)."""
     first = datetime.combine(month_of(now), datetime.min.time(), tzinfo=UTC)
-    running = running_reads.running(session, ids, first)
-    recent = running_reads.recent_by_variant(session, ids, now - timedelta(days=EXPERIMENT_DAYS))
+    # From the start of the day EXPERIMENT_DAYS ago: the same all day, so kept by the day.
+    today = datetime.combine(now.astimezone(UTC).date(), datetime.min.time(), tzinfo=UTC)
+    since = today - timedelta(days=EXPERIMENT_DAYS)
+    lately = running_reads.running_and_recent(session, ids, first, since)
+    running, recent = lately.running, lately.recent
     out = {}
     for p in pipelines:
         mine = running.get(p.id, ())
@@ -225,9 +228,26 @@ def month_to_date_of(
     recent experiments, read here (small indexed reads)."""
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
-    extras = _extras(session, [pipeline], [pipeline.id], now, RUN_WINDOW).get(pipeline.id)
-    inputs = Inputs((0, "", 0.0, month_of(now), now.date()), spend, costs_, 0, extras or Extras())
+    inputs = Inputs(
+        (0, "", 0.0, month_of(now), now.date()),
+        spend,
+        costs_,
+        0,
+        _page_extras(session, pipeline, now),
+    )
     return _month_to_date(pipeline, inputs, started, now, thresholds, cache)
+
+
+def _page_extras(session: Session, p: Budgeted, now: datetime) -> Extras:
+    """:func:`_extras` of one pipeline, kept between requests under its signature (read
+    with its variant statistics, already read by the page), production variant and day."""
+    cache: dict[int, tuple[object, Extras]] = kept(session, "month_extras")
+    key = (repository.variants(session, p.id)[1], p.production_variant, now.astimezone(UTC).date())
+    found = cache.get(p.id)
+    if found is None or found[0] != key:
+        extras = _extras(session, [p], [p.id], now, RUN_WINDOW).get(p.id, Extras())
+        found = cache[p.id] = (key, extras)
+    return found[1]
 
 
 def _month_to_date(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, literal, select, union_all
 from sqlalchemy.orm import Session
 
 from app.db.models import Run
@@ -29,26 +30,50 @@ class RunningRow:
     price_per_gpu_hour: float
 
 
-def running(
-    session: Session, pipeline_ids: Sequence[int] | None, since: datetime
-) -> dict[int, tuple[RunningRow, ...]]:
-    """The attempts still running that started at or after ``since`` (the month's
-    first instant: an attempt is billed to the month it started in), by pipeline id."""
-    stmt = (
+@dataclass(frozen=True)
+class NowAndLately:
+    """Per pipeline id: the attempts still running that started at or after the month's
+    first instant (an attempt is billed to the month it started in), and {variant:
+    (finished attempts started in the last days, their cost at the price frozen on
+    each)}, the pace of the experiments still running."""
+
+    running: dict[int, tuple[RunningRow, ...]]
+    recent: dict[int, dict[str, tuple[int, float]]]
+
+
+def running_and_recent(
+    session: Session, pipeline_ids: Sequence[int] | None, month: datetime, since: datetime
+) -> NowAndLately:
+    """Both in one statement (a UNION ALL: the pipeline page reads at most ten)."""
+    none = literal(None)
+    running = select(
+        literal("r").label("kind"), Run.pipeline_id, Run.variant, Run.started_at,
+        Run.workers, Run.billed_price_per_gpu_hour.label("price"),
+        literal(0).label("runs"), literal(0.0).label("cost"),
+    ).where(Run.finished_at.is_(None), Run.started_at >= month)  # fmt: skip
+    recent = (
         select(
-            Run.pipeline_id, Run.variant, Run.started_at, Run.workers,
-            Run.billed_price_per_gpu_hour,
+            literal("e"), Run.pipeline_id, Run.variant, none, none, none, func.count(),
+            func.coalesce(func.sum(Run.gpu_hours * Run.billed_price_per_gpu_hour), 0.0),
         )
-        .where(Run.finished_at.is_(None), Run.started_at >= since)
-        .order_by(Run.pipeline_id, Run.started_at, Run.id)
+        .where(Run.started_at >= since, Run.finished_at.is_not(None))
+        .group_by(Run.pipeline_id, Run.variant)
     )  # fmt: skip
     if pipeline_ids is not None:
-        stmt = stmt.where(in_ids(session, Run.pipeline_id, list(pipeline_ids)))
-    out: dict[int, list[RunningRow]] = {}
-    for pid, variant, started, workers, price in session.execute(stmt):
-        row = RunningRow(variant, started, int(workers), float(price))  # UTCDateTime: aware
-        out.setdefault(pid, []).append(row)
-    return {pid: tuple(rows) for pid, rows in out.items()}
+        running = running.where(in_ids(session, Run.pipeline_id, list(pipeline_ids)))
+        recent = recent.where(Run.pipeline_id.in_(list(pipeline_ids)))
+    rows: list[Any] = list(session.execute(union_all(running, recent)))
+    found: dict[int, list[RunningRow]] = {}
+    out = NowAndLately({}, {})
+    for kind, pid, variant, started, workers, price, runs, cost in rows:
+        if kind == "e":
+            out.recent.setdefault(pid, {})[variant] = (int(runs), float(cost))
+        else:
+            at = _aware(started)
+            found.setdefault(pid, []).append(RunningRow(variant, at, int(workers), float(price)))
+    for pid, mine in found.items():
+        out.running[pid] = tuple(sorted(mine, key=lambda r: (r.started_at, r.variant)))
+    return out
 
 
 def recent_wall_clocks(session: Session, pipeline_id: int, variant: str, limit: int) -> list[float]:
@@ -67,24 +92,9 @@ def recent_wall_clocks(session: Session, pipeline_id: int, variant: str, limit: 
     return [float(h) for h in session.scalars(stmt) if h is not None]
 
 
-def recent_by_variant(
-    session: Session, pipeline_ids: Sequence[int] | None, since: datetime
-) -> dict[int, dict[str, tuple[int, float]]]:
-    """{pipeline id: {variant: (finished attempts started since ``since``, their cost at
-    the price frozen on each)}}: the pace of the experiments still running."""
-    stmt = (
-        select(
-            Run.pipeline_id,
-            Run.variant,
-            func.count(),
-            func.sum(Run.gpu_hours * Run.billed_price_per_gpu_hour),
-        )
-        .where(Run.started_at >= since, Run.finished_at.is_not(None))
-        .group_by(Run.pipeline_id, Run.variant)
-    )
-    if pipeline_ids is not None:
-        stmt = stmt.where(in_ids(session, Run.pipeline_id, list(pipeline_ids)))
-    out: dict[int, dict[str, tuple[int, float]]] = {}
-    for pid, variant, runs, cost in session.execute(stmt):
-        out.setdefault(pid, {})[variant] = (int(runs), float(cost or 0.0))
-    return out
+def _aware(value: Any) -> datetime:
+    """A start read through UNION ALL loses the column's type (SQLite: a string)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    aware: datetime = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return aware

@@ -9,7 +9,9 @@ its cost so far: tests/analytics/test_month_running.py).
 from __future__ import annotations
 
 import io
+import re
 from csv import DictReader
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -124,3 +126,22 @@ def test_running_attempts_are_listed_as_running(client: TestClient, ingest_heade
     assert csv.status_code == 200, csv.text
     [cells] = list(DictReader(io.StringIO(csv.text)))
     assert cells["outcome"] == "running" and cells["finished_at"] == ""
+
+
+def test_the_pipeline_page_says_what_runs_now(client: TestClient, ingest_headers: Any) -> None:
+    # A finished retraining yesterday and one running for six hours (8 workers at $2.50:
+    # 8 x 6 x 2.5 = $120 so far; counted a typical retraining, $280).
+    now = datetime.now(UTC).replace(microsecond=0)
+    done_at = now - timedelta(hours=30)
+    finished = make_run(
+        pipeline="running", run_id="r-0", price_per_gpu_hour=2.5,
+        started_at=done_at.isoformat(), finished_at=(done_at + timedelta(hours=14)).isoformat(),
+    )  # fmt: skip
+    assert client.post("/api/v1/runs", json=finished, headers=ingest_headers).status_code == 201
+    run = {**started(FINISHED), "started_at": (now - timedelta(hours=6)).isoformat()}
+    assert client.post("/api/v1/runs", json=run, headers=ingest_headers).status_code == 201
+    page = client.get("/pipelines/running")
+    assert page.status_code == 200
+    [sentence] = re.findall(r'data-testid="month-running">([^<]*)<', page.text)
+    assert sentence.startswith("Running now: 1 attempt, $120")
+    assert "counted $280" in sentence

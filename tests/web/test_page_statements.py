@@ -26,7 +26,9 @@ from app.main import create_app
 from app.settings import Settings
 
 PAGE = f"/pipelines/{RANKER}"
-MAX_PAGE_STATEMENTS = 10  # the issue found 22 (29 on SQLite and 30 on PostgreSQL here)
+# The issue found 22 (29 on SQLite and 30 on PostgreSQL here); 10 until issue 34 added
+# the month's running attempts and recent experiments (one statement, kept by the day).
+MAX_PAGE_STATEMENTS = 11
 
 
 @pytest.fixture
@@ -60,10 +62,11 @@ def test_a_pipeline_page_costs_at_most_ten_statements(
     committed_db.caches.clear()  # cold: nothing kept from an earlier request
     cold = statements(committed_db.engine, demo_served, PAGE)
     assert len(cold) <= MAX_PAGE_STATEMENTS, "\n".join(cold)
-    # Warm, the windows and the weeks are kept (page_context.kept_reads): the variant
-    # statistics, which carry the pipeline's signature, find them unchanged.
+    # Warm, the windows and the weeks are kept (page_context.kept_reads), and the month's
+    # running attempts and experiments (analytics.month): the variant statistics, which
+    # carry the pipeline's signature, find them unchanged.
     warm = statements(committed_db.engine, demo_served, PAGE)
-    assert len(warm) == len(cold) - 2, "\n".join(warm)
+    assert len(warm) == len(cold) - 3, "\n".join(warm)
     assert not any("run.started_at >=" in s or "anon_1.member" in s for s in warm)
     queries = [s for s in cold if s != "BEGIN"]
     assert sum(s.startswith("SELECT pipeline.id") for s in queries) == 1  # read once
