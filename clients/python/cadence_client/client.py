@@ -247,11 +247,14 @@ class CadenceClient:
         strict: bool = False,
         spool: Spool | str | Path | None = None,
         handle_sigterm: bool = True,
+        report_start: bool = True,
         **fields: Any,
     ) -> TrackedRun:
         """A context manager that records one training attempt and posts it on exit.
 
-        ``started_at`` is read on entry and ``finished_at`` on exit; ``fields`` are any
+        ``started_at`` is read on entry and reported at once (``outcome: "running"``:
+        this month's spend counts the run while it runs; ``report_start=False`` posts
+        only the finish), and ``finished_at`` on exit completes it; ``fields`` are any
         other run fields (``variant``, ``retraining_id``, ``gpu_utilization``, ``tags``...),
         and the job can add or change them with ``run.set(...)``. The outcome is
         recorded whatever happens: an exception is ``failed`` (tag ``cadence_error`` =
@@ -278,6 +281,7 @@ class CadenceClient:
             strict=strict,
             spool=spool,
             handle_sigterm=handle_sigterm,
+            report_start=report_start,
         )
 
     def list_runs(
