@@ -60,6 +60,7 @@ class Tally:
     created: int = 0
     existing: int = 0
     enriched: int = 0  # stored, with measurements filled in since
+    completed: int = 0  # stored as running by an earlier import, finished now
 
 
 def tags(values: dict[str, Any]) -> dict[str, str]:
@@ -110,7 +111,8 @@ def summary_table(mapped: Sequence[Mapped]) -> str:
 
 def attempt_of(payload: dict[str, Any]) -> Attempt:
     start = datetime.fromisoformat(payload["started_at"])
-    end = datetime.fromisoformat(payload["finished_at"])
+    # A running attempt (no finish yet) has no GPU-hours to count.
+    end = datetime.fromisoformat(payload.get("finished_at") or payload["started_at"])
     return Attempt(
         pipeline=payload["pipeline"],
         retraining=payload.get("retraining_id", payload["run_id"]),
@@ -182,6 +184,7 @@ def _post_chunk(client: Any, chunk: list[Mapped], tally: Tally) -> None:
     if result is not None:
         tally.created += result.created
         tally.existing += result.existing
+        tally.completed += result.completed
 
 
 def measurement_only_conflicts(fields: list[dict[str, Any]]) -> set[int]:
@@ -203,9 +206,11 @@ def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
 
 def _done(read: int, tally: Tally, skipped: int, partial: bool = False) -> None:
     line = (
-        f"read {read}, imported {tally.created + tally.existing + tally.enriched} "
+        f"read {read}, imported "
+        f"{tally.created + tally.existing + tally.enriched + tally.completed} "
         f"({tally.created} created / {tally.existing + tally.enriched} already there"
         + (f", {tally.enriched} of them enriched since" if tally.enriched else "")
+        + (f" / {tally.completed} running before, finished now" if tally.completed else "")
         + f"), could not read {skipped}"
     )
     if partial:

@@ -69,7 +69,8 @@ class BatchResult:
 
     ``ids`` are the server's ids in the order of the runs you passed; ``items`` are the
     server's per-run entries (``index`` into your list, ``id``, ``run_id``,
-    ``pipeline``, ``status``: ``created`` or ``existing`` for an identical retry).
+    ``pipeline``, ``status``: ``created``, ``existing`` for an identical retry, or
+    ``completed`` for a running attempt the post finished).
     """
 
     created: int = 0
@@ -77,6 +78,7 @@ class BatchResult:
     ids: list[int] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
     batches: int = 0
+    completed: int = 0  # running attempts these posts finished (servers since issue 34)
 
     @property
     def created_ids(self) -> list[int]:
@@ -175,7 +177,7 @@ class CadenceClient:
         """
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        created = existing = batches = 0
+        created = existing = batches = completed = 0
         ids: list[int] = []
         items: list[dict[str, Any]] = []
         for offset in range(0, len(runs), batch_size):
@@ -189,14 +191,16 @@ class CadenceClient:
             body = self._json_object(response)
             created += int(body.get("created", 0))
             existing += int(body.get("existing", 0))
+            completed += int(body.get("completed", 0))
             batches += 1
             for item in sorted(body.get("runs", []), key=lambda i: int(i.get("index", 0))):
                 item = {**item, "index": int(item.get("index", 0)) + offset}
                 items.append(item)
                 ids.append(int(item["id"]))
         return BatchResult(
-            created=created, existing=existing, ids=ids, items=items, batches=batches
-        )
+            created=created, existing=existing, ids=ids, items=items, batches=batches,
+            completed=completed,
+        )  # fmt: skip
 
     def post_evaluations(
         self, pipeline: str, evaluations: Sequence[Mapping[str, Any]]
