@@ -223,7 +223,12 @@ def fill_utilization(
     if not args.prometheus_url:
         return
     check_template(args.match)
-    runs = [m.payload for m in mapped if m.payload and m.payload.get("gpu_utilization") is None]
+    # A running attempt has no window yet (and takes no utilization until it finishes).
+    runs = [
+        m.payload
+        for m in mapped
+        if m.payload and m.payload.get("gpu_utilization") is None and "finished_at" in m.payload
+    ]
     token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
     with PrometheusClient(args.prometheus_url, token, transport=transport) as prom:
         found, unread = measure(prom, args.match, runs, 4)
