@@ -225,7 +225,7 @@ def map_job(
 
 
 def _running(job: dict[str, Any], start: datetime | None) -> str | None:
-    """"running" for a Job that started, is not suspended and has active pods."""
+    """The outcome "running" for a Job that started, is not suspended and has active pods."""
     active = int(job.get("status", {}).get("active") or 0)
     if start is None or job.get("spec", {}).get("suspend") or active < 1:
         return None
