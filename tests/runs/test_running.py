@@ -145,3 +145,11 @@ def test_the_pipeline_page_says_what_runs_now(client: TestClient, ingest_headers
     [sentence] = re.findall(r'data-testid="month-running">([^<]*)<', page.text)
     assert sentence.startswith("Running now: 1 attempt, $120")
     assert "counted $280" in sentence
+
+
+def test_measurements_wait_for_the_finish(client: TestClient, ingest_headers: Any) -> None:
+    assert client.post("/api/v1/runs", json=started(FINISHED), headers=ingest_headers).is_success
+    url = "/api/v1/pipelines/running/runs/r-1/measurements"
+    r = client.patch(url, json={"gpu_utilization": 0.5}, headers=ingest_headers)
+    assert r.status_code == 422, r.text
+    assert "still running" in r.text
