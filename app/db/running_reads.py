@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, literal, select, union_all
+from sqlalchemy import DateTime, Float, Integer, cast, func, literal, null, select, union_all
 from sqlalchemy.orm import Session
 
 from app.db.models import Run
@@ -45,7 +45,6 @@ def running_and_recent(
     session: Session, pipeline_ids: Sequence[int] | None, month: datetime, since: datetime
 ) -> NowAndLately:
     """Both in one statement (a UNION ALL: the pipeline page reads at most ten)."""
-    none = literal(None)
     running = select(
         literal("r").label("kind"), Run.pipeline_id, Run.variant, Run.started_at,
         Run.workers, Run.billed_price_per_gpu_hour.label("price"),
@@ -53,7 +52,9 @@ def running_and_recent(
     ).where(Run.finished_at.is_(None), Run.started_at >= month)  # fmt: skip
     recent = (
         select(
-            literal("e"), Run.pipeline_id, Run.variant, none, none, none, func.count(),
+            # Typed NULLs: PostgreSQL must know each column's type in a UNION.
+            literal("e"), Run.pipeline_id, Run.variant, cast(null(), DateTime(timezone=True)),
+            cast(null(), Integer), cast(null(), Float), func.count(),
             func.coalesce(func.sum(Run.gpu_hours * Run.billed_price_per_gpu_hour), 0.0),
         )
         .where(Run.started_at >= since, Run.finished_at.is_not(None))
