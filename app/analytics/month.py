@@ -9,9 +9,10 @@ Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month
 by variant (the rollups), the production variant's window of retraining costs and its
 newest start (``run_variant``), filed under what they depend on: the pipeline's
 signature (``app.db.rollup_reads.signatures``, moved by every write of one of its runs),
-its production variant, its price and the month. A request reads the change counters
-(one query per read session, shared with ``org_weeks`` and ``costs``) and reads inputs
-again only for the pipelines whose key moved. What time changes, the retrainings still
+its production variant, its price, the month and the window of retrainings (every
+argument they are read with). A request reads the change counters (one query per read
+session, shared with ``org_weeks`` and ``costs``) and reads inputs again only for the
+pipelines whose key moved. What time changes, the retrainings still
 to start, is counted for all pipelines at once (``remaining_counts``), and a pipeline's
 bill is forecast again (~0.5 ms) only when its inputs, count, budget or the thresholds
 moved: a warm request forecasts nothing and reads nothing more.
@@ -32,6 +33,7 @@ from app.analytics import costs, repository
 from app.db import rollup_reads, running_reads
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
+from app.planning.backtest import RecordRun, month_start, newest_start_before, window_before
 from app.planning.bill import forecast_bill
 from app.planning.budget_status import StatusThresholds
 from app.planning.month_to_date import MonthToDate, month_to_date
@@ -84,9 +86,10 @@ class Extras:
 @dataclass(frozen=True)
 class Inputs:
     """What one pipeline's month to date is computed from, besides the clock and its
-    budget; ``key`` is (signature, production variant, price, month, day)."""
+    budget; ``key`` is (signature, production variant, price, month, day, window): every
+    argument the inputs are read with (the day: the experiments' last 14 days move with it)."""
 
-    key: tuple[int, str, float, date, date]
+    key: tuple[int, str, float, date, date, int]
     spend: dict[str, float]
     costs: tuple[float, ...]
     newest_us: int  # the production variant's newest start, or NO_START
@@ -137,8 +140,9 @@ def _inputs(
     kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
     month, day = month_of(now), now.astimezone(UTC).date()
 
-    def key(p: Budgeted) -> tuple[int, str, float, date, date]:
-        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month, day)
+    def key(p: Budgeted) -> tuple[int, str, float, date, date, int]:
+        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
+                day, window)  # fmt: skip
 
     stale = [p for p in pipelines if (i := kept_inputs.get(p.id)) is None or i.key != key(p)]
     if stale:
@@ -229,7 +233,7 @@ def month_to_date_of(
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
     inputs = Inputs(
-        (0, "", 0.0, month_of(now), now.date()),
+        (0, "", 0.0, month_of(now), now.date(), RUN_WINDOW),
         spend,
         costs_,
         0,
@@ -267,3 +271,27 @@ def _month_to_date(
         found = (key, _forecast(p, i.spend, i.costs, runs, thresholds, i.extras, now))
         cache[p.id] = found
     return found[1]
+
+
+def forecast_of_month(
+    pipeline: Budgeted,
+    runs: Sequence[RecordRun],
+    month: date,
+    thresholds: StatusThresholds,
+    window: int = RUN_WINDOW,
+) -> MonthToDate | None:
+    """The forecast of calendar ``month`` made at its first instant from ``runs`` (every
+    attempt, sorted by start; those started before the month are used): the app's one
+    entry point for "the forecast of month M from these runs", the record's backtests
+    (``app.analytics.record``). It is :func:`month_to_date_of` at the month's start:
+    nothing spent yet, the production variant's window and newest start as they were,
+    the pipeline's cadence, price and budget as they are now. None: no planning run of
+    the production variant had started."""
+    at = month_start(month)
+    costs_ = window_before(runs, pipeline.production_variant, at, window)
+    started = newest_start_before(runs, pipeline.production_variant, at)
+    if not costs_ or started is None:
+        return None
+    # At the month's first instant nothing runs yet and no experiment is paced: no extras.
+    inputs = Inputs((0, "", 0.0, month, month, window), {}, costs_, 0)
+    return _month_to_date(pipeline, inputs, started, at, thresholds, {})

@@ -6,7 +6,7 @@ only a running attempt lacks finished_at. A partial index finds the running atte
 a pipeline without a scan (month to date reads them).
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0026
 Create Date: 2026-12-03 08:00:00.000000
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0022'
-down_revision: str | None = '0020'
+down_revision: str | None = '0026'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -45,7 +45,7 @@ def downgrade() -> None:
         sa.text("SELECT count(*) FROM run WHERE outcome = 'running'")).scalar_one()
     if running:  # the old schema cannot hold them: say so rather than drop data
         raise RuntimeError(
-            f"{running} attempts are still running, which revision 0020 cannot store; "
+            f"{running} attempts are still running, which revision 0026 cannot store; "
             "complete or delete them before downgrading")
     op.drop_index('ix_run_running', table_name='run')
     with op.batch_alter_table('run') as batch:
