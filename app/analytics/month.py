@@ -78,9 +78,13 @@ class Extras:
     usual_hours: float | None = None
     recent: tuple[tuple[str, tuple[int, float]], ...] = ()
 
-    def moves_with_the_clock(self) -> bool:
-        """Whether the answer changes as time passes (a cost so far, days left)."""
-        return bool(self.running or self.recent)
+    def clock(self, now: datetime) -> datetime | None:
+        """The moment the answer is computed at, part of its key: ``now`` while an
+        attempt runs (its cost so far moves), the hour when only experiments are paced
+        (their days left: recomputed hourly, not on every request), None otherwise."""
+        if self.running:
+            return now
+        return now.replace(minute=0, second=0, microsecond=0) if self.recent else None
 
 
 @dataclass(frozen=True)
@@ -118,11 +122,12 @@ def months(
     made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
     out = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
-        clock = now if i.extras.moves_with_the_clock() else None
+        clock = i.extras.clock(now)
         key = (i.key, n, p.monthly_budget_usd, thresholds, clock)
         found = made.get(p.id)
         if found is None or found[0] != key:
-            found = (key, _forecast(p, i.spend, i.costs, n, thresholds, i.extras, now))
+            at = clock or now
+            found = (key, _forecast(p, i.spend, i.costs, n, thresholds, i.extras, at))
             made[p.id] = found
         out[p.id] = found[1]
     return out
@@ -263,12 +268,12 @@ def _month_to_date(
     cache: dict[int, tuple[object, MonthToDate]],
 ) -> MonthToDate:
     runs = remaining_runs(started, p.runs_per_week, now).counts[0] if i.costs and started else 0
-    clock = now if i.extras.moves_with_the_clock() else None
+    clock = i.extras.clock(now)
     key = (month_of(now), tuple(sorted(i.spend.items())), i.costs, runs, p.monthly_budget_usd,
            p.production_variant, thresholds, i.extras, clock)  # fmt: skip
     found = cache.get(p.id)
     if found is None or found[0] != key:
-        found = (key, _forecast(p, i.spend, i.costs, runs, thresholds, i.extras, now))
+        found = (key, _forecast(p, i.spend, i.costs, runs, thresholds, i.extras, clock or now))
         cache[p.id] = found
     return found[1]
 
