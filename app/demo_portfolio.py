@@ -95,6 +95,8 @@ def evaluations_of(name: str, runs: list[RunIn], now: datetime) -> list[Evaluati
     days = range(0, 7, 3) if name in THIN else range(7)
     out = []
     for run in runs[-THIN[name] :] if name in THIN else runs:
+        if run.finished_at is None:  # (the demo's runs have all finished)
+            continue
         for day in days:
             at = run.finished_at + timedelta(days=day + 0.5)
             if at > now:

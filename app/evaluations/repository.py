@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,13 +20,16 @@ Key = tuple[int, datetime, str]  # (run_pk, evaluated_at in UTC, metric)
 def runs_by_run_id(
     session: Session, pipeline_id: int, run_ids: Sequence[str]
 ) -> dict[str, tuple[int, datetime]]:
-    """run_id -> (pk, finished_at) for the given run ids of one pipeline."""
+    """run_id -> (pk, finished_at) for the given run ids of one pipeline; a running
+    attempt is not a model yet, so it is not among them."""
     rows = session.execute(
         select(Run.run_id, Run.id, Run.finished_at).where(
-            Run.pipeline_id == pipeline_id, Run.run_id.in_(sorted(set(run_ids)))
+            Run.pipeline_id == pipeline_id,
+            Run.run_id.in_(sorted(set(run_ids))),
+            Run.finished_at.is_not(None),
         )
     )
-    return {r.run_id: (r.id, r.finished_at) for r in rows}
+    return {r.run_id: (r.id, cast(datetime, r.finished_at)) for r in rows}
 
 
 def stored(session: Session, keys: Sequence[Key]) -> dict[Key, Evaluation]:
@@ -81,7 +84,8 @@ def page(
                 and_(Evaluation.evaluated_at == at, Evaluation.id < pk),
             )
         )
-    return [(r[0], r[1], r[2]) for r in session.execute(query)]
+    # An evaluated model's run has finished (runs_by_run_id): finished_at is never None.
+    return [(r[0], r[1], cast(datetime, r[2])) for r in session.execute(query)]
 
 
 def ages_and_values(
@@ -95,7 +99,7 @@ def ages_and_values(
         .order_by(Evaluation.evaluated_at.desc())
         .limit(MAX_FIT_POINTS)
     )
-    return [(r[0], r[1], r[2]) for r in rows]
+    return [(r[0], cast(datetime, r[1]), r[2]) for r in rows]
 
 
 def curve_stamps(

@@ -102,6 +102,8 @@ def _checked(row: Run, sent: MeasurementsIn, prefix: str) -> tuple[dict[str, Any
     given = [f for f in MEASUREMENT_FIELDS if f in sent.model_fields_set]
     if not given:
         return {}, [_error(prefix.rstrip(".") or "body", _NOTHING)]
+    if row.outcome == "running":  # its measurements come with its finish (POST /api/v1/runs)
+        return {}, [_error(name("run_id"), "the attempt is still running: post its finish")]
     new = {f: getattr(sent, f) for f in given}
     errors: Errors = []
     for f in ("data_stall_hours", "checkpoint_hours"):

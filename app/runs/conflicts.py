@@ -58,8 +58,11 @@ def raise_conflicts(
         row = existing.get((pipelines[run.pipeline].id, run.run_id))
         if row is None:
             continue
+        if run.outcome == "running" and row.outcome != "running":
+            _raise_finished(run, row, prefix(first[(run.pipeline, run.run_id)]))
+        metric = pipelines[run.pipeline].quality_metric
         stored = _row_values(row)
-        differing = differences(stored, row, run, pipelines[run.pipeline].quality_metric)
+        differing = differences(stored, row, run, default_metric=metric)
         if differing:
             found.append((run, row, stored, differing))
     since = changed([row.id for _, row, _, _ in found]) if found else {}
@@ -83,6 +86,21 @@ def raise_conflicts(
             else "some runs already exist with different values: " + message,
             fields=fields,
         )
+
+
+def _raise_finished(run: RunIn, row: Run, prefix: str) -> None:
+    """A report of an attempt's start after its finish: the stored finish stands."""
+    finished = row.finished_at.isoformat() if row.finished_at else "?"
+    raise Conflict(
+        f"run {run.run_id!r} of pipeline {run.pipeline!r} has already finished "
+        f"({row.outcome} at {finished}): a 'running' report after its finish is refused",
+        fields=[
+            {
+                "field": prefix + "outcome",
+                "reason": f"the stored attempt finished ({row.outcome}); it cannot run again",
+            }
+        ],
+    )
 
 
 def _row_values(row: Run) -> dict[str, Any]:

@@ -196,15 +196,18 @@ def map_job(
     uid = meta.get("uid")
     if not uid:
         return Mapped(where, reason="no metadata.uid")
-    result = outcome(job, pods, workloads)
+    start = _time(status.get("startTime"))
+    # An active Job that has started is a running attempt; the next import completes it.
+    result = outcome(job, pods, workloads) or _running(job, start)
     if result is None:
         state = "suspended" if job.get("spec", {}).get("suspend") else "active"
         return Mapped(where, reason=f"not finished ({state}: no Complete or Failed condition)")
-    start = _time(status.get("startTime"))
     failed = _condition(job, "Failed") or {}
     end = _time(status.get("completionTime")) or _time(failed.get("lastTransitionTime"))
-    if start is None or end is None or end <= start:
+    if result != "running" and (start is None or end is None or end <= start):
         return Mapped(where, reason=f"{result}, but no usable status.startTime/completionTime")
+    if start is None:  # (never: checked above, and for a running Job by _running)
+        return Mapped(where, reason="no status.startTime")
     spec = (
         pods[0].get("spec", {}) if pods else job.get("spec", {}).get("template", {}).get("spec", {})
     )
@@ -222,12 +225,12 @@ def map_job(
         "outcome": result,
         "variant": options.variant,
         "started_at": start.isoformat(),
-        "finished_at": end.isoformat(),
         "workers": workers,
         "scheduling_wait_hours": round(hours(created, queued), 6) if created and queued else 0.0,
-        "interruptions": interruptions(pods),
         "tags": _tags(job),
     }
+    if end is not None and result != "running":  # a running Job's restarts come with its end
+        payload.update(finished_at=end.isoformat(), interruptions=interruptions(pods))
     retraining = retraining_id(job, options)
     if retraining:
         payload["retraining_id"] = retraining
@@ -235,6 +238,14 @@ def map_job(
     if gpu_type:
         payload["gpu_type"] = gpu_type
     return Mapped(where, payload)
+
+
+def _running(job: dict[str, Any], start: datetime | None) -> str | None:
+    """The outcome "running" for a Job that started, is not suspended and has active pods."""
+    active = int(job.get("status", {}).get("active") or 0)
+    if start is None or job.get("spec", {}).get("suspend") or active < 1:
+        return None
+    return "running"
 
 
 def _tags(job: dict[str, Any]) -> dict[str, str]:
