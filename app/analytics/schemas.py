@@ -39,9 +39,15 @@ class ScenarioOut(BaseModel):
     price_used: str = Field(description="Which price every dollar figure uses.")
     cost_basis: Literal["expected_bill", "p90"] = Field(
         "p90",
-        description="The bill's figure a budget verdict reads (the pipeline's "
-        "gate_cost_basis, or the gate's cost_basis): expected_bill_usd or bill_p90_usd. "
-        "The decision card, the gate, `cadence check` and cost_over_budget alerts use it.",
+        description="The bill's figure a budget sentence shows beside its chance (the "
+        "pipeline's gate_cost_basis, or the gate's cost_basis): expected_bill_usd or "
+        "bill_p90_usd. It decides nothing: every verdict is the risk_tolerance test.",
+    )
+    risk_tolerance: float = Field(
+        0.1,
+        description="CADENCE_RISK_TOLERANCE: a plan fits its budget while P(bill > budget) "
+        "is below it (the one test of every budget word: the decision card, the gate, "
+        "`cadence check`, the portfolio, the review and the alerts).",
     )
 
 

@@ -19,9 +19,11 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScenarioOut,
 )
+from app.db.engine import status_thresholds_of
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.cost_basis import CostBasis, basis_figure
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
 from app.planning.gate import GateResult, GateThresholds, evaluate_gate
@@ -106,7 +108,12 @@ def scenario_inputs(
     return (None if what_if.is_empty else what_if), model
 
 
-def echo(pipeline: Pipeline, scenario: Scenario, cost_basis: str | None = None) -> ScenarioOut:
+def echo(
+    pipeline: Pipeline,
+    scenario: Scenario,
+    cost_basis: str | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
+) -> ScenarioOut:
     """The scenario as applied: given values plus the defaults they resolved to, and the
     cost basis budget verdicts read (the gate's own when it was given one)."""
     price_note = (
@@ -121,6 +128,7 @@ def echo(pipeline: Pipeline, scenario: Scenario, cost_basis: str | None = None) 
         budget_usd=scenario.budget_or(pipeline.monthly_budget_usd),
         price_used=price_note,
         cost_basis=cost_basis or pipeline.gate_cost_basis,
+        risk_tolerance=risk_tolerance,
     )
 
 
@@ -137,7 +145,13 @@ def projection_of(
     runs = read_runs(session, pipeline, variants or ())
     mtd = month.months(session, [pipeline]).get(pipeline.id)
     return projection(
-        pipeline, runs, variants=variants, cadences=cadences, scenario=scenario, month_to_date=mtd
+        pipeline,
+        runs,
+        variants=variants,
+        cadences=cadences,
+        scenario=scenario,
+        month_to_date=mtd,
+        risk_tolerance=status_thresholds_of(session).risk_tolerance,
     )
 
 
@@ -149,6 +163,7 @@ def projection(
     cadences: list[float] | None,
     scenario: Scenario,
     month_to_date: MonthToDate | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> ProjectionOut | NotEnoughData:
     """Monthly cost of each variant at the given cadences plus the scenario's target,
     from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs, and
@@ -184,6 +199,7 @@ def projection(
             what_if=what_if,
             scaling_model=model,
             current_runs=[r.facts for r in current],
+            risk_tolerance=risk_tolerance,
         )
     return ProjectionOut(
         pipeline=pipeline.name,
@@ -191,7 +207,7 @@ def projection(
         current_variant=chosen[0],
         projections=out,
         available_variants=available,
-        scenario=echo(pipeline, scenario),
+        scenario=echo(pipeline, scenario, risk_tolerance=risk_tolerance),
         windows=windows,
         month_to_date=month_to_date,
     )
@@ -285,7 +301,7 @@ def gate(
         verdict_label=words.verdict,
         headline=words.headline,
         result=with_words(result, words),
-        scenario=echo(pipeline, scenario, thresholds.cost_basis),
+        scenario=echo(pipeline, scenario, thresholds.cost_basis, thresholds.risk_tolerance),
         windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
         warnings=warnings,
     )
@@ -315,6 +331,7 @@ def gate_thresholds(
     min_runs: int = 3,
     power: float | None = None,
     cost_basis: str | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> GateThresholds:
     """Gate thresholds with the pipeline's quality margin, power and cost basis unless
     given; a PlanningError for values the gate cannot work with."""
@@ -326,6 +343,7 @@ def gate_thresholds(
         min_runs=min_runs,
         power=power or pipeline.gate_power,
         cost_basis=cast(CostBasis, cost_basis or pipeline.gate_cost_basis),
+        risk_tolerance=risk_tolerance,
     )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE, fits_budget
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
@@ -31,7 +32,9 @@ class CadenceProjection:
 
     The monthly figure everywhere is that bill: ``monthly_cost_usd`` is
     ``expected_bill_usd``, its band (``monthly_cost_p10/p90_usd``) the bill's p10..p90,
-    and ``headroom_usd``/``within_budget`` compare the expected bill with the budget.
+    ``headroom_usd`` is budget - expected bill, and ``within_budget`` is the one test
+    (:func:`app.planning.budget_status.fits_budget`: P(bill > budget) below the risk
+    tolerance), never the expected bill alone.
     Per-run figures are the typical (median) run of the window, shown as "a typical
     retraining costs $X", never as the month. ``vs_current_ratio`` = monthly cost /
     today's expected bill.
@@ -91,6 +94,7 @@ def project_costs(
     scaling_model: ScalingModel | None = None,
     seed: int = 0,
     current_runs: Sequence[RunFacts] | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> Projection:
     """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
@@ -104,7 +108,8 @@ def project_costs(
       the mean retraining's GPU-hours;
     - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
       bootstrap months of :func:`app.planning.bill.forecast_bill`;
-    - headroom = budget - expected bill, within_budget = expected bill <= budget;
+    - headroom = budget - expected bill; within_budget = P(bill > budget) below
+      ``risk_tolerance`` (the one test of app/planning/budget_status.py);
     - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
       ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
       baseline's runs as ``current_runs`` when projecting a candidate variant.
@@ -125,7 +130,7 @@ def project_costs(
         bill = forecast_bill(
             window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
         )
-        return _at_cadence(k, convention, bill, typical, budget_usd, today)
+        return _at_cadence(k, convention, bill, typical, (budget_usd, risk_tolerance), today)
 
     return Projection(
         convention=convention,
@@ -196,11 +201,12 @@ def _at_cadence(
     convention: str,
     bill: BillForecast,
     typical: _Typical,
-    budget_usd: float | None,
+    budget: tuple[float | None, float],
     current: tuple[float | None, float | None],
 ) -> CadenceProjection:
-    """One cadence's projection from its bill; ``current`` is (today's runs per week,
-    today's expected bill)."""
+    """One cadence's projection from its bill; ``budget`` is (budget, risk tolerance),
+    ``current`` (today's runs per week, today's expected bill)."""
+    budget_usd, tolerance = budget
     m = runs_per_month(k, convention)
     monthly = bill.expected_bill_usd
     working = [
@@ -211,11 +217,12 @@ def _at_cadence(
     ]
     headroom = within = None
     if budget_usd is not None:
-        headroom, within = budget_usd - monthly, monthly <= budget_usd
-        verdict = "within" if within else "over"
+        p_over = bill.p_over_budget or 0.0
+        headroom, within = budget_usd - monthly, fits_budget(p_over, tolerance)
         working.append(
-            f"Budget ${budget_usd:,.0f}: the expected bill is {verdict} it by "
-            f"${abs(headroom):,.0f}."
+            f"Budget ${budget_usd:,.0f}: {p_over:.0%} chance the bill is over it, "
+            f"{'below' if within else 'not below'} the {tolerance:.0%} risk tolerance: "
+            f"{'fits' if within else 'does not fit'}."
         )
     ratio = None
     current_runs_per_week, current_cost = current
