@@ -54,9 +54,7 @@ def _option(row: Mapping[str, Any], describe: Mapping[str, str]) -> str:
     about = describe.get(name)
     label = f"{name} ({about})" if about else name
     chance = "" if row.get("p_over_budget") is None else f", {_chance(row):.0%} chance over"
-    return (
-        f"{label}: {_usd(row['monthly_cost_usd'])} expected bill, p90 {_usd(row['p90'])}{chance}"
-    )
+    return f"{label}: {_usd(row['monthly_cost_usd'])} expected bill, p90 {_usd(row['p90'])}{chance}"
 
 
 def decide(

@@ -12,6 +12,7 @@ from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
 from app.billing import service as billing
+from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
@@ -73,6 +74,7 @@ def overview(
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
         months = {r.name: r.month_to_date for r in shown}
         bill = billing.overview_reconciliation(session, visible_pipelines(viewer))
+        tolerance = status_thresholds_of(session).risk_tolerance
     return templates.TemplateResponse(
         request,
         "overview.html",
@@ -90,6 +92,7 @@ def overview(
             "query": dict(request.query_params),
             "month": today.strftime("%B %Y"),
             "bill": bill,
+            "risk_tolerance": tolerance,
         },
     )
 

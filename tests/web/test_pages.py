@@ -245,14 +245,15 @@ def test_demo_shows_what_retraining_more_often_buys(demo: TestClient) -> None:
 
 def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
     html = demo.get("/").text
-    assert "data-totals" in html and "Monthly spend at current cadences" in html
+    assert "data-totals" in html and "Expected bill at current cadences" in html
     assert 'data-total="over_budget"' in html and "data-spark-values" in html
     team = demo.get("/", params={"team": "risk-ml"}).text
     assert 'data-pipeline="fraud-detector"' in team and 'data-pipeline="recsys-ranker"' not in team
     by_spend = demo.get("/", params={"sort": "spend"}).text
     order = re.findall(r'<article class="card" data-pipeline="([^"]+)"', by_spend)
     spends = [
-        float(v.replace(",", "")) for v in re.findall(r'class="spend[^"]*">\$([\d,]+)', by_spend)
+        float(v.replace(",", ""))
+        for v in re.findall(r'data-figure="expected-bill">\$([\d,]+)', by_spend)
     ]
     assert len(order) == 2 and spends == sorted(spends, reverse=True)
     assert demo.get("/", params={"sort": "colour"}).status_code == 422
