@@ -30,7 +30,12 @@ from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
 from app.planning.month_to_date import MonthToDate
-from app.planning.projection import CALENDAR, monthly_cost_now, project_costs
+from app.planning.projection import (
+    CALENDAR,
+    CadenceProjection,
+    monthly_cost_now,
+    project_costs,
+)
 from app.planning.scaling import ScalingModel, fit_usl
 from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
 from app.planning.sources import gate_source_warnings
@@ -216,19 +221,36 @@ def projection(
 def current_monthly_cost(
     session: Session, pipeline: Pipeline, basis: str = "expected_bill"
 ) -> float | None:
-    """The projected monthly cost at the pipeline's current cadence, from its production
+    """The expected bill at the pipeline's current cadence, from its production
     variant's newest RUN_WINDOW runs, as recorded (what ``GET .../projection?variant=
-    <production_variant>&cadence=<runs_per_week>`` shows), on ``basis`` (the expected
-    bill, the overview's, review's and /metrics' figure, or its p90); None when that
-    variant has no runs. The cost_over_budget alert reads it on the pipeline's basis."""
+    <production_variant>&cadence=<runs_per_week>`` shows), or its p90 on ``basis="p90"``;
+    None when that variant has no runs."""
+    at = _current_cadence(session, pipeline)
+    return None if at is None else basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
+
+
+def current_bill_at_risk(session: Session, pipeline: Pipeline) -> tuple[float, float] | None:
+    """(the bill at risk, the expected bill) at the current cadence: the bill the one test
+    is about, the (1 - CADENCE_RISK_TOLERANCE) quantile (the p90 at 10%;
+    app/planning/verdict.py). The cost_over_budget alert holds it against the budget."""
+    at = _current_cadence(session, pipeline)
+    return None if at is None else (at.bill_at_risk_usd, at.expected_bill_usd)
+
+
+def _current_cadence(session: Session, pipeline: Pipeline) -> CadenceProjection | None:
     rows = repo.recent_runs(
         session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
     )
     if not rows:
         return None
-    proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention=CALENDAR)
-    at = proj.cadences[0]
-    return basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
+    tolerance = status_thresholds_of(session).risk_tolerance
+    proj = project_costs(
+        [r.facts for r in rows],
+        [pipeline.runs_per_week],
+        convention=CALENDAR,
+        risk_tolerance=tolerance,
+    )
+    return proj.cadences[0]
 
 
 def gate_of(

@@ -18,6 +18,7 @@ from app.planning.schedule import MonthConvention as MonthConvention
 from app.planning.schedule import runs_per_month as runs_per_month
 from app.planning.schedule import typical_month_runs
 from app.planning.schedule import weeks_per_month as weeks_per_month
+from app.planning.verdict import bill_at_risk
 from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 
 
@@ -25,19 +26,16 @@ from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 class CadenceProjection:
     """Projected spend at one cadence.
 
-    The bill (methodology.md §5.3, :func:`app.planning.bill.forecast_bill` over the
-    typical month): ``expected_bill_usd`` = ``runs_in_month`` x mean cost per run, exact;
-    ``bill_p10/p50/p90_usd`` and ``p_over_budget`` (None without a budget) from the
-    bootstrap of the month's bill.
+    The bill (:func:`app.planning.bill.forecast_bill`, typical month): ``expected_bill_usd``
+    = ``runs_in_month`` x mean cost per run, exact; ``bill_p10/p50/p90_usd``,
+    ``p_over_budget`` (None without a budget) and ``bill_at_risk_usd`` from its draws.
 
     The monthly figure everywhere is that bill: ``monthly_cost_usd`` is
     ``expected_bill_usd``, its band (``monthly_cost_p10/p90_usd``) the bill's p10..p90,
     ``headroom_usd`` is budget - expected bill, and ``within_budget`` is the one test
-    (:func:`app.planning.budget_status.fits_budget`: P(bill > budget) below the risk
-    tolerance), never the expected bill alone.
-    Per-run figures are the typical (median) run of the window, shown as "a typical
-    retraining costs $X", never as the month. ``vs_current_ratio`` = monthly cost /
-    today's expected bill.
+    (:func:`app.planning.budget_status.fits_budget`), never the expected bill alone.
+    Per-run figures are the typical (median) run of the window ("a typical retraining
+    costs $X"), never the month. ``vs_current_ratio`` = monthly cost / today's bill.
     """
 
     runs_per_week: float
@@ -60,6 +58,7 @@ class CadenceProjection:
     bill_p10_usd: float = 0.0
     bill_p50_usd: float = 0.0
     bill_p90_usd: float = 0.0
+    bill_at_risk_usd: float = 0.0  # the (1 - risk tolerance) quantile: p90 at 10%
 
 
 @dataclass(frozen=True)
@@ -247,6 +246,7 @@ def _at_cadence(
         within_budget=within,
         vs_current_ratio=ratio,
         working=tuple(working),
+        bill_at_risk_usd=bill_at_risk(bill.draws, tolerance),
         **_bill_fields(bill),
     )
 

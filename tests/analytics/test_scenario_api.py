@@ -145,7 +145,7 @@ def test_bug9_production_variant_drives_monthly_cost_everywhere(
     # the candidate's cheaper runs would give a lower median ($216 x 4.333 = $936).
     def overview_cost() -> str:
         html = ranker.get("/").text
-        return re.search(r'class="spend[^"]*">(\$[\d,]+)', html).group(1)  # type: ignore[union-attr]
+        return re.search(r'data-figure="expected-bill">(\$[\d,]+)', html).group(1)  # type: ignore[union-attr]
 
     assert overview_cost() == "$1,213"
     week = "2026-W45"
@@ -260,13 +260,14 @@ def test_gate_sentence_in_dollars_and_points(ranker: TestClient) -> None:
     # $1,400 (expected bill 8.667 x 152 = $1,317.33); uplift 70 - 38 = 32 points.
     gate = ranker.get("/api/v1/pipelines/ranker/gate").json()
     assert gate["headline"] == (
-        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,368/month), quality is not "
-        "worse and utilization is up 32 points."
+        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,368/month, 0% chance "
+        "over), quality is not worse and utilization is up 32 points."
     )
     cost = gate["result"]["criteria"][2]
     assert cost["label"] == "Monthly cost at the target cadence"
     assert cost["plain"] == (
-        "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
+        "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less), "
+        "0% chance over"
     )
     # $1,000 budget: $1,368 - $1,000 = $368 over.
     gate = ranker.get("/api/v1/pipelines/ranker/gate", params={"budget": 1000}).json()
