@@ -167,7 +167,7 @@ def test_bug9_production_variant_drives_monthly_cost_everywhere(
     assert overview_cost() == "$659"
     metrics = ranker.get("/metrics").text
     assert re.search(
-        r'cadence_pipeline_projected_monthly_cost_usd\{pipeline="ranker"\} 658\.66', metrics
+        r'cadence_pipeline_expected_bill_usd\{pipeline="ranker"\} 658\.66', metrics
     )
 
 
