@@ -147,7 +147,9 @@ def projection_of(
 ) -> ProjectionOut | NotEnoughData:
     """:func:`projection` of a pipeline by name, with this month so far."""
     pipeline = get_by_name(session, name)
-    runs = read_runs(session, pipeline, variants or ())
+    # Today is production's bill whatever variant is asked for (cadence check --variant).
+    wanted = (*variants, pipeline.production_variant) if variants else ()
+    runs = read_runs(session, pipeline, wanted)
     mtd = month.months(session, [pipeline]).get(pipeline.id)
     return projection(
         pipeline,
@@ -186,7 +188,10 @@ def projection(
     wanted = sorted({*(cadences or [1.0, 2.0]), target})
     what_if, model = scenario_inputs(runs, scenario)
     budget = scenario.budget_or(pipeline.monthly_budget_usd)
-    current = runs_of(pipeline, runs, chosen[0])
+    # Today is the production variant's bill (the page's "today"), whichever variant is
+    # projected; a pipeline with no production runs measures from the first variant.
+    production = pipeline.production_variant
+    current = runs_of(pipeline, runs, production if runs.window(production) else chosen[0])
     if isinstance(current, NotEnoughData):
         return current
     out, windows = {}, {}

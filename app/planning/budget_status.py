@@ -1,4 +1,4 @@
-"""The budget words and the one test behind every one of them (DOMAIN.md §5, §9).
+"""The budget words and the one test behind every one of them (docs/methodology.md §5).
 
 "Fits", "within" and "over" all come from :func:`fits_budget`: P(bill > budget)
 against the risk tolerance (``CADENCE_RISK_TOLERANCE``, 10% by default; the same as

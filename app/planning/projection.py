@@ -107,11 +107,9 @@ def project_costs(
       the mean retraining's GPU-hours;
     - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
       bootstrap months of :func:`app.planning.bill.forecast_bill`;
-    - headroom = budget - expected bill; within_budget = P(bill > budget) below
-      ``risk_tolerance`` (the one test of app/planning/budget_status.py);
+    - headroom = budget - expected bill; within_budget = the one test (budget_status);
     - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
-      ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
-      baseline's runs as ``current_runs`` when projecting a candidate variant.
+      ``runs``, as observed, at ``current_runs_per_week``: production's for a candidate).
 
     Without runs: :class:`PlanningError` (see :func:`project_from_inputs`)."""
     if not runs:

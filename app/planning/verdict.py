@@ -1,4 +1,4 @@
-"""The bill a budget verdict is about: the one test's figure (DOMAIN.md §9).
+"""The bill a budget verdict is about: the one test's figure (docs/methodology.md §5).
 
 "Fits" means P(bill > budget) is below the risk tolerance t
 (:func:`app.planning.budget_status.fits_budget`). The same test, said as a figure, is
