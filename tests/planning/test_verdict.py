@@ -1,10 +1,11 @@
 """The one test behind every budget word (app/planning/budget_status.py) and the bill
-it is about (app/planning/verdict.py), against hand-worked values (docs/methodology.md §5)."""
+it is about (app/planning/verdict.py), against hand-worked values (methodology §5)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from cadence_client.cost_check import BudgetTest, CostLimits, check_cost
 
 from app.planning.budget_status import (
     BudgetStatus,
@@ -15,7 +16,6 @@ from app.planning.budget_status import (
     typical_month_status,
 )
 from app.planning.verdict import bill_at_risk
-from cadence_client.cost_check import BudgetTest, CostLimits, check_cost
 
 
 def test_fits_is_p_over_below_the_tolerance() -> None:
