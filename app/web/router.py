@@ -180,6 +180,8 @@ def _whatif_context(ctx: page_context.PipelinePageContext) -> dict[str, Any]:
         "value": value_section(ctx, variant=about),
         "bill": ctx.bill,
         "price_note": ctx.price_note,
+        "risk_tolerance": ctx.risk_tolerance,
+        "month_name": datetime.now(UTC).strftime("%B"),
     }
 
 
