@@ -83,7 +83,7 @@ class CriterionOut(CriterionResult):
     """A gate criterion with its plain words (app/planning/gate_words.py)."""
 
     label: str = ""
-    """The name people use, e.g. "Monthly cost at the target cadence"."""
+    """The name people use, e.g. "The bill at the target cadence"."""
     plain: str = ""
     """The result in words against its threshold, with the runs still needed in weeks and
     dollars, or why more runs cannot make it pass."""

@@ -16,7 +16,7 @@ from app.planning.gate import MAX_REALISTIC_RUNS_PER_ARM, CriterionResult, GateR
 VERDICT_WORDS = {"PASS": "PASS", "FAIL": "FAIL", "INSUFFICIENT_DATA": "NOT YET"}
 
 LABELS = {
-    "projected_cost": "Monthly cost at the target cadence",
+    "projected_cost": "The bill at the target cadence",
     "quality_non_inferiority": "Quality not worse",
     "utilization_uplift": "Utilization uplift",
 }

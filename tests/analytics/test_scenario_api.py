@@ -268,7 +268,7 @@ def test_gate_sentence_in_dollars_and_points(ranker: TestClient) -> None:
         "over), quality is not worse and utilization is up 32 points."
     )
     cost = gate["result"]["criteria"][2]
-    assert cost["label"] == "Monthly cost at the target cadence"
+    assert cost["label"] == "The bill at the target cadence"
     assert cost["plain"] == (
         "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less), "
         "0% chance over"

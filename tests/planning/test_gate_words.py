@@ -98,7 +98,7 @@ def test_pass_names_cost_quality_and_utilization() -> None:
             "pass",
         ),
         "projected_cost": (
-            "Monthly cost at the target cadence",
+            "The bill at the target cadence",
             "$1,309/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)",
             "pass",
         ),

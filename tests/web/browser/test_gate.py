@@ -63,7 +63,7 @@ def test_demo_gate_passes_in_large_type(page, problems, live_server):
     assert labels == [
         "Utilization uplift",
         "Quality not worse",
-        "Monthly cost at the target cadence",
+        "The bill at the target cadence",
     ]
     expect(page.locator(".gate-verdict")).to_contain_text("against the $1,400/month budget")
     # Both arms are named with the runs they come from.
