@@ -145,7 +145,7 @@ def test_bug9_production_variant_drives_monthly_cost_everywhere(
     # the candidate's cheaper runs would give a lower median ($216 x 4.333 = $936).
     def overview_cost() -> str:
         html = ranker.get("/").text
-        return re.search(r'data-figure="expected-bill">(\$[\d,]+)', html).group(1)  # type: ignore[union-attr]
+        return re.search(r'data-amount="expected-bill">(\$[\d,]+)', html).group(1)  # type: ignore[union-attr]
 
     assert overview_cost() == "$1,213"
     week = "2026-W45"

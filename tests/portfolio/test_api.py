@@ -34,7 +34,7 @@ def test_rows_and_totals_agree_with_the_page_and_the_projection(demo: TestClient
             projection["projections"][variant]["current_monthly_cost_usd"], rel=1e-9
         )
         shown = re.search(
-            rf'data-pipeline="{name}".*?data-figure="expected-bill">\$([\d,]+)', page, re.S
+            rf'data-pipeline="{name}".*?data-amount="expected-bill">\$([\d,]+)', page, re.S
         )
         assert shown is not None
         assert float(shown.group(1).replace(",", "")) == round(row["monthly_cost_usd"])

@@ -253,7 +253,7 @@ def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
     order = re.findall(r'<article class="card" data-pipeline="([^"]+)"', by_spend)
     spends = [
         float(v.replace(",", ""))
-        for v in re.findall(r'data-figure="expected-bill">\$([\d,]+)', by_spend)
+        for v in re.findall(r'data-amount="expected-bill">\$([\d,]+)', by_spend)
     ]
     assert len(order) == 2 and spends == sorted(spends, reverse=True)
     assert demo.get("/", params={"sort": "colour"}).status_code == 422
