@@ -96,18 +96,25 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
     assert r.status_code == 422
 
 
-MANAGER_FIRST = (
-    "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
-    "checkpoints", "goodput", "badput", "reconciliation", "quality", "scaling", "alerts",
-    "runs",  # engineers (reconciliation: the cloud bill beside where the GPU time went)
+MANAGER_FIRST = ("decision", "projection", "gate")  # the answer, cost at each cadence, gate
+ENGINEERING = (
+    "levers", "checkpoints", "value", "goodput", "badput", "reconciliation", "quality",
+    "scaling", "alerts", "runs",  # (reconciliation: the cloud bill beside the GPU time)
     "changes",
 )  # fmt: skip
 
 
 def test_pipeline_page_puts_the_managers_sections_first(demo: TestClient) -> None:
     html = demo.get("/pipelines/recsys-ranker").text
-    ids = re.findall(r'<section class="panel[^"]*" id="([a-z_]+)"', html)
-    assert ids == list(MANAGER_FIRST)
+    manager, _, engineering = html.partition('id="signpost"')
+    section = r'<section class="panel[^"]*" id="([a-z_]+)"'
+    assert re.findall(section, manager) == list(MANAGER_FIRST)
+    # The signpost ends the manager's part and lists every engineering section; they
+    # follow it, folded in one <details> (open from 600 px).
+    assert re.findall(section, engineering) == list(ENGINEERING)
+    toc = re.findall(r'<li><a href="#([a-z_]+)">', engineering.split("</nav>")[0])
+    assert toc == [s for s in ENGINEERING if s != "changes"]
+    assert '<details class="engineering" id="engineering" data-open-from="600">' in engineering
 
 
 def test_whatif_fragment_re_renders_the_checkpoint_section_too(demo: TestClient) -> None:
