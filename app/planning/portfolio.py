@@ -33,6 +33,11 @@ class PortfolioRow:
         return self.monthly_cost_usd - self.budget_usd
 
     @property
+    def expected_bill_usd(self) -> float | None:
+        """The figure under its name (``monthly_cost_usd`` is the same, its old name)."""
+        return self.monthly_cost_usd
+
+    @property
     def fits(self) -> bool | None:
         """The one test (budget_status.fits_budget through the month's status): None
         without a budget."""

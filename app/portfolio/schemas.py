@@ -48,6 +48,10 @@ class PortfolioRowOut(OutModel):
         "variant); the pipeline page's and /metrics' figure. Null: no runs of the "
         "production variant"
     )
+    expected_bill_usd: float | None = Field(
+        description="The same figure as monthly_cost_usd, under its name: the expected bill "
+        "of a typical month at the current cadence (monthly_cost_usd stays one release)"
+    )
     budget_usd: float | None
     over_budget_usd: float | None = Field(
         description="Expected bill minus budget (positive = above it; a sort key, not a "

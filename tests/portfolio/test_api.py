@@ -30,6 +30,7 @@ def test_rows_and_totals_agree_with_the_page_and_the_projection(demo: TestClient
         projection = demo.get(
             f"/api/v1/pipelines/{name}/projection", params={"variant": variant}
         ).json()
+        assert row["expected_bill_usd"] == row["monthly_cost_usd"]  # the name, and the old one
         assert row["monthly_cost_usd"] == pytest.approx(
             projection["projections"][variant]["current_monthly_cost_usd"], rel=1e-9
         )
