@@ -71,10 +71,17 @@ async def admin_pipeline(name: PipelinePath, token: Admin) -> str:
     return name
 
 
+async def ingest_pipeline(name: PipelinePath, token: Ingestor) -> str:
+    """The ``{name}`` path parameter, when an ingest (or admin) token may write to it."""
+    check_pipeline_allowed(token, name)
+    return name
+
+
 Viewer = Annotated[TokenInfo | None, Depends(request_token)]
 MaybeToken = Annotated[TokenInfo | None, Depends(bearer_if_sent)]
 ReadablePipeline = Annotated[str, Depends(readable_pipeline)]
 AdminPipeline = Annotated[str, Depends(admin_pipeline)]
+IngestPipeline = Annotated[str, Depends(ingest_pipeline)]
 
 
 # NUL and other control characters in a path or query value: PostgreSQL refuses NUL in

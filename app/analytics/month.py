@@ -9,9 +9,10 @@ Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month
 by variant (the rollups), the production variant's window of retraining costs and its
 newest start (``run_variant``), filed under what they depend on: the pipeline's
 signature (``app.db.rollup_reads.signatures``, moved by every write of one of its runs),
-its production variant, its price and the month. A request reads the change counters
-(one query per read session, shared with ``org_weeks`` and ``costs``) and reads inputs
-again only for the pipelines whose key moved. What time changes, the retrainings still
+its production variant, its price, the month and the window of retrainings (every
+argument they are read with). A request reads the change counters (one query per read
+session, shared with ``org_weeks`` and ``costs``) and reads inputs again only for the
+pipelines whose key moved. What time changes, the retrainings still
 to start, is counted for all pipelines at once (``remaining_counts``), and a pipeline's
 bill is forecast again (~0.5 ms) only when its inputs, count, budget or the thresholds
 moved: a warm request forecasts nothing and reads nothing more.
@@ -58,9 +59,10 @@ def month_of(now: datetime) -> date:
 @dataclass(frozen=True)
 class Inputs:
     """What one pipeline's month to date is computed from, besides the clock and its
-    budget; ``key`` is (signature, production variant, price, month)."""
+    budget; ``key`` is (signature, production variant, price, month, window): every
+    argument the inputs are read with."""
 
-    key: tuple[int, str, float, date]
+    key: tuple[int, str, float, date, int]
     spend: dict[str, float]
     costs: tuple[float, ...]
     newest_us: int  # the production variant's newest start, or NO_START
@@ -106,8 +108,9 @@ def _inputs(
     signatures = rollup_reads.signatures(session, ids)
     kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
 
-    def key(p: Budgeted) -> tuple[int, str, float, date]:
-        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month)
+    def key(p: Budgeted) -> tuple[int, str, float, date, int]:
+        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
+                window)  # fmt: skip
 
     stale = [p for p in pipelines if (i := kept_inputs.get(p.id)) is None or i.key != key(p)]
     if stale:

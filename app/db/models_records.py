@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Double, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import ForeignKey
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.schema import CheckConstraint, Index, UniqueConstraint
+from sqlalchemy.types import Double, Integer, String, Text
 
 from app.db.base import Base, BigIntPK, CreatedAt, UTCDateTime
 
@@ -84,3 +86,23 @@ class RunMeasurementChange(CreatedAt, Base):
     old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
     __table_args__ = (Index("ix_run_measurement_change_run_created", "run_pk", "created_at"),)
+
+
+class ChangeNote(CreatedAt, Base):
+    """A declared change of a pipeline's costs ("async checkpoints landed", "data doubled"):
+    a change point the bill's forecast starts after (docs/methodology.md), shown on the
+    cost and goodput charts. ``at`` is when the change took effect; posting the same
+    (pipeline, at, description) again is the same note, so a retry stores nothing twice."""
+
+    __tablename__ = "change_note"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipeline.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    description: Mapped[str] = mapped_column(String(500))
+    created_by: Mapped[str] = mapped_column(String(200))
+
+    __table_args__ = (
+        UniqueConstraint("pipeline_id", "at", "description", name="uq_change_note_same"),
+        Index("ix_change_note_pipeline_at", "pipeline_id", "at"),
+    )

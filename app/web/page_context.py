@@ -24,6 +24,7 @@ from app.db.engine import status_thresholds_of
 from app.db.memo import kept
 from app.db.models import Pipeline
 from app.evaluations.service import quality_points
+from app.pipelines.notes import ChangePoint, change_points
 from app.pipelines.service import get_by_name, settings_key
 from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.decay import QualityPoint
@@ -60,6 +61,7 @@ class PipelinePageContext:
     query: dict[str, str]
     # P(bill > budget) below which a plan fits: the one test of every budget word.
     risk_tolerance: float = DEFAULT_RISK_TOLERANCE
+    changes: tuple[ChangePoint, ...] = ()  # declared changes and price changes, oldest first
 
     @property
     def target(self) -> float:
@@ -117,6 +119,7 @@ def build(
         price_note=price_note,
         query=query,
         risk_tolerance=status_thresholds_of(session).risk_tolerance,
+        changes=tuple(change_points(session, pipeline)),
     )
 
 

@@ -119,7 +119,8 @@ def pipeline_page(
         context = _whatif_context(ctx)
         context.update(
             {
-                "trend": views.trend_sections(ctx.weeks.weeks),
+                "trend": views.trend_sections(ctx.weeks.weeks, ctx.changes),
+                "changes": ctx.changes,
                 "weeks": ctx.weeks.weeks,
                 "trend_warnings": ctx.weeks.warnings,
                 "runs_charts": views.run_sections(ctx),

@@ -26,7 +26,10 @@ from app.main import create_app
 from app.settings import Settings
 
 PAGE = f"/pipelines/{RANKER}"
-MAX_PAGE_STATEMENTS = 10  # the issue found 22 (29 on SQLite and 30 on PostgreSQL here)
+# The issue found 22 (29 on SQLite and 30 on PostgreSQL here); 10 until the change points
+# (issue 34) added one UNION statement of the declared notes and the price changes, which
+# the charts and the forecast share.
+MAX_PAGE_STATEMENTS = 11
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ def statements(engine: Engine, client: TestClient, path: str) -> list[str]:
     return seen
 
 
-def test_a_pipeline_page_costs_at_most_ten_statements(
+def test_a_pipeline_page_costs_at_most_eleven_statements(
     demo_served: TestClient, committed_db: Database
 ) -> None:
     committed_db.caches.clear()  # cold: nothing kept from an earlier request
