@@ -63,7 +63,7 @@ class ProjectionOut(BaseModel):
         None,
         description="This month so far (every variant, experiments apart) and the "
         "end-of-month bill; status: over (spent more already), likely_over (P >= "
-        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_STATUS_AT_RISK, "
+        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_RISK_TOLERANCE, "
         "10%) or within, null without a budget.",
     )
 
