@@ -6,17 +6,18 @@ page and the review at the budget's edge give one name and one word for each fig
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.fixtures.axe import axe_violations
 from tests.fixtures.browser import RANKER, wait_for_charts
-from tests.web.browser.conftest import ARTIFACTS
-from tests.web.browser.test_light import axe_violations
 
 pytestmark = pytest.mark.browser
 
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"  # the browser tests' own
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
 ENGINEERING = (
