@@ -166,9 +166,7 @@ def test_bug9_production_variant_drives_monthly_cost_everywhere(
     # Candidate in production: 52/12 x $152 = $658.67.
     assert overview_cost() == "$659"
     metrics = ranker.get("/metrics").text
-    assert re.search(
-        r'cadence_pipeline_expected_bill_usd\{pipeline="ranker"\} 658\.66', metrics
-    )
+    assert re.search(r'cadence_pipeline_expected_bill_usd\{pipeline="ranker"\} 658\.66', metrics)
 
 
 def _page_value(html: str, testid: str, variant: str | None = None) -> list[str]:
