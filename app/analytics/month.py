@@ -108,7 +108,7 @@ def months(
 ) -> dict[int, MonthToDate]:
     """Each pipeline's month to date at ``now`` (default: the clock), by pipeline id,
     worded with the thresholds of the session's database (CADENCE_STATUS_LIKELY_OVER,
-    CADENCE_STATUS_AT_RISK)."""
+    CADENCE_RISK_TOLERANCE, formerly CADENCE_STATUS_AT_RISK)."""
     now = now or datetime.now(UTC)
     if not pipelines:
         return {}

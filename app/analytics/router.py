@@ -21,6 +21,7 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScalingOut,
 )
+from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, ReadablePipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
@@ -119,6 +120,7 @@ def get_gate(
             min_runs=min_runs,
             power=power,
             cost_basis=cost_basis,
+            risk_tolerance=status_thresholds_of(session).risk_tolerance,
         )
         answer = service.gate_of(
             session,

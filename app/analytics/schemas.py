@@ -40,9 +40,15 @@ class ScenarioOut(BaseModel):
     price_used: str = Field(description="Which price every dollar figure uses.")
     cost_basis: Literal["expected_bill", "p90"] = Field(
         "p90",
-        description="The bill's figure a budget verdict reads (the pipeline's "
-        "gate_cost_basis, or the gate's cost_basis): expected_bill_usd or bill_p90_usd. "
-        "The decision card, the gate, `cadence check` and cost_over_budget alerts use it.",
+        description="The bill's figure a budget sentence shows beside its chance (the "
+        "pipeline's gate_cost_basis, or the gate's cost_basis): expected_bill_usd or "
+        "bill_p90_usd. It decides nothing: every verdict is the risk_tolerance test.",
+    )
+    risk_tolerance: float = Field(
+        0.1,
+        description="CADENCE_RISK_TOLERANCE: a plan fits its budget while P(bill > budget) "
+        "is below it (the one test of every budget word: the decision card, the gate, "
+        "`cadence check`, the portfolio, the review and the alerts).",
     )
 
 
@@ -58,7 +64,7 @@ class ProjectionOut(BaseModel):
         None,
         description="This month so far (every variant, experiments apart) and the "
         "end-of-month bill; status: over (spent more already), likely_over (P >= "
-        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_STATUS_AT_RISK, "
+        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_RISK_TOLERANCE, "
         "10%) or within, null without a budget.",
     )
 
@@ -78,7 +84,7 @@ class CriterionOut(CriterionResult):
     """A gate criterion with its plain words (app/planning/gate_words.py)."""
 
     label: str = ""
-    """The name people use, e.g. "Monthly cost at the target cadence"."""
+    """The name people use, e.g. "The bill at the target cadence"."""
     plain: str = ""
     """The result in words against its threshold, with the runs still needed in weeks and
     dollars, or why more runs cannot make it pass."""

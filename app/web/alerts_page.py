@@ -35,7 +35,7 @@ NOT_ADMIN = (
     "(and, if it is limited to some pipelines, includes this one)."
 )
 KIND_LABELS = {
-    AlertKind.COST_OVER_BUDGET: "Projected month over the budget (threshold: % of budget)",
+    AlertKind.COST_OVER_BUDGET: "The p90 bill (the bill at risk) over the budget (threshold: %)",
     AlertKind.GOODPUT_DROP: "Weekly goodput drops (threshold: percentage points)",
     AlertKind.UTILIZATION_FLOOR: "A run's GPU utilization below (threshold: a fraction, 0.4)",
     AlertKind.BUDGET_LIKELY_OVER: "This month likely over budget (threshold: % chance, 50)",

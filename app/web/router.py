@@ -12,6 +12,7 @@ from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
 from app.billing import service as billing
+from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
@@ -83,6 +84,7 @@ def overview(
         record = org_record_sentence(session, [r.name for r in portfolio.rows])
         planned = plan_section(session, visible_pipelines(viewer), team or None,
                                opened=plan, budget=budget, risk=risk)  # fmt: skip
+        tolerance = status_thresholds_of(session).risk_tolerance
     return templates.TemplateResponse(
         request,
         "overview.html",
@@ -102,6 +104,7 @@ def overview(
             "bill": bill,
             "org_record": record,
             "plan": planned,
+            "risk_tolerance": tolerance,
         },
     )
 
@@ -191,6 +194,8 @@ def _whatif_context(ctx: page_context.PipelinePageContext) -> dict[str, Any]:
         "value": value_section(ctx, variant=about),
         "bill": ctx.bill,
         "price_note": ctx.price_note,
+        "risk_tolerance": ctx.risk_tolerance,
+        "month_name": datetime.now(UTC).strftime("%B"),
     }
 
 

@@ -105,8 +105,13 @@ def test_business_gauges_match_the_api(
     goodput = client.get("/api/v1/pipelines/ranker/goodput?weeks=8").json()
     samples = scrape(client)
     assert value(samples, "cadence_database_up") == 1
-    got = value(samples, "cadence_pipeline_projected_monthly_cost_usd", pipeline="ranker")
-    assert got == pytest.approx(expected["monthly_cost_usd"])
+    got = value(samples, "cadence_pipeline_expected_bill_usd", pipeline="ranker")
+    assert got == pytest.approx(expected["expected_bill_usd"])
+    # The old name is kept one release, the same figure, its HELP saying it is deprecated.
+    old = value(samples, "cadence_pipeline_projected_monthly_cost_usd", pipeline="ranker")
+    assert old == got
+    help_text = client.get("/metrics").text
+    assert "# HELP cadence_pipeline_projected_monthly_cost_usd DEPRECATED" in help_text
     assert got != pytest.approx(
         client.get("/api/v1/pipelines/ranker/projection?cadences=1").json()["projections"][
             "baseline"

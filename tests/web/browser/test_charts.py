@@ -59,7 +59,7 @@ def test_cost_chart_shows_baseline_candidate_and_budget(page, problems, live_ser
     # The chart has a title a screen reader can read, and a caption linking the formulas.
     # A labelled group, not role="img": the toolbar inside holds buttons (axe: nested-interactive).
     expect(page.locator("#chart-cost")).to_have_attribute("role", "group")
-    expect(page.locator("#chart-cost")).to_have_attribute("aria-label", "Monthly cost by cadence")
+    expect(page.locator("#chart-cost")).to_have_attribute("aria-label", "Expected bill by cadence")
     expect(page.locator("#projection figcaption a")).to_have_attribute("href", "/help#projection")
     problems.assert_clean()
 
