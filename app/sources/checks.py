@@ -68,7 +68,8 @@ class Check:
             self.ready += 1
 
     def refusal(self) -> str:
-        more = f" ({self.bad - 1} more bad records after it)" if self.bad > 1 else ""
+        n = self.bad - 1
+        more = f" ({n} more bad record{'' if n == 1 else 's'} after it)" if n else ""
         return (
             f"{self.first_bad}{more}. Nothing was stored: the whole input of {self.read} "
             "records is refused; fix the record(s) and run the import again"

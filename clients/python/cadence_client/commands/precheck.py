@@ -170,4 +170,5 @@ def first_bad(records: Sequence[Record], now: datetime | None = None) -> str | N
             first = first or f"{record.where} (run {record.run.get('run_id')}): {'; '.join(found)}"
     if not bad:
         return None
-    return first + (f" ({bad - 1} more bad runs after it)" if bad > 1 else "")
+    more = bad - 1
+    return first + (f" ({more} more bad run{'' if more == 1 else 's'} after it)" if more else "")
