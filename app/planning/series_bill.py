@@ -1,0 +1,143 @@
+"""The month's bill from a :class:`~app.planning.cost_series.CostModel` (methodology.md,
+"Costs move"): the bill of :mod:`app.planning.bill` with each future retraining priced at
+its own date and small windows drawing part of their costs from the organisation's prior.
+
+Per draw d and future retraining j (day ``future_days[j]``):
+
+- a base cost: from the widened bootstrap of the window's base costs (as
+  :func:`app.planning.bill.bill_draws`) or, with probability ``borrow``, level_d x
+  exp(s z - s^2/2), level_d = mean base x exp(s z_d / sqrt(n) - s^2 / 2n) (the level's
+  own uncertainty), s the spread pooled with the organisation's;
+- times 1 + ``tail_ratio`` with probability ``tail_share`` (extra attempts);
+- times exp(beta_d x (day_j - anchor)), beta_d ~ N(slope, se^2) (the slope's uncertainty).
+
+E[B] is exact, not read from the draws: per retraining E[cost] = mean base x (1 + tail
+share x tail ratio), times E[exp(beta dt)] = exp(slope dt + se^2 dt^2 / 2), summed over
+the retrainings the month may hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.planning.bill import (
+    DEFAULT_DRAWS,
+    BillForecast,
+    bill_quantiles,
+    p_exceeds,
+    widened,
+)
+from app.planning.cost_series import CostModel
+from app.planning.model import PlanningError
+from app.planning.schedule import RunsInMonth
+
+
+def trend_factors(model: CostModel, future_days: Sequence[float]) -> np.ndarray:
+    """E[exp(beta x (day - anchor))] for each future day (all 1 without a trend)."""
+    dt = np.asarray(future_days, dtype=float) - model.anchor_day
+    return np.exp(model.slope * dt + 0.5 * (model.slope_se * dt) ** 2)
+
+
+def expected_bill(model: CostModel, runs: RunsInMonth, future_days: Sequence[float]) -> float:
+    """E[B], exact. Check: the twelve costs growing 2% a week (weeks 0-11), four more
+    weekly: 100 x (1.02^12 + ... + 1.02^15) = $522.72."""
+    factors = trend_factors(model, future_days)
+    cumulative = np.concatenate(([0.0], np.cumsum(factors)))
+    per_count = [cumulative[k] for k in runs.counts]
+    return model.mean_cost() * math.fsum(p * s for p, s in zip(runs.probabilities, per_count))
+
+
+def series_draws(
+    model: CostModel,
+    runs: RunsInMonth,
+    future_days: Sequence[float],
+    *,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+) -> np.ndarray:
+    """``draws`` simulated bills (the module doc's steps), vectorised."""
+    most = int(max(runs.counts))
+    if draws < 1:
+        raise PlanningError("draws must be >= 1")
+    if len(future_days) < most:
+        raise PlanningError("a future day for every retraining the month may hold")
+    if most == 0:
+        return np.zeros(draws)
+    rng = np.random.default_rng(seed)
+    n = model.size
+    resample = rng.integers(0, n, size=(draws, n))
+    counts = rng.choice(np.asarray(runs.counts), p=np.asarray(runs.probabilities), size=draws)
+    positions = rng.integers(0, n, size=(draws, most))
+    cost = widened(model.bases)[np.take_along_axis(resample, positions, axis=1)]
+    if model.borrow > 0:
+        borrowed = _borrowed(model, rng, cost.shape)
+        cost = np.where(rng.random((draws, most)) < model.borrow, borrowed, cost)
+    cost = cost * (1.0 + (rng.random((draws, most)) < model.tail_share) * model.tail_ratio)
+    dt = np.asarray(future_days[:most], dtype=float) - model.anchor_day
+    if model.slope != 0.0:
+        beta = model.slope + model.slope_se * rng.standard_normal((draws, 1))
+        cost = cost * np.exp(beta * dt[None, :])
+    taken = np.arange(most)[None, :] < counts[:, None]
+    return np.asarray(np.einsum("ij,ij->i", cost, taken.astype(float)))
+
+
+def _borrowed(model: CostModel, rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    s = model.borrowed_spread()
+    n = model.size
+    level = float(model.bases.mean()) * np.exp(
+        s / math.sqrt(n) * rng.standard_normal((shape[0], 1)) - s * s / (2 * n)
+    )
+    noise = np.exp(s * rng.standard_normal(shape) - s * s / 2)
+    return np.asarray(level * noise)
+
+
+def forecast_series(
+    model: CostModel,
+    runs: RunsInMonth,
+    future_days: Sequence[float],
+    *,
+    budget_usd: float | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+) -> BillForecast:
+    """The month's bill from the cost model, its retrainings at ``future_days`` (at
+    least as many as the month may hold), as a :class:`BillForecast` whose
+    ``sentences`` say when a change, a trend or borrowed spread was used."""
+    if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
+        raise PlanningError("budget must be >= 0")
+    simulated = series_draws(model, runs, future_days, draws=draws, seed=seed)
+    expected = expected_bill(model, runs, future_days)
+    mean = model.mean_cost()
+    median = float(np.median(model.bases))
+    lo, mid, hi = bill_quantiles(simulated)
+    p_over = p_exceeds(simulated, budget_usd)
+    working = [
+        f"Runs in the month: {runs.describe()}.",
+        f"Window: {model.size} retrainings since the latest change, mean ${mean:,.2f} "
+        f"at the newest one's date, typical (median) ${median:,.2f}.",
+        f"Expected bill ${expected:,.2f}; {draws} draws (seed {seed}): p10 ${lo:,.0f}, "
+        f"p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
+        *model.sentences,
+    ]
+    if p_over is not None:
+        working.append(f"P(bill > ${budget_usd:,.0f} budget) = {p_over:.1%}.")
+    return BillForecast(
+        runs=runs,
+        runs_in_month=runs.mean,
+        window_size=model.size,
+        mean_retraining_usd=mean,
+        typical_retraining_usd=median,
+        expected_bill_usd=expected,
+        bill_p10_usd=lo,
+        bill_p50_usd=mid,
+        bill_p90_usd=hi,
+        budget_usd=budget_usd,
+        p_over_budget=p_over,
+        seed=seed,
+        working=tuple(working),
+        draws=simulated,
+        sentences=model.sentences,
+    )
