@@ -20,7 +20,7 @@ moved: a warm request forecasts nothing and reads nothing more.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Protocol
 
@@ -28,11 +28,13 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.analytics import costs
-from app.db import rollup_reads
+from app.db import cost_reads, rollup_reads
+from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
-from app.planning.bill import forecast_bill
+from app.planning.bill import BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
+from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of, fit, org_prior
 from app.planning.month_to_date import MonthToDate, month_to_date
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import (
@@ -41,6 +43,7 @@ from app.planning.schedule import (
     remaining_counts,
     remaining_runs,
 )
+from app.planning.series_bill import forecast_series, schedule_days
 
 ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
@@ -62,8 +65,9 @@ class Inputs:
 
     key: tuple[int, str, float, date]
     spend: dict[str, float]
-    costs: tuple[float, ...]
+    costs: Series
     newest_us: int  # the production variant's newest start, or NO_START
+    declared: tuple[tuple[float, str], ...] = ()  # (day, description) of declared changes
 
 
 def months(
@@ -86,14 +90,29 @@ def months(
     runs[none] = 0
     thresholds = status_thresholds_of(session)
     made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
+    prior = prior_of(session, [i.costs for i in inputs])
     out = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
-        key = (i.key, n, p.monthly_budget_usd, thresholds)
+        key = (i.key, n, p.monthly_budget_usd, thresholds, prior)
         found = made.get(p.id)
         if found is None or found[0] != key:
-            found = made[p.id] = (key, _forecast(p, i.spend, i.costs, n, thresholds))
+            found = made[p.id] = (key, _forecast(p, i, n, now, thresholds, prior))
         out[p.id] = found[1]
     return out
+
+
+def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
+    """The organisation's prior from the series of every pipeline read (two or more),
+    kept for the requests that read one pipeline; FIXED_PRIOR before any org-wide read
+    (a pipeline alone in its organisation). Kept by the series it came from."""
+    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
+    usable = [s for s in series if s]
+    if len(usable) < 2:
+        return held["org"][1] if "org" in held else FIXED_PRIOR
+    key = tuple(usable)
+    if "org" not in held or held["org"][0] != key:
+        held["org"] = (key, org_prior([_columns(s) for s in usable]))
+    return held["org"][1]
 
 
 def _inputs(
@@ -115,6 +134,7 @@ def _inputs(
         spends = rollup_reads.month_spend_by_variant(session, month, read)
         starts = rollup_reads.newest_starts(session, read)
         windows = costs.windows(session, stale, window)
+        changes = declared_changes(session, read)
         for p in stale:
             started = starts.get(p.id, {}).get(p.production_variant)
             window_costs = windows.get(p.id, ())
@@ -123,50 +143,91 @@ def _inputs(
                 spends.get(p.id, {}),
                 window_costs,
                 epoch_microseconds(started) if started and window_costs else NO_START,
+                tuple((float(days_of([at])[0]), text) for at, text in changes.get(p.id, ())),
             )
     return [kept_inputs[p.id] for p in pipelines]
 
 
+def _columns(series: Series) -> tuple[list[float], list[float], list[float]]:
+    costs_, extras, starts = zip(*series, strict=True)
+    return list(costs_), list(extras), days_of(starts).tolist()
+
+
+def declared_changes(
+    session: Session, pipeline_ids: list[int] | None
+) -> dict[int, list[tuple[datetime, str]]]:
+    """Declared change points by pipeline: the price setting's changes for now; swap
+    for ``app.pipelines.service.change_points`` when it is on main."""
+    return cost_reads.price_changes(session, pipeline_ids)
+
+
+PRICE_CHANGE = "price change"
+
+
 def _forecast(
-    p: Budgeted,
-    spend: dict[str, float],
-    costs_: tuple[float, ...],
+    p: Budgeted, i: Inputs, runs: int, now: datetime, thresholds: StatusThresholds,
+    prior: OrgPrior,
+) -> MonthToDate:  # fmt: skip
+    forecast = bill_of(i.costs, i.declared, p.runs_per_week, runs, now, prior)
+    mtd = month_to_date(i.spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds)
+    return replace(mtd, working=mtd.working + forecast.sentences)
+
+
+def bill_of(
+    series: Series,
+    declared: Sequence[tuple[float, str]],
+    runs_per_week: float,
     runs: int,
-    thresholds: StatusThresholds,
-) -> MonthToDate:
-    forecast = forecast_bill(list(costs_) or [0.0], exactly(runs))
-    return month_to_date(spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds)
+    now: datetime,
+    prior: OrgPrior,
+) -> BillForecast:
+    """The bill of the ``runs`` retrainings still to start this month from the cost
+    series (app/planning/cost_series.py: change points, trend, borrowed spread), each at
+    its scheduled day: the one call every month-to-date figure goes through."""
+    if not series:
+        return forecast_bill([0.0], exactly(runs))
+    costs_, extras, days = _columns(series)
+    model = fit(costs_, extras, days, declared, prior)
+    future = schedule_days(days[-1], runs_per_week, float(days_of([now])[0]), runs)
+    return forecast_series(model, exactly(runs), future)
 
 
 def month_to_date_of(
     session: Session,
     pipeline: Budgeted,
     spend: dict[str, float],
-    costs_: tuple[float, ...],
+    series: Series,
+    declared: datetime | None,
     started: datetime | None,
     now: datetime,
 ) -> MonthToDate:
-    """One pipeline's month to date from what its page has read already: this month's
-    spend by variant, its production variant's window of retraining costs and newest
-    start (kept as :func:`months` keeps them)."""
+    """One pipeline's month to date from what its page has read already (no statement
+    more): this month's spend by variant, its production variant's cost series
+    (``RunReads.series``, the same as :func:`months` reads), its latest declared change
+    and its newest start, through the same forecast (:func:`bill_of`)."""
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
-    return _month_to_date(pipeline, spend, costs_, started, now, thresholds, cache)
-
-
-def _month_to_date(
-    p: Budgeted,
-    spend: dict[str, float],
-    costs_: tuple[float, ...],
-    started: datetime | None,
-    now: datetime,
-    thresholds: StatusThresholds,
-    cache: dict[int, tuple[object, MonthToDate]],
-) -> MonthToDate:
-    runs = remaining_runs(started, p.runs_per_week, now).counts[0] if costs_ and started else 0
-    key = (month_of(now), tuple(sorted(spend.items())), costs_, runs, p.monthly_budget_usd,
-           p.production_variant, thresholds)  # fmt: skip
-    found = cache.get(p.id)
+    prior = prior_of(session, [])
+    changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
+    newest = epoch_microseconds(started) if started and series else NO_START
+    inputs = Inputs((0, pipeline.production_variant, pipeline.price_per_gpu_hour, month_of(now)),
+                    spend, series, newest, changes)  # fmt: skip
+    runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
+    runs = runs if series else 0
+    key = (inputs, runs, pipeline.monthly_budget_usd, thresholds, prior)
+    found = cache.get(pipeline.id)
     if found is None or found[0] != key:
-        found = cache[p.id] = (key, _forecast(p, spend, costs_, runs, thresholds))
+        found = cache[pipeline.id] = (
+            key,
+            _forecast(pipeline, inputs, runs, now, thresholds, prior),
+        )
     return found[1]
+
+
+def forecast_sentences(mtd: MonthToDate) -> tuple[str, ...]:
+    """The sentences the forecast added to a month to date's working (a change point,
+    a trend, borrowed spread): what the projection's ``warnings`` and the page show."""
+    return tuple(line for line in mtd.working if line.startswith(SENTENCE_STARTS))
+
+
+SENTENCE_STARTS = ("Costs rose", "Costs fell", "Only ")

@@ -47,7 +47,8 @@ def expected_bill(model: CostModel, runs: RunsInMonth, future_days: Sequence[flo
     factors = trend_factors(model, future_days)
     cumulative = np.concatenate(([0.0], np.cumsum(factors)))
     per_count = [cumulative[k] for k in runs.counts]
-    return model.mean_cost() * math.fsum(p * s for p, s in zip(runs.probabilities, per_count))
+    terms = zip(runs.probabilities, per_count, strict=True)
+    return model.mean_cost() * math.fsum(p * s for p, s in terms)
 
 
 def series_draws(
@@ -141,3 +142,16 @@ def forecast_series(
         draws=simulated,
         sentences=model.sentences,
     )
+
+
+def schedule_days(
+    newest_day: float, runs_per_week: float, now_day: float, count: int
+) -> list[float]:
+    """The days of the next ``count`` scheduled retrainings: every 7/k days after the
+    newest one, the first after ``now_day``. Check: newest on day 0, 1/week, now day 10,
+    3 more: days 14, 21, 28."""
+    if count <= 0 or runs_per_week <= 0:
+        return []
+    gap = 7.0 / runs_per_week
+    first = max(math.floor((now_day - newest_day) / gap) + 1, 1)
+    return [newest_day + gap * (first + i) for i in range(count)]
