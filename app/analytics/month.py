@@ -28,13 +28,14 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.analytics import costs
+from app.analytics.reads import RunReads, RunRow, held_prior
 from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
 from app.planning.bill import BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
-from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of, fit, org_prior
+from app.planning.cost_series import OrgPrior, days_of, fit, org_prior
 from app.planning.month_to_date import MonthToDate, month_to_date
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import (
@@ -43,7 +44,7 @@ from app.planning.schedule import (
     remaining_counts,
     remaining_runs,
 )
-from app.planning.series_bill import forecast_series, schedule_days
+from app.planning.series_bill import SeriesContext, forecast_series, schedule_days
 
 ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
@@ -108,7 +109,7 @@ def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
     held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
     usable = [s for s in series if s]
     if len(usable) < 2:
-        return held["org"][1] if "org" in held else FIXED_PRIOR
+        return held_prior(session)
     key = tuple(usable)
     if "org" not in held or held["org"][0] != key:
         held["org"] = (key, org_prior([_columns(s) for s in usable]))
@@ -231,3 +232,18 @@ def forecast_sentences(mtd: MonthToDate) -> tuple[str, ...]:
 
 
 SENTENCE_STARTS = ("Costs rose", "Costs fell", "Only ")
+
+
+def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> SeriesContext:
+    """The window of ``variant`` (``rows``) as a cost series for a projection: its runs'
+    days, its abandoned retrainings, the latest declared change, the organisation's
+    prior (``runs.prior``), today."""
+    abandoned = tuple((c, e, _day(t)) for c, e, t in runs.abandoned.get(variant, []))
+    latest = runs.latest_change
+    declared = ((_day(latest), PRICE_CHANGE),) if latest is not None else ()
+    days = tuple(_day(r.started_at) for r in rows)
+    return SeriesContext(days, abandoned, declared, runs.prior, _day(datetime.now(UTC)))
+
+
+def _day(moment: datetime) -> float:
+    return float(days_of([moment])[0])

@@ -184,6 +184,7 @@ def projection(
             what_if=what_if,
             scaling_model=model,
             current_runs=[r.facts for r in current],
+            series=month.series_context(runs, variant, rows),
         )
     return ProjectionOut(
         pipeline=pipeline.name,
@@ -269,6 +270,7 @@ def gate(
         what_if=what_if,
         scaling_model=model,
         current_runs_per_week=pipeline.runs_per_week,
+        series=month.series_context(runs, candidate, cand_rows),
     )
     warnings = gate_source_warnings(
         (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)

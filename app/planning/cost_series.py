@@ -52,7 +52,7 @@ SLOPE_FLOOR = 0.0005  # per day: 1.5% a month
 class OrgPrior:
     """What a small window borrows: ``log_spread`` (sd of log base cost around a
     pipeline's level), ``tail_share`` (share of retrainings needing extra attempts) and
-    ``tail_ratio`` (their extra cost over the base, on average); ``pipelines`` it was
+    ``tail_ratio`` (their extra cost over the pipeline's mean base); ``pipelines`` it was
     computed from (0: the fixed prior of a pipeline alone in its organisation)."""
 
     log_spread: float = 0.25
@@ -77,10 +77,10 @@ def org_prior(
 ) -> OrgPrior:
     """The prior from every pipeline's window of (costs, extras), weighted by size:
     pooled variance of log base cost (sum of (n_i - 1) s_i^2 over sum of (n_i - 1)), the
-    share of retrainings with extras among all, and their mean extra / base. Check: two
-    windows of bases (100, 100) and (100, 400): pooled log spread = sqrt((0 +
-    (ln 4)^2 / 2) / 2) = 0.693; with extras (0, 0) and (0, 200) on totals (100, 100),
-    (100, 600): tail share 1/4, ratio 200 / 400 = 0.5."""
+    share of retrainings with extras among all, and their mean extra over their
+    pipeline's mean base. Check: two windows of bases (100, 100) and (100, 400):
+    pooled log spread = sqrt((0 + (ln 4)^2 / 2) / 2) = 0.693; with extras (0, 0) and
+    (0, 200) on totals (100, 100), (100, 600): tail share 1/4, ratio 200 / 250 = 0.8."""
     ss = dof = tails = count = ratio_sum = 0.0
     pipelines = 0
     slopes: list[tuple[float, float]] = []
@@ -99,7 +99,7 @@ def org_prior(
             slopes.append(_ols_slope(y, x))
         shares.append((float(has.sum()), c.size))
         tails, count = tails + has.sum(), count + c.size
-        ratio_sum += float((e[has] / base[has]).sum())
+        ratio_sum += float(e[has].sum() / base[ok].mean()) if ok.any() else 0.0
         pipelines += 1
     if pipelines < 2 or dof < 1:
         return FIXED_PRIOR
@@ -302,14 +302,20 @@ def _slope(y: np.ndarray, d: np.ndarray, prior: OrgPrior) -> tuple[float, float]
 
 
 def _tail(extras: np.ndarray, bases: np.ndarray, prior: OrgPrior) -> tuple[float, float]:
-    """Share of retrainings needing extra attempts and their extra / base, the window's
-    shrunk toward the prior's: (k + w p) / (n + w) (w: ``tail_weight``), (sum of ratios
-    + n0 r) / (k + n0)."""
-    has = (extras > 0) & (bases > 0)
+    """Share of retrainings needing extra attempts and their extra over the mean base,
+    the window's shrunk toward the prior's: (k + w p) / (n + w) and (sum of ratios + w_r
+    r) / (k + w_r), w the prior's ``tail_weight``, w_r 1 (0 for the fixed prior: a
+    pipeline alone keeps its own tail, so its mean cost is its window's mean exactly)."""
+    level = float(bases.mean())
+    has = extras > 0
     k, n = int(has.sum()), extras.size
-    share = (k + prior.tail_weight * prior.tail_share) / (n + prior.tail_weight)
-    ratios = float((extras[has] / bases[has]).sum())
-    ratio = (ratios + PRIOR_WEIGHT * prior.tail_ratio) / (k + PRIOR_WEIGHT)
+    weight = prior.tail_weight if prior.pipelines > 1 else 0.0
+    share = (k + weight * prior.tail_share) / (n + weight)
+    ratios = float(extras[has].sum()) / level if level > 0 else 0.0
+    ratio_weight = 1.0 if prior.pipelines > 1 else 0.0
+    ratio = (
+        (ratios + ratio_weight * prior.tail_ratio) / (k + ratio_weight) if k else prior.tail_ratio
+    )
     return share, ratio
 
 

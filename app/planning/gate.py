@@ -23,6 +23,7 @@ from app.planning.gate_types import Verdict as Verdict
 from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import CALENDAR
 from app.planning.scaling import ScalingModel
+from app.planning.series_bill import SeriesContext
 from app.planning.whatif import WhatIf
 
 
@@ -38,6 +39,7 @@ def evaluate_gate(
     what_if: WhatIf | None = None,
     scaling_model: ScalingModel | None = None,
     current_runs_per_week: float | None = None,
+    series: SeriesContext | None = None,
 ) -> GateResult:
     """Decide whether the candidate may run at the target cadence (methodology.md §7).
 
@@ -62,7 +64,7 @@ def evaluate_gate(
     if budget_usd < 0 or target_runs_per_week < 0:
         raise PlanningError("budget and target cadence must be >= 0")
     cost, proj = cost_criterion(
-        candidate, target_runs_per_week, budget_usd, convention, th, what_if, scaling_model
+        candidate, target_runs_per_week, budget_usd, convention, th, what_if, scaling_model, series
     )
     criteria = (
         _utilization(baseline, candidate, th),

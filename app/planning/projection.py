@@ -17,6 +17,7 @@ from app.planning.schedule import MonthConvention as MonthConvention
 from app.planning.schedule import runs_per_month as runs_per_month
 from app.planning.schedule import typical_month_runs
 from app.planning.schedule import weeks_per_month as weeks_per_month
+from app.planning.series_bill import SeriesContext, typical_month
 from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 
 
@@ -91,8 +92,10 @@ def project_costs(
     scaling_model: ScalingModel | None = None,
     seed: int = 0,
     current_runs: Sequence[RunFacts] | None = None,
+    series: SeriesContext | None = None,
 ) -> Projection:
-    """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
+    """Monthly cost at each cadence from recent runs of one variant (methodology.md §5);
+    with ``series``, the window read as a cost series (app/planning/cost_series.py).
 
     Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
     Then, at k runs per week, m = k * weeks_per_month(convention) and
@@ -120,11 +123,17 @@ def project_costs(
     typical = _typical(runs, adjusted)
     current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
     today = (current_runs_per_week, current_cost)
+    model = None
+    if series is not None and not isinstance(window, FailureWindow):  # says so in warnings
+        model = series.model(window, [a.cost_usd for a in adjusted])
+        warnings.extend(model.sentences)
 
     def at(k: float) -> CadenceProjection:
-        bill = forecast_bill(
-            window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
-        )
+        runs_k = typical_month_runs(k, convention)
+        if model is not None and series is not None:
+            bill = typical_month(model, runs_k, k, series.now_day, budget_usd=budget_usd, seed=seed)
+        else:
+            bill = forecast_bill(window, runs_k, budget_usd=budget_usd, seed=seed)
         return _at_cadence(k, convention, bill, typical, budget_usd, today)
 
     return Projection(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from app.planning.bill import (
     p_exceeds,
     widened,
 )
-from app.planning.cost_series import CostModel
+from app.planning.cost_series import FIXED_PRIOR, CostModel, OrgPrior, fit
 from app.planning.model import PlanningError
 from app.planning.schedule import RunsInMonth
 
@@ -155,3 +156,43 @@ def schedule_days(
     gap = 7.0 / runs_per_week
     first = max(math.floor((now_day - newest_day) / gap) + 1, 1)
     return [newest_day + gap * (first + i) for i in range(count)]
+
+
+@dataclass(frozen=True)
+class SeriesContext:
+    """What a projection needs to read its window as a series: each window retraining's
+    start day (in the window's order), the retrainings abandoned after failed attempts
+    as (cost, extra, day), the declared changes (day, description), the organisation's
+    prior and today's day (the typical month starts then)."""
+
+    days: tuple[float, ...]
+    abandoned: tuple[tuple[float, float, float], ...] = ()
+    declared: tuple[tuple[float, str], ...] = ()
+    prior: OrgPrior = FIXED_PRIOR
+    now_day: float = 0.0
+
+    def model(self, costs: Sequence[float], bases: Sequence[float]) -> CostModel:
+        """The cost model of the window (``costs`` with their ``bases``, the cost without
+        extra attempts) and the abandoned retrainings, oldest first."""
+        rows = [(d, c, c - b) for d, c, b in zip(self.days, costs, bases, strict=True)]
+        rows += [(d, c, e) for c, e, d in self.abandoned]
+        rows.sort(key=lambda row: row[0])
+        extras = [min(max(e, 0.0), c) for _, c, e in rows]
+        days = [row[0] for row in rows]
+        return fit([row[1] for row in rows], extras, days, self.declared, self.prior)
+
+
+def typical_month(
+    model: CostModel,
+    runs: RunsInMonth,
+    runs_per_week: float,
+    now_day: float,
+    *,
+    budget_usd: float | None,
+    seed: int,
+) -> BillForecast:
+    """The bill of a typical month at ``runs_per_week`` starting today: its retrainings
+    every 7/k days from today, each priced at its own date."""
+    gap = 7.0 / runs_per_week if runs_per_week > 0 else 0.0
+    future = [now_day + gap * (j + 1) for j in range(max(runs.counts))]
+    return forecast_series(model, runs, future, budget_usd=budget_usd, seed=seed)
