@@ -33,7 +33,7 @@ from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
-from app.planning.bill import BillForecast, forecast_bill
+from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
 from app.planning.cost_series import OrgPrior, days_of, fit, org_prior
 from app.planning.month_to_date import MonthToDate, month_to_date
@@ -181,16 +181,23 @@ def bill_of(
     runs: int,
     now: datetime,
     prior: OrgPrior,
+    *,
+    budget_usd: float | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
 ) -> BillForecast:
     """The bill of the ``runs`` retrainings still to start this month from the cost
     series (app/planning/cost_series.py: change points, trend, borrowed spread), each at
-    its scheduled day: the one call every month-to-date figure goes through."""
+    its scheduled day: the one call every month-to-date figure goes through (and the
+    family calibration test, tests/analytics/test_bill_family.py)."""
     if not series:
         return forecast_bill([0.0], exactly(runs))
     costs_, extras, days = _columns(series)
     model = fit(costs_, extras, days, declared, prior)
     future = schedule_days(days[-1], runs_per_week, float(days_of([now])[0]), runs)
-    return forecast_series(model, exactly(runs), future)
+    return forecast_series(
+        model, exactly(runs), future, budget_usd=budget_usd, draws=draws, seed=seed
+    )
 
 
 def month_to_date_of(

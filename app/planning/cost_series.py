@@ -12,9 +12,9 @@ retraining costs from (:mod:`app.planning.series_bill`):
    searched by binary segmentation (the best split, then again in the part after it).
 2. *Trend*: Theil-Sen slope of log base cost on time over the window since the change,
    used only when clearly non-zero (|slope| > :data:`TREND_Z` standard errors, and at
-   least :data:`TREND_MIN` retrainings); the window is then brought to the newest
-   retraining's date (c x exp(-slope x age)) and each future retraining priced at its own
-   date, the slope's standard error widening the band.
+   least :data:`TREND_MIN` retrainings); the window is then brought to its middle day
+   (c x exp(-slope x (day - middle))) and each future retraining priced at its own
+   date, the slope's standard error widening the band (more the further it is).
 3. *Borrowed strength*: a window of n < :data:`BORROW_BELOW` retrainings since the
    change takes a share ``borrow`` = n0 / (n + n0) of its draws from the organisation's
    prior (:class:`OrgPrior`: the spread of log cost around each pipeline's level and the
@@ -39,7 +39,7 @@ SPLIT_MIN = 8  # no split is searched in fewer retrainings
 SPLIT_SIDE = 2  # retrainings at least on each side of a found split
 MIN_STEP = 0.10  # a found split moves the level by at least 10%
 TREND_Z = 3.0
-TREND_MIN = 6
+TREND_MIN = 8
 BORROW_BELOW = 10
 PRIOR_WEIGHT = 4.0  # n0: the prior counts as this many retrainings
 FEW = 3
@@ -62,6 +62,13 @@ class OrgPrior:
     slope: float = 0.0  # mean slope of log cost per day
     slope_spread: float = 0.001  # sd of the pipelines' true slopes around it (per day)
     tail_weight: float = 4.0  # how many retrainings the tail share counts as
+    slope_mean_se: float = math.inf  # how well the mean slope is known
+
+    @property
+    def clear_trend(self) -> bool:
+        """Whether the organisation's pipelines clearly share a trend (mean slope more
+        than TREND_Z of its standard errors from 0)."""
+        return self.pipelines > 1 and abs(self.slope) > TREND_Z * self.slope_mean_se
 
     @property
     def tail_mean(self) -> float:
@@ -95,7 +102,7 @@ def org_prior(
         y, x = y[(at := find_split(y, x) or 0) :], x[at:]
         if y.size >= 2:
             ss, dof = ss + float(((y - y.mean()) ** 2).sum()), dof + y.size - 1
-        if y.size >= 3:
+        if y.size >= 3 and not step_like(y, x):  # a step missed is not a trend
             slopes.append(_ols_slope(y, x))
         shares.append((float(has.sum()), c.size))
         tails, count = tails + has.sum(), count + c.size
@@ -105,10 +112,10 @@ def org_prior(
         return FIXED_PRIOR
     spread = math.sqrt(ss / dof)
     ratio = ratio_sum / tails if tails else FIXED_PRIOR.tail_ratio
-    slope, slope_spread = _slope_prior(slopes)
+    slope, slope_spread, slope_se = _slope_prior(slopes)
     share = float(tails / count)
     weight = _tail_weight(shares, share)
-    return OrgPrior(spread, share, ratio, pipelines, slope, slope_spread, weight)
+    return OrgPrior(spread, share, ratio, pipelines, slope, slope_spread, weight, slope_se)
 
 
 def _tail_weight(shares: list[tuple[float, int]], p: float) -> float:
@@ -136,18 +143,23 @@ def _ols_slope(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
     return b, float((resid**2).sum()) / max(y.size - 2, 1) / sxx
 
 
-def _slope_prior(slopes: list[tuple[float, float]]) -> tuple[float, float]:
-    """Mean slope (precision-weighted) and the spread of true slopes around it: the
-    variance of the estimates less their mean sampling variance (method of moments),
-    never below FIXED_PRIOR's floor."""
+def _slope_prior(slopes: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Mean slope, the spread of true slopes around it (the variance of the estimates
+    less their mean sampling variance, method of moments, never below SLOPE_FLOOR) and
+    the mean's standard error.
+    Unweighted: a small window's own variance estimate is too rough to weigh by (a few
+    windows that happen to look tight would set the mean)."""
     usable = [(b, v) for b, v in slopes if math.isfinite(v) and v > 0]
     if len(usable) < 2:
-        return 0.0, FIXED_PRIOR.slope_spread
+        return 0.0, FIXED_PRIOR.slope_spread, math.inf
     b = np.array([u[0] for u in usable])
     v = np.array([u[1] for u in usable])
-    mean = float(np.average(b, weights=1.0 / v))
+    mean = float(b.mean())
     between = float(np.var(b, ddof=1) - np.mean(v))
-    return mean, math.sqrt(max(between, SLOPE_FLOOR**2))
+    # A pipeline's slope differs from the mean by the spread between pipelines, and the
+    # mean itself is known to within var(b) / N.
+    mean_var = float(np.var(b, ddof=1)) / b.size
+    return mean, math.sqrt(max(between, SLOPE_FLOOR**2) + mean_var), math.sqrt(mean_var)
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,30 @@ def find_split(y: np.ndarray, x: np.ndarray) -> int | None:
 
 
 def _best_split(y: np.ndarray, x: np.ndarray) -> int | None:
+    fits = _fits(y, x)
+    if fits is None:
+        return None
+    at, rss_one, rss_two, rss_line = fits
+    n = y.size
+    step = abs(float(y[at:].mean() - y[:at].mean()))
+    clear = n * math.log(rss_one / rss_two) > SPLIT_PENALTY + 3 * math.log(n)
+    beats_line = n * math.log(rss_line / rss_two) > 1.5 * SPLIT_PENALTY
+    if clear and beats_line and step > math.log1p(MIN_STEP):
+        return at
+    return None
+
+
+def step_like(y: np.ndarray, x: np.ndarray) -> bool:
+    """Whether the best single step explains ``y`` better than a straight line, by more
+    than its searched position buys (n ln(RSS_line / RSS_two) > 2 ln n): then a slope
+    found in it is a step not found clearly enough, not a trend."""
+    fits = _fits(y, x)
+    return fits is not None and y.size * math.log(fits[3] / fits[2]) > 2 * math.log(y.size)
+
+
+def _fits(y: np.ndarray, x: np.ndarray) -> tuple[int, float, float, float] | None:
+    """The best split's index and the residual sums of one level, two levels and a line
+    (None below SPLIT_MIN retrainings)."""
     n = y.size
     if n < SPLIT_MIN:
         return None
@@ -229,13 +265,7 @@ def _best_split(y: np.ndarray, x: np.ndarray) -> int | None:
     rss_two = max(float(rss[best]), floor)
     slope, intercept = np.polyfit(x - x.mean(), y, 1) if np.ptp(x) > 0 else (0.0, y.mean())
     rss_line = float(((y - intercept - slope * (x - x.mean())) ** 2).sum())
-    at = int(k[best])
-    step = abs(float(y[at:].mean() - y[:at].mean()))
-    clear = n * math.log(max(rss_one, floor) / rss_two) > SPLIT_PENALTY + 3 * math.log(n)
-    beats_line = n * math.log(max(rss_line, floor) / rss_two) > 2 * math.log(n)
-    if clear and beats_line and step > math.log1p(MIN_STEP):
-        return at
-    return None
+    return int(k[best]), max(rss_one, floor), rss_two, max(rss_line, floor)
 
 
 def theil_sen(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
@@ -274,7 +304,9 @@ def fit(
     start, change = _latest_change(y, d, declared)
     c, base, y, d = c[start:], base[start:], y[start:], d[start:]
     slope, se = _slope(y, d, prior)
-    anchor = float(d[-1])
+    # The level is read at the window's middle day, where the slope's error moves it
+    # least; a future retraining's distance from there carries that error.
+    anchor = float(d.mean())
     shift = np.exp(-slope * (d - anchor))
     n = c.size
     borrow = 1.0 if n < FEW else (SPREAD_WEIGHT / (n + SPREAD_WEIGHT) if n < BORROW_BELOW else 0.0)
@@ -286,8 +318,11 @@ def fit(
 def _slope(y: np.ndarray, d: np.ndarray, prior: OrgPrior) -> tuple[float, float]:
     """The slope used and its standard error: the window's Theil-Sen slope (from
     TREND_MIN retrainings) shrunk toward the organisation's by their precisions, used
-    only when clearly non-zero (|slope| > TREND_Z x se and over 1% a month)."""
+    only when clearly non-zero (|slope| > TREND_Z x se, or the organisation's pipelines
+    clearly share a trend) and over 1% a month."""
     own, own_se = theil_sen(y, d) if y.size >= TREND_MIN else (0.0, math.inf)
+    if math.isfinite(own_se) and step_like(y, d):
+        own, own_se = 0.0, math.inf  # a step not clear enough to split on: no trend
     if own_se == 0.0:
         return own, 0.0  # an exact line: nothing to shrink
     w_org = 1.0 / prior.slope_spread**2 if prior.pipelines > 1 else 0.0
@@ -296,7 +331,8 @@ def _slope(y: np.ndarray, d: np.ndarray, prior: OrgPrior) -> tuple[float, float]
         return 0.0, 0.0
     slope = (w_own * own + w_org * prior.slope) / (w_own + w_org)
     se = 1.0 / math.sqrt(w_own + w_org)
-    if abs(slope) > TREND_Z * se and abs(slope) * DAYS_PER_MONTH > 0.01:
+    clear = abs(slope) > TREND_Z * se or (w_org > 0 and prior.clear_trend)
+    if clear and abs(slope) * DAYS_PER_MONTH > 0.01:
         return slope, se
     return 0.0, 0.0
 

@@ -119,7 +119,7 @@ def forecast_series(
     working = [
         f"Runs in the month: {runs.describe()}.",
         f"Window: {model.size} retrainings since the latest change, mean ${mean:,.2f} "
-        f"at the newest one's date, typical (median) ${median:,.2f}.",
+        f"at its middle day, typical (median) ${median:,.2f}.",
         f"Expected bill ${expected:,.2f}; {draws} draws (seed {seed}): p10 ${lo:,.0f}, "
         f"p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
         *model.sentences,
