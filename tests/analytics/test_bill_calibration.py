@@ -32,8 +32,8 @@ from fastapi.testclient import TestClient
 
 from app.planning.bill import forecast_bill
 from app.planning.cost_series import fit
-from app.planning.series_bill import typical_month
 from app.planning.schedule import typical_month_runs
+from app.planning.series_bill import typical_month
 from tests.fixtures.old_estimator import bootstrap_medians
 
 PIPELINES = 2500
