@@ -128,3 +128,17 @@ def test_abandoned_retrainings_stay_in_the_series(
         (window,) = costs.windows(s, listed, RUN_WINDOW).values()
         assert len(window) == 10 and [c for c, _, _ in window].count(300.0) == 2
         assert costs.mean_costs(s, listed, RUN_WINDOW)[listed[0].id] == pytest.approx(220.0)
+
+
+def test_the_page_says_what_the_forecast_follows(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    # The optimization above, on the pipeline page: the same sentence as the API's.
+    change = datetime.now(UTC) - timedelta(weeks=6)
+    post(client, ingest_headers, series_runs("cut", lambda s, _: 220.0 if s < change else 143.0))
+    settle(client, admin_headers, "cut", 1400.0)
+    warnings = client.get("/api/v1/pipelines/cut/projection").json()["projections"]["baseline"]
+    sentence = next(w for w in warnings["warnings"] if w.startswith("Costs fell 35%"))
+    html = client.get("/pipelines/cut").text
+    words = html[html.index('data-testid="forecast-words"') :]
+    assert f"<li>{sentence}</li>" in words[: words.index("</section>")]
