@@ -8,17 +8,17 @@ retraining costs from (:mod:`app.planning.series_bill`):
 1. *Change point*: the window starts after the latest change, declared or found. A split
    is found when two levels of log base cost (the cost without extra attempts, so a rare
    rerun is not a change) explain the costs clearly better than one level and better
-   than a straight trend: n log(RSS_one / RSS_two) > :data:`SPLIT_PENALTY` + 3 log n,
-   searched by binary segmentation (the best split, then again in the part after it).
+   than a straight trend (:mod:`app.planning.change_points`).
 2. *Trend*: Theil-Sen slope of log base cost on time over the window since the change,
    used only when clearly non-zero (|slope| > :data:`TREND_Z` standard errors, and at
    least :data:`TREND_MIN` retrainings); the window is then brought to its middle day
    (c x exp(-slope x (day - middle))) and each future retraining priced at its own
    date, the slope's standard error widening the band (more the further it is).
 3. *Borrowed strength*: a window of n < :data:`BORROW_BELOW` retrainings since the
-   change takes a share ``borrow`` = n0 / (n + n0) of its draws from the organisation's
-   prior (:class:`OrgPrior`: the spread of log cost around each pipeline's level and the
-   tail of extra attempts); with fewer than :data:`FEW` retrainings, all of them.
+   change takes a share ``borrow`` = n0 / (n + n0) (n0 = :data:`SPREAD_WEIGHT`) of its
+   draws from the organisation's prior (:mod:`app.planning.org_prior`: the spread of
+   log cost around each pipeline's level, the tail of extra attempts, the trend); with
+   fewer than :data:`FEW` retrainings, all of them.
 """
 
 from __future__ import annotations
@@ -30,136 +30,18 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from app.planning.change_points import find_split, step_like, theil_sen
 from app.planning.model import PlanningError
+from app.planning.org_prior import FIXED_PRIOR, PRIOR_WEIGHT, TREND_Z, OrgPrior, org_prior
+
+__all__ = ["FIXED_PRIOR", "CostModel", "OrgPrior", "days_of", "fit", "org_prior"]
 
 SECONDS_PER_DAY = 86_400.0
 DAYS_PER_MONTH = 30.436875  # 365.2425 / 12
-SPLIT_PENALTY = 6.0
-SPLIT_MIN = 8  # no split is searched in fewer retrainings
-SPLIT_SIDE = 2  # retrainings at least on each side of a found split
-MIN_STEP = 0.10  # a found split moves the level by at least 10%
-TREND_Z = 3.0
 TREND_MIN = 8
 BORROW_BELOW = 10
-PRIOR_WEIGHT = 4.0  # n0: the prior counts as this many retrainings
 FEW = 3
-TAIL_WEIGHT_MAX = 60.0
 SPREAD_WEIGHT = 8.0  # the prior's spread counts as this many retrainings
-SLOPE_FLOOR = 0.0005  # per day: 1.5% a month
-
-
-@dataclass(frozen=True)
-class OrgPrior:
-    """What a small window borrows: ``log_spread`` (sd of log base cost around a
-    pipeline's level), ``tail_share`` (share of retrainings needing extra attempts) and
-    ``tail_ratio`` (their extra cost over the pipeline's mean base); ``pipelines`` it was
-    computed from (0: the fixed prior of a pipeline alone in its organisation)."""
-
-    log_spread: float = 0.25
-    tail_share: float = 0.05
-    tail_ratio: float = 1.0
-    pipelines: int = 0
-    slope: float = 0.0  # mean slope of log cost per day
-    slope_spread: float = 0.001  # sd of the pipelines' true slopes around it (per day)
-    tail_weight: float = 4.0  # how many retrainings the tail share counts as
-    slope_mean_se: float = math.inf  # how well the mean slope is known
-
-    @property
-    def clear_trend(self) -> bool:
-        """Whether the organisation's pipelines clearly share a trend (mean slope more
-        than TREND_Z of its standard errors from 0)."""
-        return self.pipelines > 1 and abs(self.slope) > TREND_Z * self.slope_mean_se
-
-    @property
-    def tail_mean(self) -> float:
-        """Expected extra cost over the base, as a share of it: share x ratio."""
-        return self.tail_share * self.tail_ratio
-
-
-FIXED_PRIOR = OrgPrior()
-
-
-def org_prior(
-    windows: Iterable[tuple[Sequence[float], Sequence[float], Sequence[float]]],
-) -> OrgPrior:
-    """The prior from every pipeline's window of (costs, extras), weighted by size:
-    pooled variance of log base cost (sum of (n_i - 1) s_i^2 over sum of (n_i - 1)), the
-    share of retrainings with extras among all, and their mean extra over their
-    pipeline's mean base. Check: two windows of bases (100, 100) and (100, 400):
-    pooled log spread = sqrt((0 + (ln 4)^2 / 2) / 2) = 0.693; with extras (0, 0) and
-    (0, 200) on totals (100, 100), (100, 600): tail share 1/4, ratio 200 / 250 = 0.8."""
-    ss = dof = tails = count = ratio_sum = 0.0
-    pipelines = 0
-    slopes: list[tuple[float, float]] = []
-    shares: list[tuple[float, int]] = []
-    for costs, extras, days in windows:
-        c, e = np.asarray(costs, dtype=float), np.asarray(extras, dtype=float)
-        base = c - e
-        ok = base > 0
-        has = (e > 0) & ok
-        # Spread and slope since each pipeline's own latest change (a step is no trend).
-        y, x = np.log(base[ok]), np.asarray(days, dtype=float)[ok]
-        y, x = y[(at := find_split(y, x) or 0) :], x[at:]
-        if y.size >= 2:
-            ss, dof = ss + float(((y - y.mean()) ** 2).sum()), dof + y.size - 1
-        if y.size >= 3 and not step_like(y, x):  # a step missed is not a trend
-            slopes.append(_ols_slope(y, x))
-        shares.append((float(has.sum()), c.size))
-        tails, count = tails + has.sum(), count + c.size
-        ratio_sum += float(e[has].sum() / base[ok].mean()) if ok.any() else 0.0
-        pipelines += 1
-    if pipelines < 2 or dof < 1:
-        return FIXED_PRIOR
-    spread = math.sqrt(ss / dof)
-    ratio = ratio_sum / tails if tails else FIXED_PRIOR.tail_ratio
-    slope, slope_spread, slope_se = _slope_prior(slopes)
-    share = float(tails / count)
-    weight = _tail_weight(shares, share)
-    return OrgPrior(spread, share, ratio, pipelines, slope, slope_spread, weight, slope_se)
-
-
-def _tail_weight(shares: list[tuple[float, int]], p: float) -> float:
-    """How many retrainings the prior's tail share counts as: p(1 - p) / tau^2 - 1, tau^2
-    the variance of the pipelines' shares beyond the binomial's (method of moments),
-    between PRIOR_WEIGHT and TAIL_WEIGHT_MAX (no excess: as sure as the cap allows)."""
-    if p <= 0 or p >= 1 or len(shares) < 2:
-        return PRIOR_WEIGHT
-    k = np.array([s[0] for s in shares])
-    n = np.array([s[1] for s in shares], dtype=float)
-    excess = float(np.var(k / n, ddof=1) - p * (1 - p) * np.mean(1 / n))
-    if excess <= 0:
-        return TAIL_WEIGHT_MAX
-    return min(max(p * (1 - p) / excess - 1, PRIOR_WEIGHT), TAIL_WEIGHT_MAX)
-
-
-def _ols_slope(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope of y on x and its variance (the org prior's raw material)."""
-    xc = x - x.mean()
-    sxx = float((xc**2).sum())
-    if sxx <= 0:
-        return 0.0, math.inf
-    b = float((xc * (y - y.mean())).sum()) / sxx
-    resid = y - y.mean() - b * xc
-    return b, float((resid**2).sum()) / max(y.size - 2, 1) / sxx
-
-
-def _slope_prior(slopes: list[tuple[float, float]]) -> tuple[float, float, float]:
-    """Mean slope, the spread of true slopes around it (the variance of the estimates
-    less their mean sampling variance, method of moments, never below SLOPE_FLOOR) and
-    the mean's standard error.
-    Unweighted: a small window's own variance estimate is too rough to weigh by (a few
-    windows that happen to look tight would set the mean)."""
-    usable = [(b, v) for b, v in slopes if math.isfinite(v) and v > 0]
-    if len(usable) < 2:
-        return 0.0, FIXED_PRIOR.slope_spread, math.inf
-    b = np.array([u[0] for u in usable])
-    v = np.array([u[1] for u in usable])
-    mean = float(b.mean())
-    between = float(np.var(b, ddof=1) - np.mean(v))
-    # A pipeline's slope differs from the mean by the spread between pipelines, and the
-    # mean itself is known to within var(b) / N.
-    mean_var = float(np.var(b, ddof=1)) / b.size
-    return mean, math.sqrt(max(between, SLOPE_FLOOR**2) + mean_var), math.sqrt(mean_var)
 
 
 @dataclass(frozen=True)
@@ -212,77 +94,6 @@ class CostModel:
 def days_of(moments: Iterable[datetime]) -> np.ndarray:
     """Days since the epoch (UTC) of each moment."""
     return np.asarray([m.astimezone(UTC).timestamp() / SECONDS_PER_DAY for m in moments])
-
-
-def find_split(y: np.ndarray, x: np.ndarray) -> int | None:
-    """The first index after the latest clear level shift of ``y`` (log base costs at
-    days ``x``), or None: binary segmentation, each split tested against one level and
-    against a straight line. Check: (0, 0, 0, 0, 0, 0, ln .65 x 4 ...) splits at 6."""
-    start, found = 0, None
-    while True:
-        k = _best_split(y[start:], x[start:])
-        if k is None:
-            return found
-        start = found = start + k
-
-
-def _best_split(y: np.ndarray, x: np.ndarray) -> int | None:
-    fits = _fits(y, x)
-    if fits is None:
-        return None
-    at, rss_one, rss_two, rss_line = fits
-    n = y.size
-    step = abs(float(y[at:].mean() - y[:at].mean()))
-    clear = n * math.log(rss_one / rss_two) > SPLIT_PENALTY + 3 * math.log(n)
-    beats_line = n * math.log(rss_line / rss_two) > 1.5 * SPLIT_PENALTY
-    if clear and beats_line and step > math.log1p(MIN_STEP):
-        return at
-    return None
-
-
-def step_like(y: np.ndarray, x: np.ndarray) -> bool:
-    """Whether the best single step explains ``y`` better than a straight line, by more
-    than its searched position buys (n ln(RSS_line / RSS_two) > 2 ln n): then a slope
-    found in it is a step not found clearly enough, not a trend."""
-    fits = _fits(y, x)
-    return fits is not None and y.size * math.log(fits[3] / fits[2]) > 2 * math.log(y.size)
-
-
-def _fits(y: np.ndarray, x: np.ndarray) -> tuple[int, float, float, float] | None:
-    """The best split's index and the residual sums of one level, two levels and a line
-    (None below SPLIT_MIN retrainings)."""
-    n = y.size
-    if n < SPLIT_MIN:
-        return None
-    cs, cs2 = np.cumsum(y), np.cumsum(y * y)
-    k = np.arange(SPLIT_SIDE, n - SPLIT_SIDE + 1)
-    left = cs2[k - 1] - cs[k - 1] ** 2 / k
-    right = (cs2[-1] - cs2[k - 1]) - (cs[-1] - cs[k - 1]) ** 2 / (n - k)
-    rss = left + right
-    best = int(np.argmin(rss))
-    floor = 1e-12 * max(float(cs2[-1]), 1.0)
-    rss_one = float(((y - y.mean()) ** 2).sum())
-    rss_two = max(float(rss[best]), floor)
-    slope, intercept = np.polyfit(x - x.mean(), y, 1) if np.ptp(x) > 0 else (0.0, y.mean())
-    rss_line = float(((y - intercept - slope * (x - x.mean())) ** 2).sum())
-    return int(k[best]), max(rss_one, floor), rss_two, max(rss_line, floor)
-
-
-def theil_sen(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
-    """Theil-Sen slope (median of pairwise slopes) of ``y`` on ``x`` and its standard
-    error from the spread of the residuals around it (sqrt(RSS / (n - 2) / Sxx)). Check: y =
-    ln(100 x 1.02^w) at x = 7w days gives ln(1.02) / 7 exactly, error 0."""
-    i, j = np.triu_indices(x.size, 1)
-    dx = x[j] - x[i]
-    ok = dx > 0
-    if not ok.any():
-        return 0.0, 0.0
-    slope = float(np.median((y[j] - y[i])[ok] / dx[ok]))
-    resid = y - slope * x
-    resid = resid - np.median(resid)
-    scale = math.sqrt(float((resid**2).sum()) / max(x.size - 2, 1))
-    sxx = float(((x - x.mean()) ** 2).sum())
-    return slope, scale / math.sqrt(sxx) if sxx > 0 else 0.0
 
 
 def fit(

@@ -51,9 +51,8 @@ def evaluate_gate(
        every run keeps the false-pass rate at alpha (app/planning/sequential.py): pass if
        the look's lower bound > -margin, fail if its upper bound < -margin, else
        undecided (runs without a quality value left out).
-    3. projected_cost: the candidate's month's bill at the target cadence under the
-       cost card's what-ifs (:func:`project_costs`), its ``cost_basis`` figure (the p90
-       bill by default, or the expected bill) <= budget.
+    3. projected_cost: the candidate's bill at the target cadence under the cost card's
+       what-ifs and cost series (:func:`project_costs`), its ``cost_basis`` figure <= budget.
 
     Verdict: INSUFFICIENT_DATA if either arm has fewer than ``min_runs`` runs; otherwise
     FAIL if any criterion fails or cannot pass, INSUFFICIENT_DATA if any is undecided

@@ -8,16 +8,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
+from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
 from app.planning.schedule import WEEKS_PER_MONTH as WEEKS_PER_MONTH
 from app.planning.schedule import MonthConvention as MonthConvention
 from app.planning.schedule import runs_per_month as runs_per_month
-from app.planning.schedule import typical_month_runs
 from app.planning.schedule import weeks_per_month as weeks_per_month
-from app.planning.series_bill import SeriesContext, typical_month
+from app.planning.series_bill import SeriesContext, biller
 from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 
 
@@ -94,8 +93,7 @@ def project_costs(
     current_runs: Sequence[RunFacts] | None = None,
     series: SeriesContext | None = None,
 ) -> Projection:
-    """Monthly cost at each cadence from recent runs of one variant (methodology.md §5);
-    with ``series``, the window read as a cost series (app/planning/cost_series.py).
+    """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
     Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
     Then, at k runs per week, m = k * weeks_per_month(convention) and
@@ -106,7 +104,7 @@ def project_costs(
       (the run plus its retraining's failed attempts), exact; monthly GPU-hours = m x
       the mean retraining's GPU-hours;
     - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
-      bootstrap months of :func:`app.planning.bill.forecast_bill`;
+      months of :func:`app.planning.bill.forecast_bill` (``series``: series_bill.py);
     - headroom = budget - expected bill, within_budget = expected bill <= budget;
     - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
       ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
@@ -119,22 +117,15 @@ def project_costs(
     if budget_usd is not None and budget_usd < 0:
         raise PlanningError("budget must be >= 0")
     adjusted, warnings = _adjusted(runs, what_if, scaling_model)
-    window = _bill_window(runs, [a.cost_usd for a in adjusted], what_if, scaling_model)
+    costs = [a.cost_usd for a in adjusted]
+    window = _bill_window(runs, costs, what_if, scaling_model)
     typical = _typical(runs, adjusted)
     current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
     today = (current_runs_per_week, current_cost)
-    model = None
-    if series is not None and not isinstance(window, FailureWindow):  # says so in warnings
-        model = series.model(window, [a.cost_usd for a in adjusted])
-        warnings.extend(model.sentences)
+    bill_at = biller(window, costs, series, convention, budget_usd, seed, warnings)
 
     def at(k: float) -> CadenceProjection:
-        runs_k = typical_month_runs(k, convention)
-        if model is not None and series is not None:
-            bill = typical_month(model, runs_k, k, series.now_day, budget_usd=budget_usd, seed=seed)
-        else:
-            bill = forecast_bill(window, runs_k, budget_usd=budget_usd, seed=seed)
-        return _at_cadence(k, convention, bill, typical, budget_usd, today)
+        return _at_cadence(k, convention, bill_at(k), typical, budget_usd, today)
 
     return Projection(
         convention=convention,

@@ -19,7 +19,7 @@ the retrainings the month may hold.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,13 +27,15 @@ import numpy as np
 from app.planning.bill import (
     DEFAULT_DRAWS,
     BillForecast,
+    FailureWindow,
     bill_quantiles,
+    forecast_bill,
     p_exceeds,
     widened,
 )
 from app.planning.cost_series import FIXED_PRIOR, CostModel, OrgPrior, fit
 from app.planning.model import PlanningError
-from app.planning.schedule import RunsInMonth
+from app.planning.schedule import RunsInMonth, typical_month_runs
 
 
 def trend_factors(model: CostModel, future_days: Sequence[float]) -> np.ndarray:
@@ -126,23 +128,9 @@ def forecast_series(
     ]
     if p_over is not None:
         working.append(f"P(bill > ${budget_usd:,.0f} budget) = {p_over:.1%}.")
-    return BillForecast(
-        runs=runs,
-        runs_in_month=runs.mean,
-        window_size=model.size,
-        mean_retraining_usd=mean,
-        typical_retraining_usd=median,
-        expected_bill_usd=expected,
-        bill_p10_usd=lo,
-        bill_p50_usd=mid,
-        bill_p90_usd=hi,
-        budget_usd=budget_usd,
-        p_over_budget=p_over,
-        seed=seed,
-        working=tuple(working),
-        draws=simulated,
-        sentences=model.sentences,
-    )
+    summary = (runs, runs.mean, model.size, mean, median, expected, lo, mid, hi)
+    return BillForecast(*summary, budget_usd, p_over, seed, tuple(working), simulated,
+                        model.sentences)  # fmt: skip
 
 
 def schedule_days(
@@ -196,3 +184,29 @@ def typical_month(
     gap = 7.0 / runs_per_week if runs_per_week > 0 else 0.0
     future = [now_day + gap * (j + 1) for j in range(max(runs.counts))]
     return forecast_series(model, runs, future, budget_usd=budget_usd, seed=seed)
+
+
+def biller(
+    window: list[float] | FailureWindow,
+    adjusted_costs: Sequence[float],
+    series: SeriesContext | None,
+    convention: str,
+    budget_usd: float | None,
+    seed: int,
+    warnings: list[str],
+) -> Callable[[float], BillForecast]:
+    """A projection's bill at k runs a week: the window read as a cost series when
+    ``series`` is given (its sentences added to ``warnings``), else the plain window of
+    :func:`app.planning.bill.forecast_bill` (and always with a failure model, whose
+    draws are each retraining's failures, not a series). ``adjusted_costs``: each
+    retraining's cost without its failed attempts, under the what-ifs."""
+    if series is None or isinstance(window, FailureWindow):
+        return lambda k: forecast_bill(
+            window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
+        )
+    model = series.model(window, adjusted_costs)
+    warnings.extend(model.sentences)
+    return lambda k: typical_month(
+        model, typical_month_runs(k, convention), k, series.now_day, budget_usd=budget_usd,
+        seed=seed,
+    )  # fmt: skip
