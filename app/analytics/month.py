@@ -35,8 +35,9 @@ from app.db.engine import status_thresholds_of
 from app.db.memo import kept
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
-from app.planning.cost_series import OrgPrior, days_of, fit, org_prior
+from app.planning.cost_series import OrgPrior, days_of, fit
 from app.planning.month_to_date import MonthToDate, month_to_date
+from app.planning.org_prior import WindowStats, combine, rounded, window_stats
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import (
     epoch_microseconds,
@@ -104,16 +105,21 @@ def months(
 
 def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
     """The organisation's prior from the series of every pipeline read (two or more),
-    kept for the requests that read one pipeline; FIXED_PRIOR before any org-wide read
-    (a pipeline alone in its organisation). Kept by the series it came from."""
-    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
+    kept for the requests that read one pipeline (``reads.held_prior``); before any
+    org-wide read, the fixed prior. Each window's part is kept by its series (a new run
+    recomputes one window's, not 5,000), and the prior is rounded so that the small
+    moves one window makes do not re-forecast every pipeline."""
     usable = [s for s in series if s]
     if len(usable) < 2:
         return held_prior(session)
-    key = tuple(usable)
-    if "org" not in held or held["org"][0] != key:
-        held["org"] = (key, org_prior([_columns(s) for s in usable]))
-    return held["org"][1]
+    parts: dict[Series, WindowStats] = kept(session, "org_prior_parts")
+    fresh = {s: parts.get(s) or window_stats(*_columns(s)) for s in usable}
+    parts.clear()
+    parts.update(fresh)
+    prior = rounded(combine(list(fresh.values())))
+    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
+    held["org"] = (None, prior)
+    return prior
 
 
 def _inputs(

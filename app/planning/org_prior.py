@@ -52,43 +52,75 @@ class OrgPrior:
 FIXED_PRIOR = OrgPrior()
 
 
+@dataclass(frozen=True)
+class WindowStats:
+    """What one pipeline's window gives the prior (computed once per window and kept:
+    ``app.analytics.month.prior_of``): the sum of squares of log base cost around its
+    level and its degrees of freedom, its retrainings with extras and all of them, their
+    extra over its mean base, and its slope with the slope's variance (None: no slope)."""
+
+    ss: float
+    dof: int
+    tails: int
+    count: int
+    ratio_sum: float
+    slope: tuple[float, float] | None
+
+
+def window_stats(
+    costs: Sequence[float], extras: Sequence[float], days: Sequence[float]
+) -> WindowStats:
+    """:class:`WindowStats` of one window, since its own latest change."""
+    c, e = np.asarray(costs, dtype=float), np.asarray(extras, dtype=float)
+    base = c - e
+    ok = base > 0
+    has = (e > 0) & ok
+    # Spread and slope since the pipeline's own latest change (a step is no trend).
+    y, x = np.log(base[ok]), np.asarray(days, dtype=float)[ok]
+    y, x = y[(at := find_split(y, x) or 0) :], x[at:]
+    ss = float(((y - y.mean()) ** 2).sum()) if y.size >= 2 else 0.0
+    slope = _ols_slope(y, x) if y.size >= 3 and not step_like(y, x) else None
+    ratio = float(e[has].sum() / base[ok].mean()) if ok.any() else 0.0
+    return WindowStats(ss, max(y.size - 1, 0), int(has.sum()), c.size, ratio, slope)
+
+
 def org_prior(
     windows: Iterable[tuple[Sequence[float], Sequence[float], Sequence[float]]],
 ) -> OrgPrior:
-    """The prior from every pipeline's window of (costs, extras), weighted by size:
-    pooled variance of log base cost (sum of (n_i - 1) s_i^2 over sum of (n_i - 1)), the
-    share of retrainings with extras among all, and their mean extra over their
-    pipeline's mean base. Check: two windows of bases (100, 100) and (100, 400):
-    pooled log spread = sqrt((0 + (ln 4)^2 / 2) / 2) = 0.693; with extras (0, 0) and
-    (0, 200) on totals (100, 100), (100, 600): tail share 1/4, ratio 200 / 250 = 0.8."""
-    ss = dof = tails = count = ratio_sum = 0.0
-    pipelines = 0
-    slopes: list[tuple[float, float]] = []
-    shares: list[tuple[float, int]] = []
-    for costs, extras, days in windows:
-        c, e = np.asarray(costs, dtype=float), np.asarray(extras, dtype=float)
-        base = c - e
-        ok = base > 0
-        has = (e > 0) & ok
-        # Spread and slope since each pipeline's own latest change (a step is no trend).
-        y, x = np.log(base[ok]), np.asarray(days, dtype=float)[ok]
-        y, x = y[(at := find_split(y, x) or 0) :], x[at:]
-        if y.size >= 2:
-            ss, dof = ss + float(((y - y.mean()) ** 2).sum()), dof + y.size - 1
-        if y.size >= 3 and not step_like(y, x):  # a step missed is not a trend
-            slopes.append(_ols_slope(y, x))
-        shares.append((float(has.sum()), c.size))
-        tails, count = tails + has.sum(), count + c.size
-        ratio_sum += float(e[has].sum() / base[ok].mean()) if ok.any() else 0.0
-        pipelines += 1
-    if pipelines < 2 or dof < 1:
+    """The prior from every pipeline's window of (costs, extras, days): :func:`combine`
+    of their :func:`window_stats`."""
+    return combine([window_stats(*w) for w in windows])
+
+
+def combine(stats: Sequence[WindowStats]) -> OrgPrior:
+    """The prior from every pipeline's window, weighted by size: pooled variance of log
+    base cost (sum of (n_i - 1) s_i^2 over sum of (n_i - 1)), the share of retrainings
+    with extras among all, and their mean extra over their pipeline's mean base. Check:
+    two windows of bases (100, 100) and (100, 400): pooled log spread = sqrt((0 +
+    (ln 4)^2 / 2) / 2) = 0.693; with extras (0, 0) and (0, 200) on totals (100, 100),
+    (100, 600): tail share 1/4, ratio 200 / 250 = 0.8."""
+    dof = sum(w.dof for w in stats)
+    if len(stats) < 2 or dof < 1:
         return FIXED_PRIOR
-    spread = math.sqrt(ss / dof)
-    ratio = ratio_sum / tails if tails else FIXED_PRIOR.tail_ratio
-    slope, slope_spread, slope_se = _slope_prior(slopes)
-    share = float(tails / count)
-    weight = _tail_weight(shares, share)
-    return OrgPrior(spread, share, ratio, pipelines, slope, slope_spread, weight, slope_se)
+    spread = math.sqrt(math.fsum(w.ss for w in stats) / dof)
+    tails, count = sum(w.tails for w in stats), sum(w.count for w in stats)
+    ratio = math.fsum(w.ratio_sum for w in stats) / tails if tails else FIXED_PRIOR.tail_ratio
+    slope, slope_spread, slope_se = _slope_prior([w.slope for w in stats if w.slope])
+    share = tails / count
+    weight = _tail_weight([(float(w.tails), w.count) for w in stats], share)
+    return OrgPrior(spread, share, ratio, len(stats), slope, slope_spread, weight, slope_se)
+
+
+def rounded(prior: OrgPrior) -> OrgPrior:
+    """The prior to two significant figures (the pipeline count kept): a new run moves
+    an organisation's prior by less than that, so what is kept under it still holds."""
+
+    def two(v: float) -> float:
+        return float(f"{v:.2g}") if math.isfinite(v) else v
+
+    return OrgPrior(two(prior.log_spread), two(prior.tail_share), two(prior.tail_ratio),
+                    prior.pipelines, two(prior.slope), two(prior.slope_spread),
+                    two(prior.tail_weight), two(prior.slope_mean_se))  # fmt: skip
 
 
 def _tail_weight(shares: list[tuple[float, int]], p: float) -> float:
