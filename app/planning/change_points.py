@@ -65,10 +65,13 @@ def _fits(y: np.ndarray, x: np.ndarray) -> tuple[int, float, float, float] | Non
     rss = left + right
     best = int(np.argmin(rss))
     floor = 1e-12 * max(float(cs2[-1]), 1.0)
-    rss_one = float(((y - y.mean()) ** 2).sum())
+    centred = y - y.mean()
+    rss_one = float((centred**2).sum())
     rss_two = max(float(rss[best]), floor)
-    slope, intercept = np.polyfit(x - x.mean(), y, 1) if np.ptp(x) > 0 else (0.0, y.mean())
-    rss_line = float(((y - intercept - slope * (x - x.mean())) ** 2).sum())
+    xc = x - x.mean()
+    sxx = float((xc**2).sum())
+    # Least squares in closed form: RSS_line = RSS_one - Sxy^2 / Sxx.
+    rss_line = rss_one - float((xc * centred).sum()) ** 2 / sxx if sxx > 0 else rss_one
     return int(k[best]), max(rss_one, floor), rss_two, max(rss_line, floor)
 
 
