@@ -122,7 +122,24 @@ class Settings(BaseSettings):
         "json", description="Logs on stderr: one JSON object per line, or text for humans."
     )
     metrics_token_scope: Literal["", "read", "ingest", "admin"] = Field(
-        "", description="Scope a bearer token needs for /metrics (empty: /metrics is open)."
+        "",
+        description="Scope a bearer token needs for /metrics (empty: open, or `read` when "
+        "read_access is token and metrics_public is false).",
+    )
+    metrics_public: bool = Field(
+        False,
+        description="With read_access=token, leave /metrics open (a Prometheus without a "
+        "token); /metrics then shows every pipeline's name and cost to whoever reaches it.",
+    )
+    login_failures_per_minute: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description="Wrong tokens one client may send to POST /login in a minute; then 429 "
+        "with Retry-After until the oldest leaves the minute.",
+    )
+    alert_tests_per_minute: int = Field(
+        3, ge=1, le=1000, description="Test sends of one alert rule a minute; then 429."
     )
     metrics_pipeline_limit: int = Field(
         1000,

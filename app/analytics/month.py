@@ -9,9 +9,10 @@ Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month
 by variant (the rollups), the production variant's window of retraining costs and its
 newest start (``run_variant``), filed under what they depend on: the pipeline's
 signature (``app.db.rollup_reads.signatures``, moved by every write of one of its runs),
-its production variant, its price and the month. A request reads the change counters
-(one query per read session, shared with ``org_weeks`` and ``costs``) and reads inputs
-again only for the pipelines whose key moved. What time changes, the retrainings still
+its production variant, its price, the month and the window of retrainings (every
+argument they are read with). A request reads the change counters (one query per read
+session, shared with ``org_weeks`` and ``costs``) and reads inputs again only for the
+pipelines whose key moved. What time changes, the retrainings still
 to start, is counted for all pipelines at once (``remaining_counts``), and a pipeline's
 bill is forecast again (~0.5 ms) only when its inputs, count, budget or the thresholds
 moved: a warm request forecasts nothing and reads nothing more.
@@ -33,9 +34,10 @@ from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
+from app.planning.backtest import RecordRun, month_start, newest_start_before, series_before
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
-from app.planning.cost_series import OrgPrior, days_of, fit
+from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of, fit
 from app.planning.month_to_date import MonthToDate, month_to_date
 from app.planning.org_prior import WindowStats, combine, rounded, window_stats
 from app.planning.scenario import RUN_WINDOW
@@ -63,9 +65,10 @@ def month_of(now: datetime) -> date:
 @dataclass(frozen=True)
 class Inputs:
     """What one pipeline's month to date is computed from, besides the clock and its
-    budget; ``key`` is (signature, production variant, price, month)."""
+    budget; ``key`` is (signature, production variant, price, month, window): every
+    argument the inputs are read with."""
 
-    key: tuple[int, str, float, date]
+    key: tuple[int, str, float, date, int]
     spend: dict[str, float]
     costs: Series
     newest_us: int  # the production variant's newest start, or NO_START
@@ -132,8 +135,9 @@ def _inputs(
     signatures = rollup_reads.signatures(session, ids)
     kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
 
-    def key(p: Budgeted) -> tuple[int, str, float, date]:
-        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month)
+    def key(p: Budgeted) -> tuple[int, str, float, date, int]:
+        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
+                window)  # fmt: skip
 
     stale = [p for p in pipelines if (i := kept_inputs.get(p.id)) is None or i.key != key(p)]
     if stale:
@@ -150,7 +154,7 @@ def _inputs(
                 spends.get(p.id, {}),
                 window_costs,
                 epoch_microseconds(started) if started and window_costs else NO_START,
-                tuple((float(days_of([at])[0]), text) for at, text in changes.get(p.id, ())),
+                tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
             )
     return [kept_inputs[p.id] for p in pipelines]
 
@@ -163,12 +167,14 @@ def _columns(series: Series) -> tuple[list[float], list[float], list[float]]:
 def declared_changes(
     session: Session, pipeline_ids: list[int] | None
 ) -> dict[int, list[tuple[datetime, str]]]:
-    """Declared change points by pipeline: the price setting's changes for now; swap
-    for ``app.pipelines.service.change_points`` when it is on main."""
-    return cost_reads.price_changes(session, pipeline_ids)
+    """Change points by pipeline (declared notes and price changes): what
+    ``app.pipelines.service.change_points`` lists, for many pipelines in one statement."""
+    return cost_reads.declared_changes(session, pipeline_ids)
 
 
-PRICE_CHANGE = "price change"
+# The sentence names a change by its date only: the page reads the latest change's time
+# in its variants statement, and every surface says the same words.
+PRICE_CHANGE = ""
 
 
 def _forecast(
@@ -221,21 +227,29 @@ def month_to_date_of(
     and its newest start, through the same forecast (:func:`bill_of`)."""
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
-    prior = prior_of(session, [])
     changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
-    newest = epoch_microseconds(started) if started and series else NO_START
-    inputs = Inputs((0, pipeline.production_variant, pipeline.price_per_gpu_hour, month_of(now)),
-                    spend, series, newest, changes)  # fmt: skip
-    runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
-    runs = runs if series else 0
-    key = (inputs, runs, pipeline.monthly_budget_usd, thresholds, prior)
+    args = (pipeline, spend, series, changes, started, now, thresholds, prior_of(session, []))
     found = cache.get(pipeline.id)
-    if found is None or found[0] != key:
-        found = cache[pipeline.id] = (
-            key,
-            _forecast(pipeline, inputs, runs, now, thresholds, prior),
-        )
+    if found is None or found[0] != args[1:]:
+        found = cache[pipeline.id] = (args[1:], _month_to_date(*args))
     return found[1]
+
+
+def _month_to_date(
+    pipeline: Budgeted,
+    spend: dict[str, float],
+    series: Series,
+    changes: tuple[tuple[float, str], ...],
+    started: datetime | None,
+    now: datetime,
+    thresholds: StatusThresholds,
+    prior: OrgPrior,
+) -> MonthToDate:
+    newest = epoch_microseconds(started) if started and series else NO_START
+    key = (0, pipeline.production_variant, pipeline.price_per_gpu_hour, month_of(now), 0)
+    inputs = Inputs(key, spend, series, newest, changes)
+    runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
+    return _forecast(pipeline, inputs, runs if series else 0, now, thresholds, prior)
 
 
 def forecast_sentences(mtd: MonthToDate) -> tuple[str, ...]:
@@ -260,3 +274,26 @@ def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> Seri
 
 def _day(moment: datetime) -> float:
     return float(days_of([moment])[0])
+
+
+def forecast_of_month(
+    pipeline: Budgeted,
+    runs: Sequence[RecordRun],
+    month: date,
+    thresholds: StatusThresholds,
+    window: int = RUN_WINDOW,
+) -> MonthToDate | None:
+    """The forecast of calendar ``month`` made at its first instant from ``runs`` (every
+    attempt, sorted by start; those started before the month are used): the app's one
+    entry point for "the forecast of month M from these runs", the record's backtests
+    (``app.analytics.record``). It is :func:`month_to_date_of` at the month's start:
+    nothing spent yet, the production variant's cost series and newest start as they
+    were, the pipeline's cadence, price and budget as they are now, the fixed prior (the
+    organisation's as it was is not kept). None: no planning run of the production
+    variant had started."""
+    at = month_start(month)
+    series = series_before(runs, pipeline.production_variant, at, window)
+    started = newest_start_before(runs, pipeline.production_variant, at)
+    if not series or started is None:
+        return None
+    return _month_to_date(pipeline, {}, series, (), started, at, thresholds, FIXED_PRIOR)

@@ -26,7 +26,7 @@ from app.db.cost_reads import (
     PLANNING_ATTEMPTS,
     abandoned_rows,
     failed_attempts,
-    latest_price_change,
+    latest_change,
 )
 from app.db.cost_reads import recent_costs as recent_costs
 from app.db.memo import per_session
@@ -187,12 +187,12 @@ class VariantStats:
 def variants(session: Session, pipeline_id: int) -> tuple[list[VariantStats], int, datetime | None]:
     """Every variant of the pipeline, most-run first (one GROUP BY over its runs), and in
     the same statement its signature (``rollup_reads.signatures``; 0: no runs) and its
-    latest declared change (``cost_reads.latest_price_change``; None: none)."""
+    latest declared change (``cost_reads.latest_change``; None: none)."""
     signature = select(func.coalesce(func.sum(RunVariant.changes), 0))
     rows = session.execute(
         select(
             signature.where(RunVariant.pipeline_id == pipeline_id).scalar_subquery(),
-            latest_price_change(pipeline_id),
+            latest_change(pipeline_id),
             Run.variant,
             func.count(),
             func.count(distinct(Run.workers)),

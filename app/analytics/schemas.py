@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -265,3 +266,48 @@ class PlanOut(BaseModel):
     cadence: CadenceValue | None = Field(
         None, description="The cost-optimal cadence at the first cadence's cost per run."
     )
+
+
+class RecordMonthOut(BaseModel):
+    """One closed month: the forecast made at its start and what the month cost."""
+
+    month: str = Field(description="The calendar month, YYYY-MM (UTC)")
+    source: Literal["recorded", "backtest"] = Field(
+        description="recorded: kept when it was made; backtest: made now from the runs "
+        "that had started before the month, with today's budget and cadence"
+    )
+    forecast_at: datetime
+    expected_bill_usd: float
+    bill_p10_usd: float
+    bill_p90_usd: float
+    p_over_budget: float | None = Field(description="P(bill > budget) as forecast")
+    budget_usd: float | None = Field(description="The budget the forecast was judged on")
+    status: str | None = Field(description="The status word it showed")
+    actual_usd: float = Field(description="The month's spend: every attempt of every variant")
+    p90_exceeded: bool
+    inside_band: bool = Field(description="p10 <= actual <= p90")
+    error_pct: float | None = Field(description="(expected - actual) / actual x 100")
+    budget_exceeded: bool | None
+    status_right: bool | None = Field(
+        description="over/likely_over for a month that went over its budget, "
+        "within/at_risk for one that did not"
+    )
+
+
+class RecordSummaryOut(BaseModel):
+    months: int
+    p90_exceeded: int
+    inside_band: int
+    mean_abs_error_pct: float | None
+    budgeted_months: int
+    status_right: int
+    sentence: str
+
+
+class ForecastRecordOut(BaseModel):
+    pipeline: str
+    months_asked: int
+    order: Literal["newest_first"] = "newest_first"
+    months: list[RecordMonthOut]
+    summary: RecordSummaryOut
+    notes: list[str]

@@ -11,11 +11,23 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Integer, Text, and_, bindparam, func, literal, or_, select, true
+from sqlalchemy import (
+    ARRAY,
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session, aliased
 
-from app.db.models import Pipeline, PipelineChange, Run
+from app.db.models import ChangeNote, Pipeline, PipelineChange, Run
 from app.db.run_terms import wall_clock
 from app.db.sql import dialect, effective_price
 
@@ -149,31 +161,34 @@ def _aware(value: Any) -> datetime:
     return aware
 
 
-def price_changes(
+def declared_changes(
     session: Session, pipeline_ids: list[int] | None
 ) -> dict[int, list[tuple[datetime, str]]]:
-    """When each pipeline's price setting changed (the audited settings history), oldest
-    first: declared change points of its cost series until
-    ``app.pipelines.service.change_points`` serves them."""
-    stmt = select(PipelineChange.pipeline_id, PipelineChange.created_at).where(
-        PipelineChange.field == "price_per_gpu_hour"
-    )
+    """Each pipeline's change points, oldest first, as (at, description): its declared
+    notes and the changes of its price setting (not its first setting), what
+    ``app.pipelines.service.change_points`` lists for one pipeline, for many in one
+    statement."""
+    notes = select(ChangeNote.pipeline_id, ChangeNote.at, ChangeNote.description)
+    prices = select(
+        PipelineChange.pipeline_id, PipelineChange.created_at, literal("price change")
+    ).where(PipelineChange.field == "price_per_gpu_hour", PipelineChange.old_value.is_not(None))
     if pipeline_ids is not None:
-        stmt = stmt.where(PipelineChange.pipeline_id.in_(pipeline_ids))
+        notes = notes.where(ChangeNote.pipeline_id.in_(pipeline_ids))
+        prices = prices.where(PipelineChange.pipeline_id.in_(pipeline_ids))
     out: dict[int, list[tuple[datetime, str]]] = {}
-    for pid, at in session.execute(stmt.order_by(PipelineChange.created_at)):
-        out.setdefault(pid, []).append((_aware(at), "price change"))
-    return out
+    for pid, at, text in session.execute(union_all(notes, prices)):
+        out.setdefault(pid, []).append((_aware(at), str(text)))
+    return {pid: sorted(found) for pid, found in out.items()}
 
 
-def latest_price_change(pipeline_id: Any) -> Any:
-    """The newest change of the pipeline's price setting, as a scalar subquery (None when
-    never changed): the page reads it in its variants statement."""
-    return (
-        select(func.max(PipelineChange.created_at))
-        .where(
-            PipelineChange.pipeline_id == pipeline_id,
-            PipelineChange.field == "price_per_gpu_hour",
-        )
-        .scalar_subquery()
+def latest_change(pipeline_id: Any) -> Any:
+    """The pipeline's latest change point (a declared note or a price change), as a
+    scalar subquery (None: none): the page reads it in its variants statement."""
+    notes = select(ChangeNote.at.label("at")).where(ChangeNote.pipeline_id == pipeline_id)
+    prices = select(PipelineChange.created_at.label("at")).where(
+        PipelineChange.pipeline_id == pipeline_id,
+        PipelineChange.field == "price_per_gpu_hour",
+        PipelineChange.old_value.is_not(None),
     )
+    both = union_all(notes, prices).subquery()
+    return select(func.max(both.c.at)).scalar_subquery()

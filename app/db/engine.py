@@ -14,11 +14,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.memo import CACHES, READ_ONLY
+from app.db.memo import CACHES, KEEPS, READ_ONLY
 from app.planning.budget_status import StatusThresholds
 from app.settings import Settings
 
 WRITE = {"cadence_write": True}
+# The info a read unit of work adds: only its sessions keep values between requests
+# (``memo.kept``), even in tests where reads and writes share one sessionmaker.
+READER = {KEEPS: True}
 THRESHOLDS = "cadence_status_thresholds"  # the session.info key of Database.status_thresholds
 
 
@@ -191,14 +194,14 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[ReadSession]:
         """A unit of work that only reads, and may read from the replica."""
-        with _unit_of_work(self.read_sessions()) as session:
+        with _unit_of_work(self.read_sessions(info=READER)) as session:
             yield ReadSession(session)
 
     @contextmanager
     def read_latest(self) -> Iterator[ReadSession]:
         """A unit of work that only reads, on the primary: it sees the latest commit
         (token checks, a just-written alert state)."""
-        with _unit_of_work(self.primary_reads()) as session:
+        with _unit_of_work(self.primary_reads(info=READER)) as session:
             yield ReadSession(session)
 
     @contextmanager

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 CACHES = "cadence_caches"  # the session.info key of Database.caches (app/db/engine.py)
 READ_ONLY = "cadence_read_only"  # set in the info of Database.read()'s sessions
+KEEPS = "cadence_keeps"  # set by Database.read() and read_latest(): kept() shares its dicts
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -53,14 +54,17 @@ def per_read_session(
 
 def kept(session: Session, name: str) -> dict[Any, Any]:
     """A dict this database keeps between requests (``Database.caches[name]``, which its
-    sessions carry in ``session.info``); a session made some other way gets a new empty
-    dict each time, so nothing is kept and every caller still gets right answers.
+    sessions carry in ``session.info``), in a read session only (``Database.read``,
+    ``read_latest``). A write session, or a session made some other way, gets a new empty
+    dict each time, so nothing is kept and every caller still gets right answers: a value
+    kept inside a write could be one its rollback undoes, and would then be served as
+    fresh after the next commit.
 
     Whoever stores in it keys each value by everything the value depends on (see
     app/analytics/costs.py): a kept value is never stale, only unused.
     """
     caches: dict[str, Any] | None = session.info.get(CACHES)
-    if caches is None:
+    if caches is None or not session.info.get(KEEPS):
         return {}
     found: dict[Any, Any] = caches.setdefault(name, {})
     return found

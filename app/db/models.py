@@ -330,6 +330,22 @@ class AlertDelivery(CreatedAt, Base):
 
 # Tables kept in a module of their own, named here so every table is in this module's
 # namespace (Alembic's autogenerate, and imports of app.db.models).
-from app.db.models_records import BillLine, PipelineChange, RunMeasurementChange  # noqa: E402
+from app.db.models_bills import BillTotal  # noqa: E402
+from app.db.models_forecast import ForecastRecord  # noqa: E402
+from app.db.models_org import OrgSetting  # noqa: E402
+from app.db.models_records import (  # noqa: E402
+    BillLine,
+    ChangeNote,
+    PipelineChange,
+    RunMeasurementChange,
+)
 
-__all__ = ["BillLine", "PipelineChange", "RunMeasurementChange"]
+__all__ = [
+    "BillLine",
+    "BillTotal",
+    "ChangeNote",
+    "ForecastRecord",
+    "OrgSetting",
+    "PipelineChange",
+    "RunMeasurementChange",
+]

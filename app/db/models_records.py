@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Double, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import ForeignKey
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.schema import CheckConstraint, Index, UniqueConstraint
+from sqlalchemy.types import Double, Integer, String, Text
 
 from app.db.base import Base, BigIntPK, CreatedAt, UTCDateTime
 
@@ -32,9 +34,12 @@ class PipelineChange(CreatedAt, Base):
 
 class BillLine(CreatedAt, Base):
     """One GPU line item of a cloud's FOCUS export (``cadence import focus``): a charge
-    for one resource over one charge period. ``row_key`` is the bill's own row identity
-    (a hash of its FOCUS cells), so importing a file again stores nothing twice. Costs
-    are the bill's, in USD (the importer refuses other currencies)."""
+    for one resource over one charge period. ``row_key`` is the charge's identity (a hash
+    of its resource, accounts, category, commitment, SKU and period:
+    ``app.billing.reader.charge_key``), so any export of one charge is stored once;
+    ``import_id`` names the import that stored it last (the lines of an earlier import
+    that a later one restates are replaced). Costs are the bill's, in USD (the importer
+    refuses other currencies)."""
 
     __tablename__ = "bill_line"
 
@@ -63,9 +68,11 @@ class BillLine(CreatedAt, Base):
     gpu_hours: Mapped[float] = mapped_column(Double)
     # The line's own cadence_pipeline tag (a reservation kept for a pipeline), if any.
     pipeline_tag: Mapped[str | None] = mapped_column(String(63), nullable=True)
+    import_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
     __table_args__ = (
         Index("ix_bill_line_period", "charge_period_start", "charge_period_end"),
+        Index("ix_bill_line_import", "import_id"),
         Index("ix_bill_line_resource_id", "resource_id"),
         Index("ix_bill_line_resource_tail", "resource_tail"),
         CheckConstraint("charge_period_end >= charge_period_start", name="period_ordered"),
@@ -84,3 +91,23 @@ class RunMeasurementChange(CreatedAt, Base):
     old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
     __table_args__ = (Index("ix_run_measurement_change_run_created", "run_pk", "created_at"),)
+
+
+class ChangeNote(CreatedAt, Base):
+    """A declared change of a pipeline's costs ("async checkpoints landed", "data doubled"):
+    a change point the bill's forecast starts after (docs/methodology.md), shown on the
+    cost and goodput charts. ``at`` is when the change took effect; posting the same
+    (pipeline, at, description) again is the same note, so a retry stores nothing twice."""
+
+    __tablename__ = "change_note"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipeline.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    description: Mapped[str] = mapped_column(String(500))
+    created_by: Mapped[str] = mapped_column(String(200))
+
+    __table_args__ = (
+        UniqueConstraint("pipeline_id", "at", "description", name="uq_change_note_same"),
+        Index("ix_change_note_pipeline_at", "pipeline_id", "at"),
+    )

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db.engine import WriteSession
-from app.db.models import Evaluation, Run
+from app.db.models import Evaluation, Pipeline, Run
 
 MAX_FIT_POINTS = 5000
 Key = tuple[int, datetime, str]  # (run_pk, evaluated_at in UTC, metric)
@@ -96,3 +96,32 @@ def ages_and_values(
         .limit(MAX_FIT_POINTS)
     )
     return [(r[0], r[1], r[2]) for r in rows]
+
+
+def curve_stamps(
+    session: Session, pipeline_ids: Sequence[int] | None
+) -> dict[int, tuple[Any, ...]]:
+    """Per pipeline with a quality value and evaluations of its metric: (evaluations,
+    newest id, value, higher_is_better, metric, quality margin, gate power, cost basis):
+    what its value curve and its gate's thresholds depend on (evaluations are only ever
+    added, so the count and newest id move with them)."""
+    settings = (
+        Pipeline.quality_value_usd_per_unit_month,
+        Pipeline.higher_is_better,
+        Pipeline.quality_metric,
+        Pipeline.quality_margin,
+        Pipeline.gate_power,
+        Pipeline.gate_cost_basis,
+    )
+    stmt = (
+        select(Evaluation.pipeline_id, func.count(), func.max(Evaluation.id), *settings)
+        .join(Pipeline, Pipeline.id == Evaluation.pipeline_id)
+        .where(
+            Pipeline.quality_value_usd_per_unit_month.is_not(None),
+            Evaluation.metric == Pipeline.quality_metric,
+        )
+        .group_by(Evaluation.pipeline_id, *settings)
+    )
+    if pipeline_ids is not None:
+        stmt = stmt.where(Evaluation.pipeline_id.in_(list(pipeline_ids)))
+    return {r[0]: tuple(r[1:]) for r in session.execute(stmt)}

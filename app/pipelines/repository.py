@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import BigInteger, Table, func, literal, select, union_all
 from sqlalchemy.orm import Session
 
 from app.db.engine import WriteSession
-from app.db.models import Pipeline, PipelineChange, RunVariant
+from app.db.models import ChangeNote, Pipeline, PipelineChange, RunVariant
 from app.db.sql import upsert_insert
 
 
@@ -150,3 +150,72 @@ def recent_changes(session: Session, pipeline_id: int, limit: int) -> list[Pipel
         .limit(limit)
     )
     return list(session.scalars(stmt))
+
+
+def notes(session: Session, pipeline_id: int) -> list[ChangeNote]:
+    """The pipeline's declared change notes, oldest first."""
+    stmt = (
+        select(ChangeNote)
+        .where(ChangeNote.pipeline_id == pipeline_id)
+        .order_by(ChangeNote.at, ChangeNote.id)
+    )
+    return list(session.scalars(stmt))
+
+
+def note(session: Session, pipeline_id: int, note_id: int) -> ChangeNote | None:
+    return session.scalar(
+        select(ChangeNote).where(ChangeNote.pipeline_id == pipeline_id, ChangeNote.id == note_id)
+    )
+
+
+def same_note(session: Session, pipeline_id: int, at: datetime, text: str) -> ChangeNote | None:
+    """The note already declared with this instant and text (a retry), if any."""
+    return session.scalar(
+        select(ChangeNote).where(
+            ChangeNote.pipeline_id == pipeline_id,
+            ChangeNote.at == at,
+            ChangeNote.description == text,
+        )
+    )
+
+
+def insert_note(session: WriteSession, values: dict[str, Any]) -> bool:
+    """Insert a note unless the same (pipeline, at, description) exists; True if stored.
+    One statement, so two identical posts racing store one row and neither fails."""
+    stmt = (
+        upsert_insert(session, ChangeNote.__table__)
+        .on_conflict_do_nothing(index_elements=["pipeline_id", "at", "description"])
+        .returning(ChangeNote.id)  # a row back only if inserted (rowcount is -1 here)
+    )
+    return session.execute(stmt, values).first() is not None
+
+
+def change_rows(session: Session, pipeline_id: int) -> list[Any]:
+    """The declared notes and the changes of the price setting (not its first setting),
+    as rows (kind, at, description, by, id), in one statement: the page reads them with
+    everything else and a statement more is a round trip more."""
+    declared = select(
+        literal("declared").label("kind"),
+        ChangeNote.at,
+        ChangeNote.description,
+        ChangeNote.created_by.label("by"),
+        ChangeNote.id,
+    ).where(ChangeNote.pipeline_id == pipeline_id)
+    priced = select(
+        literal("price").label("kind"),
+        PipelineChange.created_at,
+        (
+            "price changed from $"
+            + PipelineChange.old_value
+            + " to $"
+            + PipelineChange.new_value
+            + " per GPU-hour"
+        ),
+        PipelineChange.changed_by,
+        literal(None, BigInteger),
+    ).where(
+        PipelineChange.pipeline_id == pipeline_id,
+        PipelineChange.field == "price_per_gpu_hour",
+        PipelineChange.old_value.is_not(None),
+    )
+    return list(session.execute(union_all(declared, priced)))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, field_validator
 
-from app.schemas_common import CostBasisIn, Identifier, OutModel, StrictModel
+from app.schemas_common import CostBasisIn, Identifier, OutModel, StrictModel, Timestamp
 
 MAX_DESCRIBED_VARIANTS = 20
 VariantName = Annotated[Identifier, Field(min_length=1, max_length=64)]
@@ -115,3 +115,30 @@ class PipelineList(OutModel):
     next_cursor: str | None = Field(
         description="Pass as ?cursor= for the next page; null on the last page."
     )
+
+
+NoteText = Annotated[Identifier, Field(min_length=1, max_length=500)]
+
+
+class ChangeNoteIn(StrictModel):
+    """A change of the pipeline's costs, declared: when it took effect and what it was."""
+
+    at: Timestamp = Field(description="When the change took effect (ISO 8601 with an offset)")
+    description: NoteText = Field(
+        description='What changed, e.g. "async checkpoints in production"'
+    )
+
+
+class ChangePointOut(OutModel):
+    """A change point of the cost series: a declared note (``kind`` "declared", with its
+    ``id``) or a change of the pipeline's price setting (``kind`` "price")."""
+
+    id: int | None = Field(description="The note's id (declared notes only)")
+    kind: str = Field(description='"declared" or "price"')
+    at: datetime
+    description: str
+    by: str = Field(description="Who declared or changed it (token name, or cli)")
+
+
+class ChangePointList(OutModel):
+    changes: list[ChangePointOut] = Field(description="Oldest first")

@@ -287,3 +287,24 @@ def retry_after_seconds(created: Sequence[datetime], excess: int, now: datetime)
     """Seconds until ``excess`` of these creations (oldest first) leave the hour window."""
     frees_at = created[excess - 1] + CREATION_WINDOW
     return max(1, math.ceil((frees_at - now).total_seconds()))
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A change point of the cost series: ``at`` (UTC), what it was, who said so, and its
+    kind ("declared", with the note's id, or "price")."""
+
+    at: datetime
+    description: str
+    kind: str
+    by: str
+    id: int | None = None
+
+
+def change_points(session: Session, pipeline: Pipeline) -> list[ChangePoint]:
+    """The declared notes and the price changes of a pipeline, oldest first."""
+    points = [
+        ChangePoint(r.at, r.description, r.kind, r.by, r.id)
+        for r in repository.change_rows(session, pipeline.id)
+    ]
+    return sorted(points, key=lambda p: (p.at, p.kind, p.id or 0))

@@ -7,6 +7,10 @@ absent (profiling is off by default on some exporters, needs Volta or newer:
 dcgm-exporter #395, #400). One failure is silent: the profiling metric can read 0 for
 weeks while the GPU works (dcgm-exporter #662). A window whose profiling mean is at most
 ``SILENT_ZERO`` while GPU_UTIL's mean is above ``BUSY`` uses GPU_UTIL, and says so.
+
+A value no GPU can read (+Inf, NaN, below 0, a profiling ratio above 1, GPU_UTIL above
+100 %) is not a measurement: the run is left unenriched with the series and the value
+named (``not_a_measurement``), never clamped to 0 or 100 %.
 """
 
 from __future__ import annotations
@@ -25,19 +29,34 @@ class Choice:
     note: str = ""
 
 
+def not_a_measurement(series: str, values: Iterable[float], highest: float) -> str | None:
+    """Why a window's values are not a measurement, naming the first bad value; None
+    when every value lies in 0..``highest`` (1 for the profiling ratio, 100 for
+    GPU_UTIL's percent). Worked: GPU_UTIL [40, 5000] -> "... reads 5000 ..."; [+Inf]
+    -> "... reads inf ..."; [NaN] and [-5] likewise; [0, 100] -> None."""
+    for value in values:
+        if not 0 <= value <= highest:  # NaN compares false: refused too
+            return (
+                f"{series} reads {value:g}, not a measurement (a value from 0 to "
+                f"{highest:g}): the run is not enriched"
+            )
+    return None
+
+
 def window_mean(values: Iterable[float]) -> float | None:
-    """The mean of a window's evaluated points (each the mean over the run's GPUs)."""
-    points = [v for v in values if v == v]  # NaN (a stale series) is no point
+    """The mean of a window's evaluated points (each the mean over the run's GPUs); a
+    window checked by ``not_a_measurement`` holds no NaN, which is skipped otherwise."""
+    points = [v for v in values if v == v]
     return sum(points) / len(points) if points else None
 
 
 def choose(profiling: float | None, gpu_util_percent: float | None) -> Choice:
     """The utilization to store from the two window means (profiling 0..1, GPU_UTIL in
     percent). Worked: profiling 0.42 -> 0.42 engine-active; no profiling and GPU_UTIL
-    87 % -> 0.87; profiling 0.003 with GPU_UTIL 91 % -> 0.91, noted."""
-    util = None if gpu_util_percent is None else min(max(gpu_util_percent / 100, 0.0), 1.0)
+    87 % -> 0.87; profiling 0.003 with GPU_UTIL 91 % -> 0.91, noted. The means come
+    from values ``not_a_measurement`` passed, so both already lie in their range."""
+    util = None if gpu_util_percent is None else gpu_util_percent / 100
     if profiling is not None:
-        profiling = min(max(profiling, 0.0), 1.0)
         if profiling <= SILENT_ZERO and util is not None and util > BUSY:
             note = (
                 f"DCGM_FI_PROF_GR_ENGINE_ACTIVE reads {profiling:.3f} while "

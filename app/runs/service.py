@@ -127,7 +127,10 @@ def store(session: WriteSession, checked: Checked, pipelines: dict[str, Pipeline
         existing = repository.runs_by_key(
             session, [(pipelines[r.pipeline].id, r.run_id) for r in skipped]
         )
-        conflicts.raise_conflicts(skipped, pipelines, existing, checked.prefix, checked.first)
+        conflicts.raise_conflicts(
+            skipped, pipelines, existing, checked.prefix, checked.first,
+            lambda pks: repository.measurements_changed(session, pks),
+        )  # fmt: skip
     repository.insert_interruptions(
         session,
         [

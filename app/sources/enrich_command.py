@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -26,8 +26,15 @@ from cadence_client.commands import report
 from cadence_client.refusal import print_refusal
 
 from app.planning.dcgm import Choice
-from app.sources.posting import Mapped, error, post_mapped
-from app.sources.prometheus import TemplateError, Window, check_template, choice, window
+from app.sources.posting import Mapped, SourceError, error, post_mapped
+from app.sources.prometheus import (
+    AnswerError,
+    TemplateError,
+    Window,
+    check_template,
+    choice,
+    window,
+)
 from app.sources.prometheus_api import PrometheusClient, PrometheusError
 
 BATCH = 1000
@@ -136,29 +143,33 @@ def measure(
             unread.append((run["run_id"], f"--match needs tag {exc.args[0]!r}; the run has none"))
     found: Found = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        answers = pool.map(lambda rw: _ask(prom, rw[1]), windows)
-        for n, ((run, _w), answer) in enumerate(zip(windows, answers, strict=True), 1):
-            if isinstance(answer, str):
-                unread.append((run["run_id"], answer))
+        # Each worker reduces its answer to a Choice at once: at most ``workers`` answers
+        # (each under MAX_ANSWER_BYTES) are held, never a queue of whole answers.
+        picks = pool.map(lambda rw: _ask(prom, rw[1]), windows)
+        for n, ((run, _w), picked) in enumerate(zip(windows, picks, strict=True), 1):
+            if isinstance(picked, str):
+                unread.append((run["run_id"], picked))
+            elif picked.utilization is None:
+                unread.append((run["run_id"], picked.note))
             else:
-                picked = choice(answer)
-                if picked.utilization is None:
-                    unread.append((run["run_id"], picked.note))
-                else:
-                    found.append((run, picked))
+                found.append((run, picked))
             if n % 1000 == 0:
                 print(f"queried {n}/{len(windows)} windows", file=sys.stderr)
     return found, unread
 
 
-def _ask(prom: PrometheusClient, w: Window) -> dict[str, Any] | str:
-    """The answer, or why there is none; a fatal error (unreachable, refused) stops all."""
+def _ask(prom: PrometheusClient, w: Window) -> Choice | str:
+    """The window's choice, or why there is none (an answer too big, of the wrong shape,
+    or holding values that are not measurements); a fatal error (unreachable, refused)
+    stops all."""
     try:
-        return prom.query_range(w)
+        return choice(prom.query_range(w))
     except PrometheusError as exc:
         if exc.fatal:
             raise
         return exc.message
+    except AnswerError as exc:
+        return str(exc)
 
 
 def table(found: Found) -> str:
@@ -212,40 +223,50 @@ def prometheus_args(p: argparse.ArgumentParser, default_match: str) -> None:
     p.add_argument("--prometheus-token", help="bearer token for Prometheus ($PROMETHEUS_TOKEN)")
 
 
-def fill_utilization(
-    args: argparse.Namespace,
-    mapped: Sequence[Mapped],
-    transport: httpx.BaseTransport | None = None,
-) -> None:
-    """Give the readable records that lack utilization the DCGM value of their window
-    (as ``cadence enrich prometheus`` would); those without series stay unknown, listed.
-    Raises PrometheusError (unreachable, refused) or TemplateError."""
-    if not args.prometheus_url:
-        return
-    check_template(args.match)
-    runs = [m.payload for m in mapped if m.payload and m.payload.get("gpu_utilization") is None]
-    token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
-    with PrometheusClient(args.prometheus_url, token, transport=transport) as prom:
-        found, unread = measure(prom, args.match, runs, 4)
-    for run, picked in found:
-        run["gpu_utilization"], run["utilization_source"] = picked.utilization, picked.source
-        if picked.note:
-            print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
-    for run_id, reason in unread:
-        print(f"utilization unknown: run {run_id}: {reason}", file=sys.stderr)
-    print(f"utilization from Prometheus: {len(found)} of {len(runs)} runs", file=sys.stderr)
+class Filler:
+    """Gives each batch's records that lack utilization the DCGM value of their window
+    (as ``cadence enrich prometheus`` would), just before the batch is posted; those
+    without series stay unknown, listed."""
+
+    def __init__(self, prom: PrometheusClient, template: str) -> None:
+        self.prom, self.template = prom, template
+        self.asked = self.found = 0
+
+    def __call__(self, chunk: list[Mapped]) -> None:
+        runs = [m.payload for m in chunk if m.payload and m.payload.get("gpu_utilization") is None]
+        try:
+            found, unread = measure(self.prom, self.template, runs, 4)
+        except PrometheusError as exc:  # unreachable or refused: the import stops here
+            raise SourceError(exc.message) from exc
+        for run, picked in found:
+            run["gpu_utilization"], run["utilization_source"] = picked.utilization, picked.source
+            if picked.note:
+                print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
+        for run_id, reason in unread:
+            print(f"utilization unknown: run {run_id}: {reason}", file=sys.stderr)
+        self.asked, self.found = self.asked + len(runs), self.found + len(found)
 
 
 def fill_and_post(
     args: argparse.Namespace,
-    mapped: Sequence[Mapped],
+    mapped: Iterable[Mapped],
     prometheus_transport: httpx.BaseTransport | None = None,
     **post: Any,
 ) -> int:
-    """An importer's last step: utilization from Prometheus if asked, then the posts."""
+    """An importer's last step: the check of every record, then the posts, each batch
+    given utilization from Prometheus first if asked."""
+    if not args.prometheus_url:
+        return post_mapped(args, mapped, **post)
     try:
-        fill_utilization(args, mapped, prometheus_transport)
-    except (PrometheusError, TemplateError) as exc:
+        check_template(args.match)
+    except TemplateError as exc:
         error(str(exc))
         return report.USAGE
-    return post_mapped(args, mapped, **post)
+    token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
+    with PrometheusClient(args.prometheus_url, token, transport=prometheus_transport) as prom:
+        filler = Filler(prom, args.match)
+        code = post_mapped(args, mapped, prepare=filler, **post)
+    if filler.asked:
+        shown = f"{filler.found} of {filler.asked} runs"
+        print(f"utilization from Prometheus: {shown}", file=sys.stderr)
+    return code

@@ -43,9 +43,25 @@ class Options:
     variant: str = "baseline"
 
 
+def shape_problem(obj: Any, kind: str) -> str | None:
+    """Why an object is not a Kubernetes object this importer can read (a ``status``
+    that is a list, say); None when its parts are objects where the API has objects."""
+    if not isinstance(obj, dict):
+        return f"the {kind} is {type(obj).__name__}, not an object"
+    for part in ("metadata", "spec", "status"):
+        if not isinstance(obj.get(part, {}), dict):
+            return f"its {part} is {type(obj[part]).__name__}, not an object"
+    for part in ("conditions", "containerStatuses"):
+        if not isinstance(obj.get("status", {}).get(part) or [], list):
+            return f"its status.{part} is not a list"
+    return None
+
+
 def owner_uid(obj: dict[str, Any]) -> str | None:
+    if shape_problem(obj, "object") is not None:
+        return None  # a malformed Pod or Workload belongs to no Job
     for ref in obj.get("metadata", {}).get("ownerReferences") or []:
-        if ref.get("kind") == "Job":
+        if isinstance(ref, dict) and ref.get("kind") == "Job":
             return str(ref.get("uid"))
     return None
 
@@ -243,8 +259,24 @@ def map_all(
     options: Options,
 ) -> list[Mapped]:
     pods_of, workloads_of = index_by_job(pods), index_by_job(workloads)
-    return [
-        map_job(j, pods_of.get(str(j.get("metadata", {}).get("uid")), []),
-                workloads_of.get(str(j.get("metadata", {}).get("uid")), []), options)
-        for j in jobs
-    ]  # fmt: skip
+    return [_map_checked(j, pods_of, workloads_of, options) for j in jobs]
+
+
+def _map_checked(
+    job: Any,
+    pods_of: dict[str, list[dict[str, Any]]],
+    workloads_of: dict[str, list[dict[str, Any]]],
+    options: Options,
+) -> Mapped:
+    """A Job of the wrong shape refuses the import, named (never a traceback)."""
+    problem = shape_problem(job, "Job")
+    meta = job.get("metadata") if isinstance(job, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    where = f"Job {meta.get('namespace', '?')}/{meta.get('name', '?')}"
+    if problem is not None:
+        return Mapped(where, reason=f"malformed: {problem}", invalid=True)
+    uid = str(meta.get("uid"))
+    try:
+        return map_job(job, pods_of.get(uid, []), workloads_of.get(uid, []), options)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        return Mapped(where, reason=f"malformed: {type(exc).__name__}: {exc}", invalid=True)

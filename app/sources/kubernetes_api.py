@@ -8,6 +8,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 PAGE = 500
+# A list that never ends (``continue`` given forever) stops here: 400 pages of 500 are
+# 200,000 objects, far more than one namespace's Jobs or Pods.
+MAX_PAGES = 400
 KUEUE = ("kueue.x-k8s.io", "v1beta1", "workloads")
 
 
@@ -72,17 +75,33 @@ class KubeSource:
         self, call: Callable[..., Any], selector: str | None, missing_ok: bool
     ) -> Iterator[list[dict[str, Any]]]:
         token: str | None = None
-        while True:
+        seen: set[str] = set()
+        for _page in range(MAX_PAGES):
             kwargs: dict[str, Any] = {"limit": PAGE, "_preload_content": False}
             if selector:
                 kwargs["label_selector"] = selector
             if token:
                 kwargs["_continue"] = token
             body = self._get(call, kwargs, missing_ok)
-            yield list(body.get("items") or [])
-            token = (body.get("metadata") or {}).get("continue")
+            items, meta = body.get("items") or [], body.get("metadata") or {}
+            if not isinstance(items, list) or not isinstance(meta, dict):
+                raise KubeError(
+                    f"the Kubernetes API at {self.host} answered a list of the wrong shape"
+                )
+            yield items
+            token = meta.get("continue")
             if not token:
                 return
+            if token in seen:
+                raise KubeError(
+                    f"the Kubernetes API at {self.host} gave the same continue token twice: "
+                    "the list would never end; nothing was imported"
+                )
+            seen.add(token)
+        raise KubeError(
+            f"the Kubernetes API at {self.host} was still paging after {MAX_PAGES} pages of "
+            f"{PAGE}: stopped, nothing was imported (narrow it with --namespace or --selector)"
+        )
 
     def _get(self, call: Callable[..., Any], kwargs: dict[str, Any], missing_ok: bool) -> Any:
         import urllib3
@@ -101,9 +120,12 @@ class KubeSource:
         except urllib3.exceptions.HTTPError as exc:
             raise KubeError(f"the Kubernetes API at {self.host} is unreachable: {exc}") from exc
         try:
-            return json.loads(answer.data)
-        except ValueError as exc:
+            body = json.loads(answer.data)
+        except (ValueError, RecursionError) as exc:
             raise KubeError(f"the Kubernetes API at {self.host} answered no JSON") from exc
+        if not isinstance(body, dict):
+            raise KubeError(f"the Kubernetes API at {self.host} answered no JSON object")
+        return body
 
 
 class _NotFound(Exception):

@@ -1,6 +1,13 @@
 """What every importer shares: the records it could not read, the dry-run table, and
 batched posts through cadence-client with progress and errors named by record.
 
+All or nothing: the whole input is read and checked first (``checks``: the server's
+own rules), keeping counts only, and one bad record refuses it before anything is
+posted, naming the record. Then a second pass posts it in batches, one batch held at a
+time. Batches are separate requests (each stored whole); if the server still refuses
+one (a conflict with a run stored earlier, a stricter setting), the importer says
+exactly which runs are stored and which are not.
+
 Re-running an import stores nothing twice: each record's run id comes from the source
 (a Slurm job id and start, a Job uid), and the server answers an identical run as
 "existing". A run whose stored measurements were filled in later (``cadence enrich``)
@@ -15,7 +22,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +32,7 @@ from cadence_client import CadenceAPIError, ConflictError, ServiceUnavailable
 from cadence_client.commands.report import (
     BATCH_SIZE,
     OK,
+    REFUSED,
     UNAVAILABLE,
     USAGE,
     _connection_args,
@@ -36,6 +44,7 @@ from cadence_client.refusal import print_refusal
 from app.measurements.schemas import MEASUREMENT_FIELDS
 from app.planning.imports import Attempt, totals
 from app.schemas_common import CONTROL_CHARACTERS
+from app.sources.checks import Check
 
 # Fields `cadence enrich` may change on a stored run: a re-import that differs only here
 # is the same run.
@@ -52,7 +61,16 @@ class Mapped:
     source: str  # how the user names it: "job 4242 (cluster hpc)"
     payload: dict[str, Any] | None = None
     reason: str = ""
+    invalid: bool = False  # nothing stored because a value is wrong: the input is refused
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class SourceError(Exception):
+    """The input cannot be read (any more): a file that is not sacct output, say."""
+
+
+# Run on each batch just before it is posted (utilization from Prometheus).
+Prepare = Callable[[list[Mapped]], None]
 
 
 @dataclass
@@ -60,6 +78,10 @@ class Tally:
     created: int = 0
     existing: int = 0
     enriched: int = 0  # stored, with measurements filled in since
+
+    @property
+    def stored(self) -> int:
+        return self.created + self.existing + self.enriched
 
 
 def tags(values: dict[str, Any]) -> dict[str, str]:
@@ -80,20 +102,22 @@ def error(message: str) -> None:
     print(f"cadence: {message}", file=sys.stderr)
 
 
-def report_unread(mapped: Sequence[Mapped]) -> int:
-    """List every record nothing is stored from, with the reason; returns how many."""
-    skipped = [m for m in mapped if m.payload is None]
-    for m in skipped:
-        print(f"not imported: {m.source}: {m.reason}", file=sys.stderr)
+def check_all(mapped: Iterable[Mapped]) -> Check:
+    """The first pass over the input: every record read and checked, the records
+    nothing is stored from listed with the reason; nothing is kept but counts."""
+    check = Check()
     for m in mapped:
+        if m.payload is None and not m.invalid:
+            print(f"not imported: {m.source}: {m.reason}", file=sys.stderr)
         for note in m.notes:
             print(f"note: {m.source}: {note}", file=sys.stderr)
-    return len(skipped)
+        check.add(m.source, m.payload, m.reason, m.invalid)
+    return check
 
 
-def summary_table(mapped: Sequence[Mapped]) -> str:
+def summary_table(payloads: Iterable[dict[str, Any]]) -> str:
     """Per pipeline: retrainings, attempts by outcome, GPU-hours, runs without utilization."""
-    rows = totals(attempt_of(m.payload) for m in mapped if m.payload is not None)
+    rows = totals(attempt_of(p) for p in payloads)
     lines = [
         f"{'PIPELINE':<32} {'RETRAININGS':>11} {'ATTEMPTS':>8} {'OK':>6} {'FAILED':>6} "
         f"{'PREEMPT':>7} {'CANCEL':>6} {'GPU-HOURS':>11} {'NO UTIL':>7}"
@@ -123,19 +147,32 @@ def attempt_of(payload: dict[str, Any]) -> Attempt:
 
 def post_mapped(
     args: argparse.Namespace,
-    mapped: Sequence[Mapped],
+    mapped: Iterable[Mapped],
     *,
+    prepare: Prepare | None = None,
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Dry run: the table. Otherwise post the readable records in batches."""
-    skipped = report_unread(mapped)
-    ready = [m for m in mapped if m.payload is not None]
+    """Check every record (a first pass over ``mapped``), then post the readable ones in
+    batches (a second pass: ``mapped`` is a list, or reads its input again each time it
+    is iterated). One bad record refuses the whole input before anything is posted."""
+    try:
+        check = check_all(mapped)
+    except SourceError as exc:
+        error(f"{exc}; nothing was stored")
+        return USAGE
+    if check.bad:
+        error(check.refusal())
+        return REFUSED
     if args.dry_run:
-        print(summary_table(mapped))
+        try:
+            print(summary_table(m.payload or {} for c in batches(mapped, prepare) for m in c))
+        except SourceError as exc:
+            error(str(exc))
+            return USAGE
         print(
-            f"dry run: read {len(mapped)}, would import {len(ready)}, could not read "
-            f"{skipped}; nothing posted",
+            f"dry run: read {check.read}, would import {check.ready}, could not read "
+            f"{check.skipped}; nothing posted",
             file=sys.stderr,
         )
         return OK
@@ -143,28 +180,62 @@ def post_mapped(
     if not token:
         error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
         return USAGE
-    tally = Tally()
+    return _post_all(args, mapped, check, Posting(prepare, token, transport, sleep))
+
+
+@dataclass(frozen=True)
+class Posting:
+    prepare: Prepare | None
+    token: str
+    transport: httpx.BaseTransport | None
+    sleep: Callable[[float], None]
+
+
+def batches(mapped: Iterable[Mapped], prepare: Prepare | None) -> Iterator[list[Mapped]]:
+    """The readable records in batches, each ``prepare``d (utilization filled in) when
+    it is reached: one batch is held at a time."""
+    chunk: list[Mapped] = []
+    for m in mapped:
+        if m.payload is not None:
+            chunk.append(m)
+        if len(chunk) == BATCH_SIZE:
+            if prepare:
+                prepare(chunk)
+            yield chunk
+            chunk = []
+    if chunk:
+        if prepare:
+            prepare(chunk)
+        yield chunk
+
+
+def _post_all(args: argparse.Namespace, mapped: Iterable[Mapped], check: Check, p: Posting) -> int:
+    tally, at = Tally(), ""
     try:
-        with client_for(args, token, transport, sleep) as client:
-            for offset in range(0, len(ready), BATCH_SIZE):
-                chunk = ready[offset : offset + BATCH_SIZE]
+        with client_for(args, p.token, p.transport, p.sleep) as client:
+            for chunk in batches(mapped, p.prepare):
+                at = chunk[0].source
                 try:
                     _post_chunk(client, chunk, tally)
                 except CadenceAPIError as exc:
                     _refused(exc, chunk)
-                    _done(len(mapped), tally, skipped, partial=True)
+                    _stopped(check, tally, at)
                     return _exit_code(exc)
-                done = offset + len(chunk)
-                if len(ready) > BATCH_SIZE and (done % PROGRESS_EVERY == 0 or done == len(ready)):
-                    print(f"posted {done:,}/{len(ready):,}", file=sys.stderr)
+                done = tally.stored
+                if check.ready > BATCH_SIZE and (done % PROGRESS_EVERY == 0 or done == check.ready):
+                    print(f"posted {done:,}/{check.ready:,}", file=sys.stderr)
     except ServiceUnavailable as exc:
         error(f"Cadence unreachable at {exc.url}: {exc.message}")
-        _done(len(mapped), tally, skipped, partial=True)
+        _stopped(check, tally, at)
         return UNAVAILABLE
+    except SourceError as exc:  # the input changed between the two passes
+        error(str(exc))
+        _stopped(check, tally, at)
+        return USAGE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         error(f"bad --url: {exc}")
         return USAGE
-    _done(len(mapped), tally, skipped)
+    _done(check, tally)
     return OK
 
 
@@ -201,14 +272,23 @@ def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
     print_refusal(exc, lambda index: chunk[index].source if index < len(chunk) else None)
 
 
-def _done(read: int, tally: Tally, skipped: int, partial: bool = False) -> None:
-    line = (
-        f"read {read}, imported {tally.created + tally.existing + tally.enriched} "
-        f"({tally.created} created / {tally.existing + tally.enriched} already there"
+def _done(check: Check, tally: Tally) -> None:
+    print(
+        f"read {check.read}, imported {tally.stored} ({tally.created} created / "
+        f"{tally.existing + tally.enriched} already there"
         + (f", {tally.enriched} of them enriched since" if tally.enriched else "")
-        + f"), could not read {skipped}"
+        + f"), could not read {check.skipped}"
     )
-    if partial:
-        error(f"stopped early: {line}")
-    else:
-        print(line)
+
+
+def _stopped(check: Check, tally: Tally, at: str) -> None:
+    """Exactly what is stored when a batch after the first is refused: batches are
+    separate requests, each stored whole or not at all."""
+    enriched = f", {tally.enriched} enriched since" if tally.enriched else ""
+    error(
+        f"stopped at the batch starting with {at or 'the first record'}: stored are the first "
+        f"{tally.stored} of the {check.ready} runs to import ({tally.created} created / "
+        f"{tally.existing + tally.enriched} already there{enriched}); not stored are the "
+        f"{check.ready - tally.stored} from {at or 'the first record'} on. Fix the problem "
+        "and run again: the stored ones come back as already there"
+    )

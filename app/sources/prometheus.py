@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.planning.dcgm import Choice, choose, window_mean
+from app.planning.dcgm import Choice, choose, not_a_measurement, window_mean
 
 PROFILING = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -83,15 +83,49 @@ def window(template: str, run: dict[str, Any]) -> Window:
     return Window(run["run_id"], run["pipeline"], start, end, query(matcher(template, run)), step)
 
 
-def means(result: dict[str, Any]) -> tuple[float | None, float | None]:
-    """(profiling mean 0..1, GPU_UTIL mean in percent) from a query_range answer's data."""
+class AnswerError(ValueError):
+    """An answer that is not DCGM measurements of the window: the wrong shape, or a
+    value no GPU can read. The run is listed as not enriched, with this message."""
+
+
+HIGHEST = {"profiling": (PROFILING, 1.0), "gpu_util": (GPU_UTIL, 100.0)}
+
+
+def means(result: Any) -> tuple[float | None, float | None]:
+    """(profiling mean 0..1, GPU_UTIL mean in percent) from a query_range answer's data.
+    Raises AnswerError for an answer of the wrong shape or a value out of range."""
+    series_list = result.get("result", []) if isinstance(result, dict) else None
+    if not isinstance(series_list, list):
+        raise AnswerError("Prometheus answered data whose result is not a list of series")
     found: dict[str, float | None] = {"profiling": None, "gpu_util": None}
-    for series in result.get("result", []):
+    for series in series_list:
+        if not isinstance(series, dict) or not isinstance(series.get("metric", {}), dict):
+            raise AnswerError("Prometheus answered a series that is not an object with labels")
         name = (series.get("metric") or {}).get(LABEL)
         if name in found:
-            found[name] = window_mean(float(v) for _, v in series.get("values", []))
+            metric, highest = HIGHEST[name]
+            values = _values(metric, series.get("values"))
+            problem = not_a_measurement(metric, values, highest)
+            if problem is not None:
+                raise AnswerError(problem)
+            found[name] = window_mean(values)
     return found["profiling"], found["gpu_util"]
 
 
-def choice(result: dict[str, Any]) -> Choice:
+def _values(metric: str, points: Any) -> list[float]:
+    """A matrix series' values: ``[[time, "value"], ...]``."""
+    if not isinstance(points, list):
+        raise AnswerError(f"Prometheus answered {metric} values that are not a list")
+    values = []
+    for point in points:
+        if not isinstance(point, list | tuple) or len(point) != 2:
+            raise AnswerError(f"Prometheus answered a {metric} point that is not [time, value]")
+        try:
+            values.append(float(point[1]))
+        except (TypeError, ValueError):
+            raise AnswerError(f"{metric} reads {point[1]!r}, not a number") from None
+    return values
+
+
+def choice(result: Any) -> Choice:
     return choose(*means(result))

@@ -6,11 +6,16 @@ for a Prometheus behind an authenticating proxy.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
-from app.sources.prometheus import Window
+from app.sources.prometheus import MAX_POINTS, Window
+
+# One answer's bound: two series (profiling, GPU_UTIL) of at most MAX_POINTS + 1 points
+# are a few kB; 57 MB answers held four at a time had peaked at 11 GB.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 class PrometheusError(Exception):
@@ -57,30 +62,48 @@ class PrometheusClient:
             "step": f"{w.step:g}",
         }
         try:
-            answer = self._http.post(f"{self.url}/api/v1/query_range", data=params)
+            status, body = self._post(params)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise PrometheusError(f"bad --prometheus-url {self.url!r}: {exc}", fatal=True) from exc
         except httpx.TransportError as exc:
             raise PrometheusError(
                 f"Prometheus unreachable at {self.url}: {exc or type(exc).__name__}", fatal=True
             ) from exc
-        if answer.status_code in (401, 403):
+        if status in (401, 403):
             raise PrometheusError(
-                f"Prometheus at {self.url} refused the credentials ({answer.status_code}): "
+                f"Prometheus at {self.url} refused the credentials ({status}): "
                 "pass --prometheus-token or set PROMETHEUS_TOKEN",
                 fatal=True,
             )
-        body = _json(answer)
-        if answer.status_code != 200 or body.get("status") != "success":
-            reason = body.get("error") or answer.text[:200] or f"HTTP {answer.status_code}"
-            raise PrometheusError(f"Prometheus refused the query ({answer.status_code}): {reason}")
-        data = body.get("data")
-        return data if isinstance(data, dict) else {}
+        answer = _json(body)
+        if status != 200 or answer.get("status") != "success":
+            reason = answer.get("error") or body[:200].decode(errors="replace") or f"HTTP {status}"
+            raise PrometheusError(f"Prometheus refused the query ({status}): {reason}")
+        data = answer.get("data")
+        if not isinstance(data, dict):
+            raise PrometheusError("Prometheus answered a success whose data is not an object")
+        return data
+
+    def _post(self, params: dict[str, str]) -> tuple[int, bytes]:
+        """The status and body, read as it arrives and refused past MAX_ANSWER_BYTES:
+        only ``concurrency`` answers of at most that size are held at once."""
+        url = f"{self.url}/api/v1/query_range"
+        with self._http.stream("POST", url, data=params) as answer:
+            body = bytearray()
+            for piece in answer.iter_bytes():
+                body += piece
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise PrometheusError(
+                        f"Prometheus answered more than {MAX_ANSWER_BYTES // 1024:,} kB "
+                        "for one run's window (the query averages over the GPUs and asks for "
+                        f"at most {MAX_POINTS} points: a few kB): not read; check --match"
+                    )
+            return answer.status_code, bytes(body)
 
 
-def _json(answer: httpx.Response) -> dict[str, Any]:
+def _json(body: bytes) -> dict[str, Any]:
     try:
-        body = answer.json()
-    except ValueError:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
         return {}
-    return body if isinstance(body, dict) else {}
+    return value if isinstance(value, dict) else {}

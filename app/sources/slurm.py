@@ -18,15 +18,19 @@ requeue) names each attempt the same way.
 
 from __future__ import annotations
 
-import json
+import io
+import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from app.sources.posting import Mapped
 from app.sources.posting import tags as clean_tags
+from app.sources.sacct import PARSABLE_FIELDS, Attempt, SacctError, attempts
+
+__all__ = ["PARSABLE_FIELDS", "Attempt", "Options", "SacctError", "map_all", "parse"]
 
 # Slurm state -> attempt outcome. A requeued attempt was taken away and started again.
 OUTCOMES = {
@@ -45,40 +49,9 @@ OUTCOMES = {
     "REVOKED": "cancelled",
 }
 UNFINISHED = {"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "RESIZING"}
-# The columns `cadence import slurm` asks sacct for (and a saved -P file must have the
-# first eight of; AllocTRES or AllocGRES for the GPUs).
-PARSABLE_FIELDS = (
-    "JobIDRaw,JobID,JobName,Account,Cluster,Partition,User,State,Submit,Eligible,Start,End,"
-    "AllocTRES,TRESUsageInAve"
-)
-REQUIRED_COLUMNS = ("JobID", "State", "Submit", "Start", "End")
 GPU_TRES = re.compile(r"^gres/gpu(?::([^=]+))?$")
 GRES_GPU = re.compile(r"(?:^|,)gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")
 SLUG_BAD = re.compile(r"[^a-z0-9_-]+")
-
-
-class SacctError(Exception):
-    """The accounting data cannot be read at all (not JSON, no header, no columns)."""
-
-
-@dataclass
-class Attempt:
-    """One accounting record of a job, in the units both sacct formats share."""
-
-    job_id: str
-    name: str = ""
-    account: str = ""
-    cluster: str = ""
-    partition: str = ""
-    user: str = ""
-    state: str = ""
-    submit: datetime | None = None
-    eligible: datetime | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-    tres: dict[str, float] = field(default_factory=dict)  # AllocTRES, e.g. gres/gpu -> 4
-    gres: str = ""  # AllocGRES / GresUsed text, the fallback for GPUs
-    gpu_util: list[float] = field(default_factory=list)  # steps' gres/gpuutil, percent
 
 
 @dataclass(frozen=True)
@@ -88,151 +61,9 @@ class Options:
     variant: str = "baseline"
 
 
-# -- reading ---------------------------------------------------------------------------
-
-
 def parse(text: str, tz: tzinfo = UTC) -> list[Attempt]:
-    """Either format: JSON (``sacct --json``) or parsable text (``sacct -P``)."""
-    if text.lstrip().startswith("{"):
-        return parse_json(text)
-    return parse_parsable(text, tz)
-
-
-def parse_json(text: str) -> list[Attempt]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SacctError(f"not sacct --json output: {exc}") from exc
-    jobs = data.get("jobs") if isinstance(data, dict) else None
-    if not isinstance(jobs, list):
-        raise SacctError('not sacct --json output: no "jobs" list')
-    return [_json_attempt(j) for j in jobs if isinstance(j, dict)]
-
-
-def _json_attempt(job: dict[str, Any]) -> Attempt:
-    times = job.get("time") or {}
-    state = job.get("state") or {}
-    current = state.get("current") if isinstance(state, dict) else state
-    if isinstance(current, list):
-        current = current[0] if current else ""
-    tres = {}
-    for item in (job.get("tres") or {}).get("allocated") or []:
-        kind, name = item.get("type", ""), item.get("name") or ""
-        tres[f"{kind}/{name}" if name else kind] = _number(item.get("count"))
-    util = []
-    for step in job.get("steps") or []:
-        average = ((step.get("tres") or {}).get("requested") or {}).get("average") or []
-        for item in average:
-            if item.get("type") == "gres" and item.get("name") == "gpuutil":
-                value = _number(item.get("count"))
-                if value is not None:
-                    util.append(value)
-    return Attempt(
-        job_id=str(job.get("job_id", "")),
-        name=str(job.get("name") or ""),
-        account=str(job.get("account") or ""),
-        cluster=str(job.get("cluster") or ""),
-        partition=str(job.get("partition") or ""),
-        user=str(job.get("user") or ""),
-        state=str(current or ""),
-        submit=_epoch(times.get("submission")),
-        eligible=_epoch(times.get("eligible")),
-        start=_epoch(times.get("start")),
-        end=_epoch(times.get("end")),
-        tres={k: v for k, v in tres.items() if v is not None},
-        gres=str(job.get("used_gres") or ""),
-        gpu_util=util,
-    )
-
-
-def _number(value: Any) -> float | None:
-    """A count as sacct --json writes it: a number, or {set, infinite, number}."""
-    if isinstance(value, dict):
-        if not value.get("set", True) or value.get("infinite"):
-            return None
-        value = value.get("number")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _epoch(value: Any) -> datetime | None:
-    seconds = _number(value)
-    if seconds is None or seconds <= 0:  # 0: not started / not ended yet
-        return None
-    return datetime.fromtimestamp(seconds, UTC)
-
-
-def parse_parsable(text: str, tz: tzinfo = UTC) -> list[Attempt]:
-    """``sacct -P -D --format=...``: a header, then a job's line and its steps' lines.
-
-    Times are the cluster's local time as sacct printed them: ``tz`` says which (the
-    importer runs sacct with TZ=UTC itself).
-    """
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return []
-    header = lines[0].split("|")
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise SacctError(
-            f"sacct -P output lacks column(s) {', '.join(missing)}; run sacct with "
-            f"--format={PARSABLE_FIELDS}"
-        )
-    attempts: list[Attempt] = []
-    for line in lines[1:]:
-        row = dict(zip(header, line.split("|"), strict=False))
-        raw = row.get("JobIDRaw") or row["JobID"]
-        if "." in raw:  # a step (123.batch, 123.0): its usage belongs to the job above
-            if attempts and attempts[-1].job_id == raw.split(".")[0]:
-                attempts[-1].gpu_util += _tres_util(row.get("TRESUsageInAve", ""))
-            continue
-        attempts.append(_parsable_attempt(raw, row, tz))
-    return attempts
-
-
-def _parsable_attempt(job_id: str, row: dict[str, str], tz: tzinfo) -> Attempt:
-    return Attempt(
-        job_id=job_id,
-        name=row.get("JobName", ""),
-        account=row.get("Account", ""),
-        cluster=row.get("Cluster", ""),
-        partition=row.get("Partition", ""),
-        user=row.get("User", ""),
-        state=(row.get("State", "").split() or [""])[0],  # "CANCELLED by 1000"
-        submit=_local(row.get("Submit", ""), tz),
-        eligible=_local(row.get("Eligible", ""), tz),
-        start=_local(row.get("Start", ""), tz),
-        end=_local(row.get("End", ""), tz),
-        tres=_tres(row.get("AllocTRES", "")),
-        gres=row.get("AllocGRES", "") or row.get("GresUsed", ""),
-        gpu_util=_tres_util(row.get("TRESUsageInAve", "")),
-    )
-
-
-def _local(value: str, tz: tzinfo) -> datetime | None:
-    try:
-        return datetime.fromisoformat(value).replace(tzinfo=tz).astimezone(UTC)
-    except ValueError:  # Unknown, None, empty
-        return None
-
-
-def _tres(text: str) -> dict[str, float]:
-    """``billing=8,cpu=8,gres/gpu:a100=4,gres/gpu=4,mem=64G,node=1`` -> counts."""
-    found = {}
-    for part in text.split(","):
-        key, eq, value = part.partition("=")
-        if eq and key.startswith("gres/"):
-            try:
-                found[key] = float(value)
-            except ValueError:
-                continue
-    return found
-
-
-def _tres_util(text: str) -> list[float]:
-    value = _tres(text).get("gres/gpuutil")
-    return [] if value is None else [value]
+    """Every record of sacct output held in ``text`` (tests; the importer streams)."""
+    return list(attempts(io.StringIO(text), tz))
 
 
 # -- mapping ---------------------------------------------------------------------------
@@ -256,6 +87,16 @@ def gpus(attempt: Attempt) -> tuple[int, str]:
             count += int(match.group(2))
             kind = kind or (match.group(1) or "")
     return int(count), kind
+
+
+def gpu_count_problem(attempt: Attempt) -> str | None:
+    """Why a GPU count of AllocTRES is no count (``gres/gpu=inf``, ``nan``, -1, 2.5)."""
+    for key, value in attempt.tres.items():
+        if GPU_TRES.match(key) and not (
+            math.isfinite(value) and 0 <= value <= 1e6 and value == int(value)
+        ):
+            return f"{key}={value:g} in AllocTRES is not a GPU count"
+    return None
 
 
 def plausible_utilization(values: Iterable[float]) -> float | None:
@@ -296,6 +137,9 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
         return Mapped(where, reason=f"{outcome}, but never started (no Start or End)")
     if attempt.end <= attempt.start:
         return Mapped(where, reason="End is not after Start")
+    problem = gpu_count_problem(attempt)
+    if problem is not None:
+        return Mapped(where, reason=problem, invalid=True)
     workers, gpu_type = gpus(attempt)
     if workers < 1:
         return Mapped(where, reason="no GPUs allocated (no gres/gpu in AllocTRES or GresUsed)")

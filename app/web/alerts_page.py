@@ -24,9 +24,9 @@ from app.exception_handlers import plain_reason
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.security.router import CSRF_FAILED, read_form
-from app.security.sessions import CSRF_FIELD, auth_state, security_of
+from app.security.sessions import CSRF_FIELD, security_of
 from app.templating import render_error_page, templates
-from app.web.settings import can_edit
+from app.web.settings import Refused, admin_form_state, can_edit
 
 router = APIRouter(include_in_schema=False)
 ACTIONS = {"pause", "resume", "delete", "test"}
@@ -55,16 +55,14 @@ def _page(
     db: Database,
     name: str,
     viewer: TokenInfo | None,
-    refused: tuple[dict[str, str], dict[str, str]] | None = None,
+    refused: Refused | None = None,
 ) -> HTMLResponse:
     """The page; ``refused``: a form sent back (what was typed, a message per field)."""
-    form, errors = refused or ({}, {})
-    editable = can_edit(viewer, name)
+    state = admin_form_state(request, viewer, name, refused, DONE)
     with db.read() as session:
         pipeline = get_by_name(session, name)
         section = service.page_section(session, pipeline, limit=20)
-        rules = service.list_rules(session, pipeline, admin=editable)
-    auth = auth_state(request)
+        rules = service.list_rules(session, pipeline, admin=state["editable"])
     return templates.TemplateResponse(
         request,
         "alerts.html",
@@ -72,14 +70,9 @@ def _page(
             "pipeline": pipeline,
             "alerts": {**section, "rules": rules},
             "kinds": KIND_LABELS,
-            "editable": editable,
-            "signed_in": bool(auth and auth["user"]),
-            "csrf": auth["csrf"] if auth else None,
-            "form": form,
-            "errors": errors,
-            "done": DONE.get(request.query_params.get("done", "")),
+            **state,
         },
-        status_code=422 if errors else 200,
+        status_code=422 if state["errors"] else 200,
     )
 
 
@@ -165,6 +158,18 @@ def _act(db: Database, name: str, rule_id: int, action: str, who: str) -> None:
         service.forget_rule_index(db)
 
 
+def _test_throttled(request: Request, rule: str) -> Response | None:
+    """429 when the rule was test-sent CADENCE_ALERT_TESTS_PER_MINUTE times in the last
+    minute (each sends a webhook: a free way to flood its target); else count this one."""
+    throttle = security_of(request).alert_tests
+    if wait := throttle.wait(rule):
+        message = (f"This rule was sent {throttle.limit} tests in the last minute "
+                   f"(CADENCE_ALERT_TESTS_PER_MINUTE): try again in {wait} s.")  # fmt: skip
+        return render_error_page(request, 429, message, headers={"Retry-After": str(wait)})
+    throttle.add(rule)
+    return None
+
+
 @router.post("/pipelines/{name}/alerts/{rule_id}", response_class=HTMLResponse)
 async def change_rule(
     request: Request,
@@ -182,5 +187,7 @@ async def change_rule(
         return render_error_page(
             request, 422, f"Unknown action {action[:40]!r}: use one of the buttons."
         )
+    if action == "test" and (refused := _test_throttled(request, f"{name}/{rule_id}")):
+        return refused
     await run_in_threadpool(_act, db, name, rule_id, action, viewer.name)
     return RedirectResponse(f"/pipelines/{name}/alerts?done={action}#rules", status_code=303)

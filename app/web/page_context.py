@@ -23,6 +23,7 @@ from app.billing.schemas import ReconciliationOut
 from app.db.memo import kept
 from app.db.models import Pipeline
 from app.evaluations.service import quality_points
+from app.pipelines.notes import ChangePoint, change_points
 from app.pipelines.service import get_by_name, settings_key
 from app.planning.decay import QualityPoint
 from app.planning.month_to_date import MonthToDate
@@ -56,6 +57,7 @@ class PipelinePageContext:
     bill: ReconciliationOut  # the newest billed month's reconciliation
     price_note: str | None  # the words for a price taken from the bill
     query: dict[str, str]
+    changes: tuple[ChangePoint, ...] = ()  # declared changes and price changes, oldest first
 
     @property
     def target(self) -> float:
@@ -112,6 +114,7 @@ def build(
         bill=bill,
         price_note=price_note,
         query=query,
+        changes=tuple(change_points(session, pipeline)),
     )
 
 

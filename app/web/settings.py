@@ -53,6 +53,31 @@ def can_edit(viewer: TokenInfo | None, name: str) -> bool:
     return viewer is not None and "admin" in viewer.scopes and viewer.allows(name)
 
 
+Refused = tuple[dict[str, str], dict[str, str]]  # a form sent back: what was typed, errors
+
+
+def admin_form_state(
+    request: Request,
+    viewer: TokenInfo | None,
+    name: str,
+    refused: Refused | None,
+    done: dict[str, str],
+) -> dict[str, Any]:
+    """What a page with admin forms (alert rules, change notes) shows around them: whether
+    the reader may edit, is signed in, the CSRF value, a refused form with its messages,
+    and the words for what was just done (``?done=``)."""
+    form, errors = refused or ({}, {})
+    auth = auth_state(request)
+    return {
+        "editable": can_edit(viewer, name),
+        "signed_in": bool(auth and auth["user"]),
+        "csrf": auth["csrf"] if auth else None,
+        "form": form,
+        "errors": errors,
+        "done": done.get(request.query_params.get("done", "")),
+    }
+
+
 def descriptions_text(descriptions: dict[str, str] | None) -> str:
     """The text area's value: one ``variant: description`` line per variant."""
     return "\n".join(f"{k}: {v}" for k, v in sorted((descriptions or {}).items()))

@@ -11,7 +11,7 @@ to do next, never an empty chart.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -26,11 +26,13 @@ from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, Projection
 from app.db import memo
 from app.db.models import Pipeline
 from app.pipelines import service as pipelines_service
+from app.pipelines.notes import ChangePoint
 from app.planning.economics import badput
 from app.planning.model import PlanningError
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary, last_complete_week, monday_of
 from app.web import figures
+from app.web import figures_marks as marks
 from app.web.page_context import GateParams, PipelinePageContext
 from app.web.sparkline import sparkline_svg
 
@@ -128,13 +130,22 @@ def observed_utilization(ctx: PipelinePageContext) -> float | None:
     return statistics.median(r.facts.gpu_utilization for r in rows) if rows else None
 
 
-def trend_sections(summaries: list[WeekSummary]) -> dict[str, Section]:
+def _marks(ctx_changes: Sequence[ChangePoint]) -> list[marks.Mark]:
+    return [marks.Mark(c.at, c.description) for c in ctx_changes]
+
+
+def trend_sections(
+    summaries: list[WeekSummary], changes: Sequence[ChangePoint] = ()
+) -> dict[str, Section]:
+    """The weekly charts, the changes marked on goodput's (where it went, and why)."""
+    mondays = [w.week_start for w in summaries]
+    goodput = marks.on_weeks(figures.goodput_trend_figure(summaries), mondays, _marks(changes))
     hint = (
         "No runs in these weeks yet: they appear here once the training job reports its runs "
         "(see Reporting runs in the documentation)."
     )
     return {
-        "goodput": _section(figures.goodput_trend_figure(summaries), hint),
+        "goodput": _section(goodput, hint),
         "week_gpu": _section(figures.badput_by_week_figure(summaries, "gpu_hours"), hint),
         "week_usd": _section(figures.badput_by_week_figure(summaries, "usd"), hint),
     }
@@ -162,9 +173,14 @@ def run_sections(ctx: PipelinePageContext) -> dict[str, Section]:
         for r in rows
     ]
     quality = figures.utilization_quality_figure(points, ctx.pipeline.quality_metric)
+    starts, changed = [b.started_at for b in gpu], _marks(ctx.changes)
     return {
-        "run_gpu": _section(figures.badput_by_run_figure(gpu, "gpu_hours"), hint),
-        "run_usd": _section(figures.badput_by_run_figure(usd, "usd"), hint),
+        "run_gpu": _section(
+            marks.on_runs(figures.badput_by_run_figure(gpu, "gpu_hours"), starts, changed), hint
+        ),
+        "run_usd": _section(
+            marks.on_runs(figures.badput_by_run_figure(usd, "usd"), starts, changed), hint
+        ),
         "quality": _section(quality, hint),
     }
 

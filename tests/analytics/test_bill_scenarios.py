@@ -142,3 +142,25 @@ def test_the_page_says_what_the_forecast_follows(
     html = client.get("/pipelines/cut").text
     words = html[html.index('data-testid="forecast-words"') :]
     assert f"<li>{sentence}</li>" in words[: words.index("</section>")]
+
+
+def test_a_declared_change_starts_the_window(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    # $200 a retraining, then a declared change five retrainings ago (3.5 days apart) and
+    # $130 since: the forecast uses the 5 since, at $130 (not the window's mean $186).
+    runs = series_runs("noted", lambda s, i: 200.0 if i < 15 else 130.0)
+    post(client, ingest_headers, runs)
+    settle(client, admin_headers, "noted", 5000.0)
+    at = datetime.fromisoformat(runs[15]["started_at"]) - timedelta(hours=1)
+    note = {"at": at.isoformat(), "description": "smaller batch"}
+    r = client.post("/api/v1/pipelines/noted/changes", json=note, headers=admin_headers)
+    assert r.status_code in (200, 201), r.text
+    proj = client.get("/api/v1/pipelines/noted/projection").json()
+    warnings = proj["projections"]["baseline"]["warnings"]
+    day = f"{at:%b} {at.day}"
+    # 1 - 130/200 = 35%, read from the medians of the wobbled costs: 35% or 36%.
+    said = f"% after the change on {day}; the forecast uses the 5 retrainings since."
+    assert any(w.startswith("Costs fell 3") and w.endswith(said) for w in warnings), warnings
+    at2 = next(c for c in proj["projections"]["baseline"]["cadences"] if c["runs_per_week"] == 2)
+    assert at2["mean_cost_per_run_usd"] == pytest.approx(130.0, rel=0.03)

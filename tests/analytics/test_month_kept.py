@@ -75,3 +75,26 @@ def test_org_month_equals_the_pages_at_every_moment(
         )
     # Fewer retrainings to come, a smaller expected end of month (the spend is the same).
     assert seen[0] == seen[1] > seen[2] > seen[3]
+
+
+def test_the_month_read_with_two_windows_is_kept_under_each(
+    client: TestClient,
+    db: Database,
+    admin_headers: dict[str, str],
+    ingest_headers: dict[str, str],
+) -> None:
+    # The six runs of mk-a ran 14 h, 15 h, ..., 19 h (newest first): a window of 2 draws
+    # from the two newest, a window of 6 from all six, so their bills differ. Each call
+    # must give what a cold read with its own window gives, whichever came first.
+    seed(client, admin_headers, ingest_headers)
+    now = datetime(2026, 12, 2, 9, tzinfo=UTC)
+    with db.read() as s:
+        listed = briefs(s)
+        two, six = months(s, listed, now, window=2), months(s, listed, now, window=6)
+    cold = Database(db.engine, bind=db._bind)  # nothing kept yet
+    with cold.read() as s:
+        assert months(s, listed, now, window=6) == six
+    with Database(db.engine, bind=db._bind).read() as s:
+        assert months(s, listed, now, window=2) == two
+    a = listed[0].id
+    assert two[a].expected_end_of_month_usd < six[a].expected_end_of_month_usd

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.planning.dcgm import choose, window_mean
+from app.planning.dcgm import choose, not_a_measurement, window_mean
 
 
 def test_window_mean_skips_stale_points() -> None:
@@ -39,3 +39,22 @@ def test_a_quiet_gpu_is_not_a_silent_zero() -> None:
 
 def test_nothing_measured_is_unknown() -> None:
     assert choose(None, None).utilization is None
+
+
+def test_values_no_gpu_can_read_are_not_measurements() -> None:
+    # GPU_UTIL is a percent (0..100), the profiling ratio a fraction (0..1): the first
+    # value outside its range is named; nothing is clamped to 0 or 100 %.
+    assert not_a_measurement("DCGM_FI_DEV_GPU_UTIL", [0.0, 40.0, 100.0], 100) is None
+    assert "DCGM_FI_DEV_GPU_UTIL reads 5000," in (
+        not_a_measurement("DCGM_FI_DEV_GPU_UTIL", [40.0, 5000.0], 100) or ""
+    )
+    assert "reads inf," in (not_a_measurement("X", [math.inf], 100) or "")
+    assert "reads nan," in (not_a_measurement("X", [0.5, math.nan], 1) or "")
+    assert "reads -5," in (not_a_measurement("X", [-5.0], 100) or "")
+    assert "reads 1.5," in (not_a_measurement("DCGM_FI_PROF_GR_ENGINE_ACTIVE", [1.5], 1) or "")
+
+
+def test_choose_takes_checked_values_as_they_are() -> None:
+    # GPU_UTIL 100 % -> 1.0 exactly; profiling 0 with GPU_UTIL 30 % (not busy) -> 0.
+    assert choose(None, 100.0).utilization == 1.0
+    assert choose(0.0, 30.0).utilization == 0.0

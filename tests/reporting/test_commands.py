@@ -210,7 +210,7 @@ def test_report_a_csv_then_rerun_then_bad_changed_and_unauthorized(
     bad[3]["gpu_utilization"] = 38
     assert report(client, token, "--file", str(write_csv(tmp_path / "bad.csv", bad))) == 1
     err = capsys.readouterr().err
-    assert "bad.csv line 5 (run r3): gpu_utilization must be a fraction" in err
+    assert "bad.csv line 5 (run r3): gpu_utilization: must be a fraction" in err
     assert "did you mean 0.38?" in err
 
     changed = runs_for("report-csv", 3)
@@ -267,8 +267,11 @@ def test_batches_progress_and_indexes_across_batches(
     path.write_text("".join(json.dumps(r) + "\n" for r in runs))
     assert report(client, token, "--file", str(path)) == 1
     err = capsys.readouterr().err
-    assert "runs.jsonl line 7 (run r6): mfu must be" in err
-    assert "the first 6 runs were stored before this (1 created, 5 already there)" in err
+    # Checked before the first batch: r5 (line 6, valid) is not stored either.
+    assert "runs.jsonl line 7 (run r6): mfu: 2 is not between 0 and 1" in err
+    assert "nothing was stored" in err
+    stored = client.get("/api/v1/runs", params={"pipeline": "report-batches"}).json()["runs"]
+    assert sorted(r["run_id"] for r in stored) == ["r0", "r1", "r2", "r3", "r4"]
 
 
 def test_server_unavailable_after_retries_is_5(

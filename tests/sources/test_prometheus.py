@@ -64,10 +64,11 @@ def test_means_of_a_query_range_answer() -> None:
         "resultType": "matrix",
         "result": [
             {"metric": {"cadence_metric": "profiling"}, "values": [[1, "0.4"], [2, "0.6"]]},
-            {"metric": {"cadence_metric": "gpu_util"}, "values": [[1, "80"], [2, "NaN"]]},
+            {"metric": {"cadence_metric": "gpu_util"}, "values": [[1, "80"], [2, "90"]]},
         ],
     }
-    assert means(data) == (pytest.approx(0.5), pytest.approx(80.0))
+    # (0.4 + 0.6) / 2 = 0.5 and (80 + 90) / 2 = 85.
+    assert means(data) == (pytest.approx(0.5), pytest.approx(85.0))
 
 
 def args(stack_url: str, *argv: str) -> Any:

@@ -46,6 +46,7 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "scaling",
         "runs",
         "value",
+        "record",
     ):
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<script type="application/json" id="(fig-[a-z_]+)">', html)
@@ -61,6 +62,7 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "fig-scaling",
         "fig-cadence_value",
         "fig-decay",
+        "fig-record",  # the demo's runs span closed months: the forecast's record
     }
     assert re.search(r'src="/static/vendor/plotly-basic\.min\.js\?v=[0-9a-f]{12}"', html)
     assert "cdn" not in html.lower()
@@ -98,6 +100,7 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
 
 MANAGER_FIRST = (
     "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
+    "record",  # how well the bill was forecast
     "checkpoints", "goodput", "badput", "reconciliation", "quality", "scaling", "alerts",
     "runs",  # engineers (reconciliation: the cloud bill beside where the GPU time went)
     "changes",

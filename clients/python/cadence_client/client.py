@@ -327,6 +327,12 @@ class CadenceClient:
         path = f"/api/v1/pipelines/{pipeline}/projection"
         return self._json_object(self._request("GET", path, params=query))
 
+    def org_plan(self, **params: Any) -> dict[str, Any]:
+        """``GET /api/v1/portfolio/plan`` (``budget``, ``risk``, ``team``; ``None`` values
+        are left out): the organisation's cadence plan."""
+        query = {k: _query_value(v) for k, v in params.items() if v is not None}
+        return self._json_object(self._request("GET", "/api/v1/portfolio/plan", params=query))
+
     def health(self) -> bool:
         """Whether the service is ready (``/readyz``: database reachable, schema at head).
 

@@ -81,7 +81,9 @@ class Record:
 def read_records(path: Path) -> list[Record]:
     """The runs in ``path``: ``.csv``, ``.jsonl``/``.ndjson``, anything else is JSON."""
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
+        with path.open("rb") as raw:
+            utf16 = raw.read(2) in (b"\xff\xfe", b"\xfe\xff")  # a UTF-16 byte-order mark
+        with path.open(encoding="utf-16" if utf16 else "utf-8-sig", newline="") as handle:
             suffix = path.suffix.lower()
             if suffix == ".csv":
                 return read_csv(handle)
@@ -91,7 +93,10 @@ def read_records(path: Path) -> list[Record]:
     except OSError as exc:
         raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise RecordError(f"{path} is not UTF-8 text: {exc.reason}") from exc
+        raise RecordError(
+            f"{path} is not UTF-8 text ({exc.reason}): save it as UTF-8 (UTF-16 with a "
+            "byte-order mark is read too)"
+        ) from exc
 
 
 def parse_json(text: str, line: int | None = None) -> Any:

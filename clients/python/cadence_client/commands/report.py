@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import httpx
 
 from cadence_client.client import CadenceClient
+from cadence_client.commands.precheck import first_bad
 from cadence_client.commands.records import (
     Record,
     RecordError,
@@ -27,7 +28,8 @@ BATCH_SIZE = 500
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_CODES = """exit codes:
   0  every run stored (created, or already there with identical values)
-  1  the server refused the input (422): each bad field is printed with its line/item
+  1  a run is invalid: every run is checked here before the first is posted, and
+     one bad run refuses the file (nothing stored); or the server refused it (422)
   2  usage or file error (missing token, unreadable file, bad CSV or JSON)
   3  conflict (409): a run_id is already stored with different values
   4  authentication (401) or authorization (403) failed
@@ -152,6 +154,12 @@ def run_report(
     if not records:
         _error(f"{source} holds no runs")
         return USAGE
+    # One run from flags is one request (stored whole), refused in the flags' names.
+    bad = first_bad(records) if args.file is not None else None
+    if bad is not None:
+        _error(f"{source} {bad}")
+        _error(f"nothing was stored: every run of {source} is checked before the first is sent")
+        return REFUSED
     show = not args.quiet and (args.progress or sys.stderr.isatty()) and args.file is not None
     progress = Progress(len(records), sys.stderr) if show else None
     done = created = existing = 0
@@ -165,7 +173,7 @@ def run_report(
                     if progress:
                         progress.close()
                     _refused(exc, records, offset, source, args.file is None)
-                    _stored_before(done, created, existing)
+                    _stored_before(records, done, created, existing)
                     return _exit_code(exc)
                 created, existing = created + result.created, existing + result.existing
                 done += len(chunk)
@@ -173,7 +181,7 @@ def run_report(
                     progress.update(done)
     except ServiceUnavailable as exc:
         _error(f"server unavailable at {exc.url}: {exc.message}")
-        _stored_before(done, created, existing)
+        _stored_before(records, done, created, existing)
         return UNAVAILABLE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         _error(f"bad --url: {exc}")
@@ -244,11 +252,15 @@ def _refused(
     print_refusal(exc, record, FLAG_OF_FIELD if from_flags else {})
 
 
-def _stored_before(done: int, created: int, existing: int) -> None:
+def _stored_before(records: Sequence[Record], done: int, created: int, existing: int) -> None:
+    """Exactly what is stored when a batch after the first is refused: each batch is a
+    request of its own, stored whole or not at all."""
     if done:
         _error(
-            f"the first {done} runs were stored before this ({created} created, {existing} "
-            "already there); fix the problem and run again (they come back as already there)"
+            f"stored are the first {done} of the {len(records)} runs, up to "
+            f"{records[done - 1].where} ({created} created, {existing} already there); not "
+            f"stored are the {len(records) - done} from {records[done].where} on. Fix the "
+            "problem and run again: the stored ones come back as already there"
         )
 
 

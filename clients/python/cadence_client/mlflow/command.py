@@ -142,15 +142,16 @@ def _read_mlflow(
     (when the mapping asks for them and something will be posted)."""
     with MlflowClient(args.tracking_uri, transport=transport) as mlflow:
         experiment_id = mlflow.experiment_id(args.experiment)
-        found = list(mlflow.search_runs(experiment_id))
+        # Each run is mapped as its page arrives: the raw runs are never held together.
         mapped = [
-            map_run(r, args.pipeline, mapping, args.variant_tag, _history(mlflow, r)) for r in found
+            map_run(r, args.pipeline, mapping, args.variant_tag, _history(mlflow, r))
+            for r in mlflow.search_runs(experiment_id)
         ]
         evals = []
         if mapping.evaluations and not args.dry_run:
             ready_now = [m for m in mapped if m.payload is not None]
             evals = evaluations_of(mlflow, ready_now, mapping.evaluations)
-    return experiment_id, len(found), mapped, evals
+    return experiment_id, len(mapped), mapped, evals
 
 
 @dataclass

@@ -380,11 +380,19 @@ def _pairs(items: Any) -> dict[str, str]:
     return out
 
 
+# Epoch milliseconds of 1970-01-01 and 2200-12-31, the range the server stores.
+LAST_MILLIS = 7_289_654_399_999
+
+
 def _time(value: Any, name: str) -> datetime:
+    """Epoch milliseconds as a time; 1e308, Infinity or a year past 2200 skip the run
+    with its reason (``datetime.fromtimestamp`` raised OverflowError on them)."""
     try:
         millis = int(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise Skip(f"{name} {value!r} is not epoch milliseconds") from exc
+    if not 0 < millis <= LAST_MILLIS:
+        raise Skip(f"{name} {value!r} is not a time between 1970 and 2200 (epoch milliseconds)")
     return datetime.fromtimestamp(millis / 1000, timezone.utc)
 
 

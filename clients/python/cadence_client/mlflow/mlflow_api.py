@@ -15,6 +15,9 @@ import httpx
 
 API = "/api/2.0/mlflow"
 PAGE_SIZE = 1000
+# A search that never ends (a new next_page_token forever) stops here: 200 pages of
+# 1,000 are 200,000 runs, more than any one experiment this importer was used on.
+MAX_PAGES = 200
 
 
 class MlflowError(Exception):
@@ -107,7 +110,7 @@ class MlflowClient:
         """Every (active) run of the experiment, following ``next_page_token``."""
         token: str | None = None
         seen: set[str] = set()
-        while True:
+        for _page in range(MAX_PAGES):
             request: dict[str, Any] = {"experiment_ids": [experiment_id], "max_results": PAGE_SIZE}
             if token:
                 request["page_token"] = token
@@ -122,8 +125,15 @@ class MlflowClient:
             if token is None:
                 return
             if token in seen:
-                raise MlflowError("runs/search returned the same next_page_token twice")
+                raise MlflowError(
+                    "runs/search returned the same next_page_token twice: the search would "
+                    "never end; nothing was imported"
+                )
             seen.add(token)
+        raise MlflowError(
+            f"runs/search was still paging after {MAX_PAGES} pages of {PAGE_SIZE} runs: "
+            "stopped, nothing was imported"
+        )
 
     def metric_history(self, run_id: str, key: str) -> list[tuple[int, float]]:
         """(timestamp in ms, value) of every logged value of a run's metric."""
