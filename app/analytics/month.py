@@ -229,9 +229,15 @@ def month_to_date_of(
     thresholds = status_thresholds_of(session)
     changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
     args = (pipeline, spend, series, changes, started, now, thresholds, prior_of(session, []))
+    # What the answer depends on: the clock only through the month and the retrainings
+    # still to start (their days follow from the newest start).
+    runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
+    p = pipeline
+    key = (p.monthly_budget_usd, p.runs_per_week, p.production_variant, p.price_per_gpu_hour,
+           month_of(now), runs, spend, series, changes, started, thresholds, args[-1])  # fmt: skip
     found = cache.get(pipeline.id)
-    if found is None or found[0] != args[1:]:
-        found = cache[pipeline.id] = (args[1:], _month_to_date(*args))
+    if found is None or found[0] != key:
+        found = cache[pipeline.id] = (key, _month_to_date(*args))
     return found[1]
 
 
@@ -250,15 +256,6 @@ def _month_to_date(
     inputs = Inputs(key, spend, series, newest, changes)
     runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
     return _forecast(pipeline, inputs, runs if series else 0, now, thresholds, prior)
-
-
-def forecast_sentences(mtd: MonthToDate) -> tuple[str, ...]:
-    """The sentences the forecast added to a month to date's working (a change point,
-    a trend, borrowed spread): what the projection's ``warnings`` and the page show."""
-    return tuple(line for line in mtd.working if line.startswith(SENTENCE_STARTS))
-
-
-SENTENCE_STARTS = ("Costs rose", "Costs fell", "Only ")
 
 
 def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> SeriesContext:
