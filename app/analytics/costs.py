@@ -2,7 +2,8 @@
 
 The portfolio, the weekly review and /metrics show every pipeline's monthly cost at its
 current cadence, the expected bill: the mean retraining cost (a run plus its
-retraining's failed attempts) of the production variant's newest RUN_WINDOW runs
+retraining's failed attempts; a retraining abandoned after failed attempts at what they
+cost) of the production variant's newest RUN_WINDOW retrainings
 (``analytics.service.current_monthly_cost``) times the runs a month. Reading 5,000
 such windows takes most of a second on 10 million runs, so each process keeps the means
 it computed (``Database.caches``: one per database, so tests and tools that open several
@@ -32,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
 from app.db import rollup_reads
+from app.db.cost_reads import Series
 from app.db.memo import kept
 
 # Above this many pipelines the counters of every pipeline are read (no list of ids to
@@ -39,7 +41,7 @@ from app.db.memo import kept
 ID_LIST_LIMIT = 1_000
 
 Key = tuple[int, str, int]  # pipeline id, variant, window
-Entry = tuple[int, float, tuple[float, ...]]  # change counter, pipeline price, window (USD)
+Entry = tuple[int, float, Series]  # change counter, pipeline price, series
 
 
 class Costed(Protocol):
@@ -59,21 +61,21 @@ class Costed(Protocol):
 def mean_costs(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, float]:
     """Mean retraining cost (USD) of each pipeline's production variant's newest ``window``
     runs, by pipeline id; a pipeline whose production variant has no runs is absent."""
-    return {pid: math.fsum(w) / len(w) for pid, w in windows(session, pipelines, window).items()}
+    found = windows(session, pipelines, window).items()
+    return {pid: math.fsum(c for c, _, _ in w) / len(w) for pid, w in found}
 
 
-def windows(
-    session: Session, pipelines: Sequence[Costed], window: int
-) -> dict[int, tuple[float, ...]]:
-    """The retraining costs (USD, oldest first) of each pipeline's production variant's
-    newest ``window`` runs, by pipeline id: what the bill draws from. A pipeline whose
-    production variant has no runs is absent."""
+def windows(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, Series]:
+    """The cost series (cost, extra attempts' cost, start; oldest first) of each
+    pipeline's production variant's newest ``window`` retrainings, abandoned ones
+    included, by pipeline id: what the bill draws from. A pipeline whose production
+    variant has no runs is absent."""
     if not pipelines:
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     changes = rollup_reads.change_counters(session, ids).by_variant
     cache: dict[Key, Entry] = kept(session, "recent_costs")
-    out: dict[int, tuple[float, ...]] = {}
+    out: dict[int, Series] = {}
     stale: dict[int, tuple[Key, tuple[int, float]]] = {}
     for p in pipelines:
         counter = changes.get((p.id, p.production_variant))

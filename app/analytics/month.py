@@ -20,32 +20,34 @@ moved: a warm request forecasts nothing and reads nothing more.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from typing import Protocol
 
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.analytics import costs, repository
-from app.db import rollup_reads, running_reads
+from app.analytics import costs
+from app.analytics.month_running import (
+    NO_EXTRAS,
+    Extras,
+    day_of,
+    extras_of,
+    page_extras,
+    typical_cost,
+)
+from app.analytics.reads import RunReads, RunRow, held_prior
+from app.db import cost_reads, rollup_reads
+from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
 from app.db.memo import kept
-from app.planning.backtest import RecordRun, month_start, newest_start_before, window_before
-from app.planning.bill import forecast_bill
+from app.planning.backtest import RecordRun, month_start, newest_start_before, series_before
+from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
+from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of, fit
 from app.planning.month_to_date import MonthToDate, month_to_date
-from app.planning.running import (
-    EXPERIMENT_DAYS,
-    Running,
-    days_left_in_month,
-    elapsed_hours,
-    experiments_expected,
-    running_now,
-    usual_hours,
-)
+from app.planning.org_prior import WindowStats, combine, rounded, window_stats
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import (
     epoch_microseconds,
@@ -53,6 +55,7 @@ from app.planning.schedule import (
     remaining_counts,
     remaining_runs,
 )
+from app.planning.series_bill import SeriesContext, forecast_series, schedule_days
 
 ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
@@ -68,26 +71,6 @@ def month_of(now: datetime) -> date:
 
 
 @dataclass(frozen=True)
-class Extras:
-    """What the month holds besides finished spend and the retrainings still to start:
-    the attempts running now (started this month), how long the production variant's
-    retrainings usually take (None: nothing runs), and each variant's finished attempts
-    and their cost in the last EXPERIMENT_DAYS (the experiments' pace)."""
-
-    running: tuple[running_reads.RunningRow, ...] = ()
-    usual_hours: float | None = None
-    recent: tuple[tuple[str, tuple[int, float]], ...] = ()
-
-    def clock(self, now: datetime) -> datetime | None:
-        """The moment the answer is computed at, part of its key: ``now`` while an
-        attempt runs (its cost so far moves), the hour when only experiments are paced
-        (their days left: recomputed hourly, not on every request), None otherwise."""
-        if self.running:
-            return now
-        return now.replace(minute=0, second=0, microsecond=0) if self.recent else None
-
-
-@dataclass(frozen=True)
 class Inputs:
     """What one pipeline's month to date is computed from, besides the clock and its
     budget; ``key`` is (signature, production variant, price, month, day, window): every
@@ -95,9 +78,10 @@ class Inputs:
 
     key: tuple[int, str, float, date, date, int]
     spend: dict[str, float]
-    costs: tuple[float, ...]
+    costs: Series
     newest_us: int  # the production variant's newest start, or NO_START
-    extras: Extras = Extras()
+    declared: tuple[tuple[float, str], ...] = ()  # (day, description) of declared changes
+    extras: Extras = NO_EXTRAS  # attempts running now, the experiments' pace
 
 
 def months(
@@ -120,17 +104,35 @@ def months(
     runs[none] = 0
     thresholds = status_thresholds_of(session)
     made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
+    prior = prior_of(session, [i.costs for i in inputs])
     out = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
         clock = i.extras.clock(now)
-        key = (i.key, n, p.monthly_budget_usd, thresholds, clock)
+        key = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
         found = made.get(p.id)
         if found is None or found[0] != key:
-            at = clock or now
-            found = (key, _forecast(p, i.spend, i.costs, n, thresholds, i.extras, at))
-            made[p.id] = found
+            found = made[p.id] = (key, _forecast(p, i, n, clock or now, thresholds, prior))
         out[p.id] = found[1]
     return out
+
+
+def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
+    """The organisation's prior from the series of every pipeline read (two or more),
+    kept for the requests that read one pipeline (``reads.held_prior``); before any
+    org-wide read, the fixed prior. Each window's part is kept by its series (a new run
+    recomputes one window's, not 5,000), and the prior is rounded so that the small
+    moves one window makes do not re-forecast every pipeline."""
+    usable = [s for s in series if s]
+    if len(usable) < 2:
+        return held_prior(session)
+    parts: dict[Series, WindowStats] = kept(session, "org_prior_parts")
+    fresh = {s: parts.get(s) or window_stats(*_columns(s)) for s in usable}
+    parts.clear()
+    parts.update(fresh)
+    prior = rounded(combine(list(fresh.values())))
+    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
+    held["org"] = (None, prior)
+    return prior
 
 
 def _inputs(
@@ -140,10 +142,10 @@ def _inputs(
     of ``pipelines``). The signatures are read first, so inputs can only be newer than
     the signature they are filed under: the next request then reads them again. The
     day is in the key: the experiments' last 14 days move with it."""
+    month, day = month_of(now), day_of(now)
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     signatures = rollup_reads.signatures(session, ids)
     kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
-    month, day = month_of(now), now.astimezone(UTC).date()
 
     def key(p: Budgeted) -> tuple[int, str, float, date, date, int]:
         return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
@@ -155,7 +157,8 @@ def _inputs(
         spends = rollup_reads.month_spend_by_variant(session, month, read)
         starts = rollup_reads.newest_starts(session, read)
         windows = costs.windows(session, stale, window)
-        extras = _extras(session, stale, read, now, window)
+        changes = declared_changes(session, read)
+        extras = extras_of(session, stale, read, now, window)
         for p in stale:
             started = starts.get(p.id, {}).get(p.production_variant)
             window_costs = windows.get(p.id, ())
@@ -164,118 +167,140 @@ def _inputs(
                 spends.get(p.id, {}),
                 window_costs,
                 epoch_microseconds(started) if started and window_costs else NO_START,
-                extras.get(p.id, Extras()),
+                tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
+                extras.get(p.id, NO_EXTRAS),
             )
     return [kept_inputs[p.id] for p in pipelines]
 
 
-def _extras(
-    session: Session,
-    pipelines: Sequence[Budgeted],
-    ids: list[int] | None,
-    now: datetime,
-    window: int,
-) -> dict[int, Extras]:
-    """The running attempts and the recent experiments of these pipelines (``ids``:
-    their ids, None for every pipeline), and for those running a production attempt how
-    long its retrainings usually take (one read each: few pipelines run at once)."""
-    first = datetime.combine(month_of(now), datetime.min.time(), tzinfo=UTC)
-    # From the start of the day EXPERIMENT_DAYS ago: the same all day, so kept by the day.
-    today = datetime.combine(now.astimezone(UTC).date(), datetime.min.time(), tzinfo=UTC)
-    since = today - timedelta(days=EXPERIMENT_DAYS)
-    lately = running_reads.running_and_recent(session, ids, first, since)
-    running, recent = lately.running, lately.recent
-    out = {}
-    for p in pipelines:
-        mine = running.get(p.id, ())
-        usual = None
-        if any(r.variant == p.production_variant for r in mine):
-            hours = running_reads.recent_wall_clocks(session, p.id, p.production_variant, window)
-            usual = usual_hours(hours)
-        variants = tuple(sorted(recent.get(p.id, {}).items()))
-        if mine or variants:
-            out[p.id] = Extras(mine, usual, variants)
-    return out
+def _columns(series: Series) -> tuple[list[float], list[float], list[float]]:
+    costs_, extras, starts = zip(*series, strict=True)
+    return list(costs_), list(extras), days_of(starts).tolist()
+
+
+def declared_changes(
+    session: Session, pipeline_ids: list[int] | None
+) -> dict[int, list[tuple[datetime, str]]]:
+    """Change points by pipeline (declared notes and price changes): what
+    ``app.pipelines.service.change_points`` lists, for many pipelines in one statement."""
+    return cost_reads.declared_changes(session, pipeline_ids)
+
+
+# The sentence names a change by its date only: the page reads the latest change's time
+# in its variants statement, and every surface says the same words.
+PRICE_CHANGE = ""
 
 
 def _forecast(
-    p: Budgeted,
-    spend: dict[str, float],
-    costs_: tuple[float, ...],
-    runs: int,
-    thresholds: StatusThresholds,
-    extras: Extras,
-    now: datetime,
-) -> MonthToDate:
-    """The month to date, with the attempts running now (a typical retraining is the
-    window's mean cost) and the experiments' rest of the month."""
-    forecast = forecast_bill(list(costs_) or [0.0], exactly(runs))
-    typical = math.fsum(costs_) / len(costs_) if costs_ else 0.0
-    attempts = [
-        Running(r.variant, r.workers, elapsed_hours(r.started_at, now), r.price_per_gpu_hour)
-        for r in extras.running
-    ]
-    running = running_now(attempts, p.production_variant, typical, extras.usual_hours)
-    rest = experiments_expected(dict(extras.recent), p.production_variant, days_left_in_month(now))
-    return month_to_date(
-        spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds,
+    p: Budgeted, i: Inputs, runs: int, now: datetime, thresholds: StatusThresholds,
+    prior: OrgPrior,
+) -> MonthToDate:  # fmt: skip
+    """The month to date: the bill of the retrainings still to start, the attempts
+    running now (a whole retraining is the window's mean cost) and the experiments' rest
+    of the month."""
+    forecast = bill_of(i.costs, i.declared, p.runs_per_week, runs, now, prior)
+    running, rest = i.extras.parts(
+        p.production_variant, typical_cost([c for c, _, _ in i.costs]), now
+    )
+    mtd = month_to_date(
+        i.spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds,
         running=running, experiments_expected_usd=rest,
     )  # fmt: skip
+    return replace(mtd, working=mtd.working + forecast.sentences)
+
+
+def bill_of(
+    series: Series,
+    declared: Sequence[tuple[float, str]],
+    runs_per_week: float,
+    runs: int,
+    now: datetime,
+    prior: OrgPrior,
+    *,
+    budget_usd: float | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+) -> BillForecast:
+    """The bill of the ``runs`` retrainings still to start this month from the cost
+    series (app/planning/cost_series.py: change points, trend, borrowed spread), each at
+    its scheduled day: the one call every month-to-date figure goes through (and the
+    family calibration test, tests/analytics/test_bill_family.py)."""
+    if not series:
+        return forecast_bill([0.0], exactly(runs))
+    costs_, extras, days = _columns(series)
+    model = fit(costs_, extras, days, declared, prior)
+    future = schedule_days(days[-1], runs_per_week, float(days_of([now])[0]), runs)
+    return forecast_series(
+        model, exactly(runs), future, budget_usd=budget_usd, draws=draws, seed=seed
+    )
 
 
 def month_to_date_of(
     session: Session,
     pipeline: Budgeted,
     spend: dict[str, float],
-    costs_: tuple[float, ...],
+    series: Series,
+    declared: datetime | None,
     started: datetime | None,
     now: datetime,
 ) -> MonthToDate:
-    """One pipeline's month to date from what its page has read already: this month's
-    spend by variant, its production variant's window of retraining costs and newest
-    start (kept as :func:`months` keeps them), and the attempts running now and the
-    recent experiments, read here (small indexed reads)."""
+    """One pipeline's month to date from what its page has read already (no statement
+    more): this month's spend by variant, its production variant's cost series
+    (``RunReads.series``, the same as :func:`months` reads), its latest declared change
+    and its newest start, through the same forecast (:func:`bill_of`); and the attempts
+    running now and the recent experiments (small indexed reads, kept by the day)."""
     cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
-    inputs = Inputs(
-        (0, "", 0.0, month_of(now), now.date(), RUN_WINDOW),
-        spend,
-        costs_,
-        0,
-        _page_extras(session, pipeline, now),
-    )
-    return _month_to_date(pipeline, inputs, started, now, thresholds, cache)
-
-
-def _page_extras(session: Session, p: Budgeted, now: datetime) -> Extras:
-    """:func:`_extras` of one pipeline, kept between requests under its signature (read
-    with its variant statistics, already read by the page), production variant and day."""
-    cache: dict[int, tuple[object, Extras]] = kept(session, "month_extras")
-    key = (repository.variants(session, p.id)[1], p.production_variant, now.astimezone(UTC).date())
-    found = cache.get(p.id)
+    changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
+    extras = page_extras(session, pipeline, now)
+    clock = extras.clock(now)
+    prior = prior_of(session, [])
+    args = (pipeline, spend, series, changes, started, clock or now, thresholds, prior, extras)
+    # What the answer depends on: the clock only through the month and the retrainings
+    # still to start (their days follow from the newest start).
+    runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
+    p = pipeline
+    key = (p.monthly_budget_usd, p.runs_per_week, p.production_variant, p.price_per_gpu_hour,
+           month_of(now), runs, spend, series, changes, started, thresholds, prior, extras,
+           clock)  # fmt: skip
+    found = cache.get(pipeline.id)
     if found is None or found[0] != key:
-        extras = _extras(session, [p], [p.id], now, RUN_WINDOW).get(p.id, Extras())
-        found = cache[p.id] = (key, extras)
+        found = cache[pipeline.id] = (key, _month_to_date(*args))
     return found[1]
 
 
 def _month_to_date(
-    p: Budgeted,
-    i: Inputs,
+    pipeline: Budgeted,
+    spend: dict[str, float],
+    series: Series,
+    changes: tuple[tuple[float, str], ...],
     started: datetime | None,
     now: datetime,
     thresholds: StatusThresholds,
-    cache: dict[int, tuple[object, MonthToDate]],
+    prior: OrgPrior,
+    extras: Extras = NO_EXTRAS,
 ) -> MonthToDate:
-    runs = remaining_runs(started, p.runs_per_week, now).counts[0] if i.costs and started else 0
-    clock = i.extras.clock(now)
-    key = (month_of(now), tuple(sorted(i.spend.items())), i.costs, runs, p.monthly_budget_usd,
-           p.production_variant, thresholds, i.extras, clock)  # fmt: skip
-    found = cache.get(p.id)
-    if found is None or found[0] != key:
-        found = (key, _forecast(p, i.spend, i.costs, runs, thresholds, i.extras, clock or now))
-        cache[p.id] = found
-    return found[1]
+    newest = epoch_microseconds(started) if started and series else NO_START
+    key = (0, pipeline.production_variant, pipeline.price_per_gpu_hour, month_of(now),
+           day_of(now), 0)  # fmt: skip
+    inputs = Inputs(key, spend, series, newest, changes, extras)
+    runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
+    return _forecast(pipeline, inputs, runs if series else 0, now, thresholds, prior)
+
+
+def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> SeriesContext:
+    """The window of ``variant`` (``rows``) as a cost series for a projection: its runs'
+    days, its abandoned retrainings, the latest declared change, the organisation's
+    prior (``runs.prior``), today."""
+    abandoned = tuple((c, e, _day(t)) for c, e, t in runs.abandoned.get(variant, []))
+    latest = runs.latest_change
+    declared = ((_day(latest), PRICE_CHANGE),) if latest is not None else ()
+    days = tuple(_day(r.started_at) for r in rows)
+    return SeriesContext(days, abandoned, declared, runs.prior, _day(datetime.now(UTC)))
+
+
+def _day(moment: datetime) -> float:
+    return float(days_of([moment])[0])
 
 
 def forecast_of_month(
@@ -289,14 +314,14 @@ def forecast_of_month(
     attempt, sorted by start; those started before the month are used): the app's one
     entry point for "the forecast of month M from these runs", the record's backtests
     (``app.analytics.record``). It is :func:`month_to_date_of` at the month's start:
-    nothing spent yet, the production variant's window and newest start as they were,
-    the pipeline's cadence, price and budget as they are now. None: no planning run of
-    the production variant had started."""
+    nothing spent yet, the production variant's cost series and newest start as they
+    were, the pipeline's cadence, price and budget as they are now, the fixed prior (the
+    organisation's as it was is not kept). None: no planning run of the production
+    variant had started."""
     at = month_start(month)
-    costs_ = window_before(runs, pipeline.production_variant, at, window)
+    series = series_before(runs, pipeline.production_variant, at, window)
     started = newest_start_before(runs, pipeline.production_variant, at)
-    if not costs_ or started is None:
+    if not series or started is None:
         return None
     # At the month's first instant nothing runs yet and no experiment is paced: no extras.
-    inputs = Inputs((0, "", 0.0, month, month, window), {}, costs_, 0)
-    return _month_to_date(pipeline, inputs, started, at, thresholds, {})
+    return _month_to_date(pipeline, {}, series, (), started, at, thresholds, FIXED_PRIOR)

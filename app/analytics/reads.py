@@ -11,14 +11,17 @@ six sections reads the runs twice, not once a section.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
 from app.analytics.repository import RunRow, VariantStats
+from app.db.cost_reads import Series
+from app.db.memo import kept
 from app.db.models import Pipeline
+from app.planning.cost_series import FIXED_PRIOR, OrgPrior
 from app.planning.scaling import ScalingPoint
 from app.planning.scenario import RUN_WINDOW
 
@@ -49,6 +52,9 @@ class RunReads:
     recent: list[RunRow]  # the newest planning runs of any variant, oldest first
     scaling_variant: str | None  # the variant with the most worker counts (at least two)
     scaling_points: tuple[ScalingPoint, ...]
+    abandoned: dict[str, list[tuple[float, float, datetime]]] = field(default_factory=dict)
+    latest_change: datetime | None = None  # the latest declared change (price setting)
+    prior: OrgPrior = FIXED_PRIOR  # what a small window borrows (held_prior)
 
     @property
     def names(self) -> list[str]:
@@ -61,6 +67,17 @@ class RunReads:
     @property
     def latest_start(self) -> datetime | None:
         return max((v.last_started_at for v in self.variants), default=None)
+
+    def series(self, variant: str) -> Series:
+        """The variant's cost series as ``app.analytics.costs.windows`` reads it: its
+        window's retrainings and the abandoned ones, oldest first, the newest
+        RUN_WINDOW of them (cost, extra attempts' cost, start)."""
+        rows = [
+            (r.facts.retraining_cost_usd, r.facts.failed_attempts_cost_usd, r.started_at)
+            for r in self.window(variant)
+        ]
+        rows += self.abandoned.get(variant, [])
+        return tuple(sorted(rows, key=lambda row: row[2])[-RUN_WINDOW:])
 
     def window(self, variant: str) -> list[RunRow]:
         """The variant's window: empty when it has no runs (or was not read)."""
@@ -98,7 +115,8 @@ def read_runs(
     defaults) beside the production variant and the defaults, the newest ``recent`` (at
     least RUN_WINDOW: the scaling advice's fallback), and the scaling fit's points of
     ``scaling`` (default: the variant with the most worker counts)."""
-    stats = tuple(repo.variants(session, pipeline.id)[0])
+    stats_, _, latest_change = repo.variants(session, pipeline.id)
+    stats = tuple(stats_)
     names = [v.variant for v in stats]
     wanted = [pipeline.production_variant, *default_variants(names, pipeline.production_variant)]
     wanted += [v for v in variants if v is not None]
@@ -117,4 +135,14 @@ def read_runs(
         scaling=scaling if scaling in names else None,
     )
     points = tuple(ScalingPoint(w, t) for w, t in found.worker_times if t > 0)
-    return RunReads(stats, found.by_variant, found.recent, scaling, points)
+    return RunReads(
+        stats, found.by_variant, found.recent, scaling, points, found.abandoned, latest_change,
+        held_prior(session),
+    )  # fmt: skip
+
+
+def held_prior(session: Session) -> OrgPrior:
+    """The organisation's prior as the last org-wide read computed it
+    (``app.analytics.month.prior_of``, kept per database), else the fixed prior."""
+    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
+    return held["org"][1] if "org" in held else FIXED_PRIOR

@@ -7,27 +7,28 @@ of recent runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
     Float,
-    Integer,
-    Text,
-    bindparam,
     cast,
     distinct,
     func,
     literal,
     select,
-    true,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import aggregate_order_by
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
+from app.db.cost_reads import (
+    PLANNING_ATTEMPTS,
+    abandoned_rows,
+    failed_attempts,
+    latest_change,
+)
+from app.db.cost_reads import recent_costs as recent_costs
 from app.db.memo import per_session
 from app.db.models import Pipeline, Run, RunVariant
 from app.db.run_terms import as_date, goodput_totals, run_terms, wall_clock, week_start
@@ -49,12 +50,6 @@ class RunRow:
     utilization_source: str | None = None
 
 
-# The runs a planning window holds: succeeded attempts with a utilization figure (the
-# per-run model needs it). Failed attempts and unmeasured ones count in recorded spend
-# and badput (the rollups), not here.
-PLANNING_ATTEMPTS = (Run.outcome == "succeeded", Run.gpu_utilization.is_not(None))
-
-
 @per_session
 def recent_runs(
     session: Session,
@@ -74,92 +69,27 @@ def recent_runs(
     return rows if chronological else rows[::-1]
 
 
-def _failed_attempts() -> tuple[Any, Any]:
-    """Correlated sums over the other attempts of the outer run's retraining that did not
-    succeed (``ix_run_pipeline_retraining``): their GPU-hours, and their cost at the
-    projection price (the attempt's own, else the pipeline's current one)."""
-    other = aliased(Run)
-    same = (
-        other.pipeline_id == Run.pipeline_id,
-        other.retraining_id == Run.retraining_id,
-        other.outcome != "succeeded",
-    )
-    price = func.coalesce(other.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
-    gpu = select(func.coalesce(func.sum(other.gpu_hours), 0.0)).where(*same)
-    usd = select(func.coalesce(func.sum(other.gpu_hours * price), 0.0)).where(*same)
-    return gpu.scalar_subquery(), usd.scalar_subquery()
-
-
-def recent_costs(
-    session: Session, variants: dict[int, str], limit: int = 12
-) -> dict[int, tuple[float, ...]]:
-    """The retraining costs of each (pipeline id: variant)'s ``limit`` newest runs, oldest
-    first: each run's cost as :func:`_to_run_row` has it (GPU-hours capped at workers x
-    hours x 1.01, hours at least the explained time) times the effective price, plus its
-    retraining's failed attempts (:func:`_failed_attempts`): the window the bill draws
-    from and whose mean the expected bill multiplies.
-
-    PostgreSQL: one statement, a LATERAL index scan of ``ix_run_pipeline_variant_started``
-    per pair (5,000 pairs x 12 runs, not the whole table) and ``array_agg``. SQLite: one
-    query per pair.
-    """
-    if not variants:
-        return {}
-    if dialect(session) != "postgresql":
-        out = {}
-        for pid, v in variants.items():
-            rows = recent_runs(session, pid, variant=v, limit=limit)
-            if rows:
-                out[pid] = tuple(r.facts.retraining_cost_usd for r in rows)
-        return out
-    ids, names = list(variants), [variants[i] for i in variants]
-    pairs = (
-        func.unnest(
-            bindparam("ids", ids, type_=ARRAY(Integer)),
-            bindparam("names", names, type_=ARRAY(Text)),
-        )
-        .table_valued("pid", "variant")
-        .render_derived(name="pairs")
-    )
-    explained = (
-        Run.data_stall_hours
-        + Run.checkpoint_hours
-        + Run.lost_progress_hours
-        + Run.resume_hours
-        + Run.reschedule_hours
-    )
-    hours = func.greatest(wall_clock("postgresql"), explained, 1e-9)
-    cost = func.least(Run.gpu_hours, Run.workers * hours * 1.01) * effective_price()
-    _, failed_usd = _failed_attempts()
-    recent = (
-        select((cost + failed_usd).label("cost"), Run.started_at, Run.id.label("pk"))
-        .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pairs.c.pid, Run.variant == pairs.c.variant, *PLANNING_ATTEMPTS)
-        .order_by(Run.started_at.desc(), Run.id.desc())
-        .limit(limit)
-        .lateral()
-    )
-    window = func.array_agg(aggregate_order_by(recent.c.cost, recent.c.started_at, recent.c.pk))
-    stmt = select(pairs.c.pid, window).select_from(pairs).join(recent, true()).group_by(pairs.c.pid)
-    return {pid: tuple(float(c) for c in w) for pid, w in session.execute(stmt)}
-
-
-def _to_run_row(r: Any) -> RunRow:
-    started = r.started_at if r.started_at.tzinfo else r.started_at.replace(tzinfo=UTC)
-    hours = float(r.hours)
-    interruptions = (
-        (Interruption(r.lost_progress_hours, r.resume_hours, r.reschedule_hours),)
-        if r.interruption_count
-        else ()
-    )
-    # Stored durations were checked against the stored wall clock; julianday's
-    # millisecond rounding must not make a valid run look impossible.
+def _capped(r: Any) -> tuple[float, float]:
+    """A row's wall clock (at least its explained time) and GPU-hours (at most workers x
+    hours x 1.01). Stored durations were checked against the stored wall clock;
+    julianday's millisecond rounding must not make a valid run look impossible."""
     explained = (
         r.data_stall_hours
         + r.checkpoint_hours
         + sum((r.lost_progress_hours, r.resume_hours, r.reschedule_hours))
     )
-    hours = max(hours, explained, 1e-9)
+    hours = max(float(r.hours), explained, 1e-9)
+    return hours, min(float(r.gpu_hours), r.workers * hours * 1.01)
+
+
+def _to_run_row(r: Any) -> RunRow:
+    started = r.started_at if r.started_at.tzinfo else r.started_at.replace(tzinfo=UTC)
+    interruptions = (
+        (Interruption(r.lost_progress_hours, r.resume_hours, r.reschedule_hours),)
+        if r.interruption_count
+        else ()
+    )
+    hours, gpu_hours = _capped(r)
     return RunRow(
         id=r.id,
         run_id=r.run_id,
@@ -168,7 +98,7 @@ def _to_run_row(r: Any) -> RunRow:
         facts=RunFacts(
             workers=r.workers,
             wall_clock_hours=hours,
-            gpu_hours=min(float(r.gpu_hours), r.workers * hours * 1.01),
+            gpu_hours=gpu_hours,
             gpu_utilization=r.gpu_utilization,
             price_per_gpu_hour=float(r.price),
             data_stall_hours=r.data_stall_hours,
@@ -254,13 +184,15 @@ class VariantStats:
 
 
 @per_session
-def variants(session: Session, pipeline_id: int) -> tuple[list[VariantStats], int]:
+def variants(session: Session, pipeline_id: int) -> tuple[list[VariantStats], int, datetime | None]:
     """Every variant of the pipeline, most-run first (one GROUP BY over its runs), and in
-    the same statement its signature (``rollup_reads.signatures``; 0: no runs)."""
+    the same statement its signature (``rollup_reads.signatures``; 0: no runs) and its
+    latest declared change (``cost_reads.latest_change``; None: none)."""
     signature = select(func.coalesce(func.sum(RunVariant.changes), 0))
     rows = session.execute(
         select(
             signature.where(RunVariant.pipeline_id == pipeline_id).scalar_subquery(),
+            latest_change(pipeline_id),
             Run.variant,
             func.count(),
             func.count(distinct(Run.workers)),
@@ -276,9 +208,11 @@ def variants(session: Session, pipeline_id: int) -> tuple[list[VariantStats], in
     ).all()
     stats = [
         VariantStats(v, int(n), int(w), _aware(last), int(i), float(h), float(lost), float(rest))
-        for _, v, n, w, last, i, h, lost, rest in rows
+        for _, _, v, n, w, last, i, h, lost, rest in rows
     ]
-    return stats, int(rows[0][0]) if rows else 0
+    if not rows:
+        return stats, 0, None
+    return stats, int(rows[0][0]), _aware(rows[0][1]) if rows[0][1] is not None else None
 
 
 @dataclass(frozen=True)
@@ -289,6 +223,9 @@ class Windows:
     by_variant: dict[str, list[RunRow]]
     recent: list[RunRow]
     worker_times: list[tuple[int, float]]
+    # Each variant's newest retrainings abandoned after failed attempts, as (cost, extra
+    # attempts' cost, start): they count in the cost series, not in the per-run model.
+    abandoned: dict[str, list[tuple[float, float, datetime]]] = field(default_factory=dict)
 
 
 SCALING_RUNS = 500  # the newest runs of the scaling variant the fit reads
@@ -307,10 +244,14 @@ def windows(
     plus the scaling variant's newest :data:`SCALING_RUNS` runs, in one statement: a
     UNION ALL of index scans, each member labelled. Oldest first in each window."""
     backend = dialect(session)
-    failed_gpu, failed_usd = _failed_attempts()
+    failed_gpu, failed_usd = failed_attempts()
     columns = [*_planning_columns(backend), failed_gpu.label("failed_gpu_hours")]
     priced = [*columns, failed_usd.label("failed_usd")]
     members = [_member(pipeline_id, f"v:{v}", priced, limit, variant=v) for v in variants]
+    given_up = abandoned_rows()
+    members += [
+        _member(pipeline_id, f"a:{v}", priced, limit, variant=v, where=given_up) for v in variants
+    ]
     if recent:
         members.append(_member(pipeline_id, "recent", priced, recent))
     if scaling is not None:
@@ -320,7 +261,7 @@ def windows(
         members.append(
             _member(pipeline_id, "s", cheap, SCALING_RUNS, variant=scaling, planning=False)
         )
-    out = Windows({name: [] for name in variants}, [], [])
+    out = Windows({name: [] for name in variants}, [], [], {name: [] for name in variants})
     if not members:
         return out
     rows = sorted(session.execute(union_all(*members)), key=lambda r: (r.started_at, r.id))
@@ -329,6 +270,9 @@ def windows(
             out.worker_times.append((int(r.workers), float(r.raw_hours)))
         elif r.member == "recent":
             out.recent.append(_to_run_row(r))
+        elif r.member.startswith("a:"):
+            cost = _capped(r)[1] * float(r.price) + float(r.failed_usd)
+            out.abandoned[r.member[2:]].append((cost, float(r.failed_usd), _aware(r.started_at)))
         else:
             out.by_variant[r.member[2:]].append(_to_run_row(r))
     out.worker_times.reverse()  # newest first, as the fit has always read them
@@ -354,6 +298,7 @@ def _member(
     *,
     variant: str | None = None,
     planning: bool = True,
+    where: Any = None,
 ) -> Any:
     stmt = (
         select(literal(label).label("member"), *columns)
@@ -363,7 +308,9 @@ def _member(
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
     )
-    if planning:
+    if where is not None:
+        stmt = stmt.where(where)
+    elif planning:
         stmt = stmt.where(*PLANNING_ATTEMPTS)
     if variant is not None:
         stmt = stmt.where(Run.variant == variant)

@@ -210,6 +210,7 @@ def projection(
             scaling_model=model,
             current_runs=[r.facts for r in current],
             risk_tolerance=risk_tolerance,
+            series=month.series_context(runs, variant, rows),
         )
     return ProjectionOut(
         pipeline=pipeline.name,
@@ -312,6 +313,7 @@ def gate(
         what_if=what_if,
         scaling_model=model,
         current_runs_per_week=pipeline.runs_per_week,
+        series=month.series_context(runs, candidate, cand_rows),
     )
     warnings = gate_source_warnings(
         (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)
@@ -393,29 +395,3 @@ def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -
     return {
         p.id: monthly_cost_now(means[p.id], p.runs_per_week) for p in pipelines if p.id in means
     }
-
-
-def typical_wall_clock_hours(session: Session, pipeline: costs.Costed) -> float | None:
-    """The median wall clock (hours) of the production variant's newest RUN_WINDOW runs,
-    what caps the runs a week can hold (k <= 168 / T); None without runs."""
-    rows = repo.recent_runs(
-        session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
-    )
-    hours = sorted(r.facts.wall_clock_hours for r in rows)
-    return hours[len(hours) // 2] if hours else None
-
-
-def gate_fails(session: Session, pipeline: Pipeline, candidate: str = "candidate") -> bool:
-    """Whether the A/B gate of the production variant against ``candidate`` says FAIL at
-    the default scenario's target cadence (the overview card's verdict). No candidate
-    runs, too few, or a gate that cannot be worked out: False (nothing forbids)."""
-    baseline = pipeline.production_variant
-    runs = read_runs(session, pipeline, (baseline, candidate))
-    if candidate not in runs.names or baseline not in runs.names:
-        return False
-    try:
-        out = gate(pipeline, runs, baseline=baseline, candidate=candidate,
-                   scenario=Scenario(), thresholds=gate_thresholds(pipeline))  # fmt: skip
-    except PlanningError:
-        return False
-    return not isinstance(out, NotEnoughData) and out.result.verdict == "FAIL"

@@ -76,13 +76,23 @@ def window_before(
     day 8 (retraining r2); c: succeeded $60 on day 8 an hour later (r2); d: succeeded $50
     on day 15. Before day 10: (70, 60 + 40) = (70, 100); before day 20, size 2: (100, 50).
     """
+    return tuple(cost for cost, _, _ in series_before(runs, variant, at, size))
+
+
+def series_before(
+    runs: Sequence[RecordRun], variant: str, at: datetime, size: int
+) -> tuple[tuple[float, float, datetime], ...]:
+    """:func:`window_before` as a cost series: each retraining's (cost, the part paid for
+    its attempts that did not succeed, start), what the forecast's model reads
+    (app/planning/cost_series.py)."""
     seen = runs[: started_before(runs, at)]
     failed: dict[str, float] = {}
     for r in seen:
         if not r.succeeded:
             failed[r.retraining_id] = failed.get(r.retraining_id, 0.0) + r.gpu_hours * r.price
     chosen = [r for r in seen if r.planning and r.variant == variant][-size:]
-    return tuple(r.window_usd + failed.get(r.retraining_id, 0.0) for r in chosen)
+    extra = [failed.get(r.retraining_id, 0.0) for r in chosen]
+    return tuple((r.window_usd + e, e, r.started_at) for r, e in zip(chosen, extra, strict=True))
 
 
 def newest_start_before(runs: Sequence[RecordRun], variant: str, at: datetime) -> datetime | None:

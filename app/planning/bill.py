@@ -133,6 +133,9 @@ class BillForecast:
     seed: int
     working: tuple[str, ...]
     draws: np.ndarray = field(repr=False, compare=False)
+    # What the forecast says in words when it follows a change, a trend or borrowed
+    # spread (app/planning/cost_series.py); empty for a plain window.
+    sentences: tuple[str, ...] = ()
 
 
 def bill_quantiles(draws: np.ndarray) -> tuple[float, float, float]:

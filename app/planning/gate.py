@@ -23,6 +23,7 @@ from app.planning.gate_types import Verdict as Verdict
 from app.planning.model import PlanningError, RunFacts
 from app.planning.projection import CALENDAR
 from app.planning.scaling import ScalingModel
+from app.planning.series_bill import SeriesContext
 from app.planning.whatif import WhatIf
 
 
@@ -38,6 +39,7 @@ def evaluate_gate(
     what_if: WhatIf | None = None,
     scaling_model: ScalingModel | None = None,
     current_runs_per_week: float | None = None,
+    series: SeriesContext | None = None,
 ) -> GateResult:
     """Decide whether the candidate may run at the target cadence (methodology.md §7).
 
@@ -49,9 +51,8 @@ def evaluate_gate(
        every run keeps the false-pass rate at alpha (app/planning/sequential.py): pass if
        the look's lower bound > -margin, fail if its upper bound < -margin, else
        undecided (runs without a quality value left out).
-    3. projected_cost: the candidate's month's bill at the target cadence under the
-       cost card's what-ifs (:func:`project_costs`), its ``cost_basis`` figure (the p90
-       bill by default, or the expected bill) <= budget.
+    3. projected_cost: the candidate's bill at the target cadence under the cost card's
+       what-ifs and cost series (:func:`project_costs`), its ``cost_basis`` figure <= budget.
 
     Verdict: INSUFFICIENT_DATA if either arm has fewer than ``min_runs`` runs; otherwise
     FAIL if any criterion fails or cannot pass, INSUFFICIENT_DATA if any is undecided
@@ -62,7 +63,7 @@ def evaluate_gate(
     if budget_usd < 0 or target_runs_per_week < 0:
         raise PlanningError("budget and target cadence must be >= 0")
     cost, proj = cost_criterion(
-        candidate, target_runs_per_week, budget_usd, convention, th, what_if, scaling_model
+        candidate, target_runs_per_week, budget_usd, convention, th, what_if, scaling_model, series
     )
     criteria = (
         _utilization(baseline, candidate, th),

@@ -19,6 +19,7 @@ from app.planning.model import RunFacts
 from app.planning.projection import Projection, project_costs
 from app.planning.scaling import ScalingModel
 from app.planning.sequential import SequentialDesign, sequential_decision
+from app.planning.series_bill import SeriesContext
 from app.planning.welch import WelchComparison, runs_needed_per_arm, welch, welch_bounds
 from app.planning.whatif import WhatIf, apply_what_if
 
@@ -159,6 +160,7 @@ def cost_criterion(
     th: GateThresholds,
     what_if: WhatIf | None,
     scaling_model: ScalingModel | None,
+    series: SeriesContext | None = None,
 ) -> tuple[CriterionResult, Projection | None]:
     """The projection of the candidate at the target cadence (the same function, runs,
     what-ifs and seed as the cost card), compared on ``th.cost_basis`` with the budget."""
@@ -183,6 +185,7 @@ def cost_criterion(
         budget_usd=budget_usd,
         what_if=what_if,
         scaling_model=scaling_model,
+        series=series,
     )
     cp = proj.cadences[0]
     value = basis_figure(th.cost_basis, cp.expected_bill_usd, cp.bill_p90_usd)

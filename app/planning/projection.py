@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
+from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow
 from app.planning.budget_status import DEFAULT_RISK_TOLERANCE, fits_budget
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
@@ -16,8 +16,8 @@ from app.planning.schedule import CALENDAR as CALENDAR
 from app.planning.schedule import WEEKS_PER_MONTH as WEEKS_PER_MONTH
 from app.planning.schedule import MonthConvention as MonthConvention
 from app.planning.schedule import runs_per_month as runs_per_month
-from app.planning.schedule import typical_month_runs
 from app.planning.schedule import weeks_per_month as weeks_per_month
+from app.planning.series_bill import SeriesContext, biller
 from app.planning.verdict import bill_at_risk
 from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 
@@ -94,6 +94,7 @@ def project_costs(
     seed: int = 0,
     current_runs: Sequence[RunFacts] | None = None,
     risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
+    series: SeriesContext | None = None,
 ) -> Projection:
     """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
@@ -106,7 +107,7 @@ def project_costs(
       (the run plus its retraining's failed attempts), exact; monthly GPU-hours = m x
       the mean retraining's GPU-hours;
     - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
-      bootstrap months of :func:`app.planning.bill.forecast_bill`;
+      months of :func:`app.planning.bill.forecast_bill` (``series``: series_bill.py);
     - headroom = budget - expected bill; within_budget = the one test (budget_status);
     - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
       ``runs``, as observed, at ``current_runs_per_week``: production's for a candidate).
@@ -118,16 +119,15 @@ def project_costs(
     if budget_usd is not None and budget_usd < 0:
         raise PlanningError("budget must be >= 0")
     adjusted, warnings = _adjusted(runs, what_if, scaling_model)
-    window = _bill_window(runs, [a.cost_usd for a in adjusted], what_if, scaling_model)
+    costs = [a.cost_usd for a in adjusted]
+    window = _bill_window(runs, costs, what_if, scaling_model)
     typical = _typical(runs, adjusted)
     current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
     today = (current_runs_per_week, current_cost)
+    bill_at = biller(window, costs, series, convention, budget_usd, seed, warnings)
 
     def at(k: float) -> CadenceProjection:
-        bill = forecast_bill(
-            window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
-        )
-        return _at_cadence(k, convention, bill, typical, (budget_usd, risk_tolerance), today)
+        return _at_cadence(k, convention, bill_at(k), typical, (budget_usd, risk_tolerance), today)
 
     return Projection(
         convention=convention,

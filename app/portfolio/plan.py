@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.analytics import costs
-from app.analytics import service as analytics
+from app.analytics import costs, plan_inputs
 from app.auth.service import TokenInfo
 from app.db import rollup_reads
 from app.db.engine import WriteSession
@@ -80,9 +79,11 @@ def _options(
 ) -> Options:
     today = p.runs_per_week
     curve = _curve(session, p, stamp)
-    hours = analytics.typical_wall_clock_hours(session, p) if curve else None
+    hours = plan_inputs.typical_wall_clock_hours(session, p) if curve else None
     # Only a pipeline the plan could move needs its gate (a few pipelines, read cold).
-    forbids = bool(curve) and analytics.gate_fails(session, pipelines.get_by_name(session, p.name))
+    forbids = bool(curve) and plan_inputs.gate_fails(
+        session, pipelines.get_by_name(session, p.name)
+    )
     ks = allowed_cadences(today, hours, forbids) if curve else (today,)
     bills = [bill_at(window, k, seed=p.id) for k in ks]
     faster = [k for k in allowed_cadences(today, None) if k > today]
@@ -118,7 +119,9 @@ def options_of(
     cache: dict[int, tuple[Any, Options]] = kept(session, "org_plan_options")
     out, missing, keys = [], [], []
     for p in briefs:
-        window = windows.get(p.id)
+        # The plan prices its cadences from the window's costs (costs.windows now gives
+        # each retraining's (cost, extra attempts' cost, start)).
+        window = tuple(c for c, _, _ in windows.get(p.id, ()))
         if not window:
             missing.append(p.name)
             continue

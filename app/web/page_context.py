@@ -158,6 +158,8 @@ def _month_to_date(
     if not runs.variants:
         return None
     production = pipeline.production_variant
-    costs = tuple(r.facts.retraining_cost_usd for r in runs.window(production))
     started = next((v.last_started_at for v in runs.variants if v.variant == production), None)
-    return month.month_to_date_of(session, pipeline, weeks.month_spend, costs, started, now)
+    series, declared = runs.series(production), runs.latest_change
+    return month.month_to_date_of(
+        session, pipeline, weeks.month_spend, series, declared, started, now
+    )

@@ -208,7 +208,8 @@ def test_gate_pass(budgeted: TestClient, ingest_headers: dict[str, str]) -> None
         gate_runs("baseline", [0.37, 0.38, 0.39, 0.38], [0.410, 0.412, 0.414, 0.411])
         + gate_runs("candidate", [0.69, 0.70, 0.71, 0.70], [0.412, 0.413, 0.411, 0.414], hours=7.6),
     )
-    body = budgeted.get("/api/v1/pipelines/ranker/gate").json()
+    # $1,600: four identical candidate runs borrow the spread they cannot show (see below).
+    body = budgeted.get("/api/v1/pipelines/ranker/gate", params={"budget": 1600}).json()
     assert body["target_runs_per_week"] == 2.0  # twice the current weekly cadence
     result = body["result"]
     assert result["verdict"] == "PASS", result["summary"]
@@ -216,9 +217,11 @@ def test_gate_pass(budgeted: TestClient, ingest_headers: dict[str, str]) -> None
     assert names == ["utilization_uplift", "quality_non_inferiority", "projected_cost"]
     uplift = result["criteria"][0]
     assert uplift["value"] == pytest.approx(32.0)  # 70.0 - 38.0 points
-    # Candidate: 8 x 7.6 = 60.8 GPU-h x $2.50 = $152/run; the p90 bill at 2/week (a month
-    # of 9 runs with probability 2/3, else 8) is 9 x $152 = $1,368.
-    assert result["criteria"][2]["value"] == pytest.approx(9 * 152, rel=1e-6)
+    # Candidate: 8 x 7.6 = 60.8 GPU-h x $2.50 = $152/run; at 2/week a month holds 9 runs
+    # with probability 2/3, else 8. Four equal costs once made the p90 9 x $152 = $1,368
+    # exactly; four retrainings cannot show how costs vary, so the spread is borrowed
+    # (methodology.md 5.8) and the p90 is above it, within $1,600.
+    assert 9 * 152 < result["criteria"][2]["value"] < 1600
 
 
 def test_gate_insufficient_and_fail(budgeted: TestClient, ingest_headers: dict[str, str]) -> None:

@@ -27,10 +27,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
 from app.planning.bill import forecast_bill
+from app.planning.cost_series import fit
 from app.planning.schedule import typical_month_runs
+from app.planning.series_bill import typical_month
 from tests.fixtures.old_estimator import bootstrap_medians
 
 PIPELINES = 2500
@@ -161,7 +164,15 @@ def test_the_api_serves_the_calibrated_forecast(
     proj = client.get("/api/v1/pipelines/calib/projection", params={"cadence": 2}).json()
     at2 = next(c for c in proj["projections"]["baseline"]["cadences"] if c["runs_per_week"] == 2)
     assert abs(at2["expected_bill_usd"] - 2 * 52 / 12 * 160.0) < 1e-6  # $1,386.67
-    pure = forecast_bill(costs, typical_month_runs(2.0, "calendar"), budget_usd=1200.0)
-    assert at2["p_over_budget"] == pure.p_over_budget
+    # The API reads the window as a cost series (app/planning/cost_series.py): the base
+    # costs ($100) resampled and the tail (6 of 20 add $200) drawn apart, so its P(over)
+    # is the series model's, 0.6835 (DOMAIN.md section 9's exact value for this cost
+    # distribution: 0.6854; the plain bootstrap said 0.6505). No trend and no change: the
+    # days do not move any figure.
+    extras = [c - 100.0 for c in costs]
+    model = fit(costs, extras, [3.5 * i for i in range(20)])
+    runs2 = typical_month_runs(2.0, "calendar")
+    pure = typical_month(model, runs2, 2.0, 70.0, budget_usd=1200.0, seed=0)
+    assert at2["p_over_budget"] == pure.p_over_budget == pytest.approx(0.6854, abs=0.01)
     assert (at2["bill_p10_usd"], at2["bill_p90_usd"]) == (pure.bill_p10_usd, pure.bill_p90_usd)
     assert at2["monthly_cost_usd"] == at2["expected_bill_usd"]

@@ -10,6 +10,7 @@ the succeeded attempts alone would say 4 x 336 = $1,344.
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.fixtures.builders import crashed, last_week_day, make_run, retried
@@ -31,7 +32,7 @@ def test_failed_attempts_are_in_the_bill(
     (proj,) = body["projections"].values()
     at1 = next(c for c in proj["cadences"] if c["runs_per_week"] == 1)
     assert at1["runs_in_month"] == 4.0
-    assert at1["mean_cost_per_run_usd"] == 366.0
+    assert at1["mean_cost_per_run_usd"] == pytest.approx(366.0)  # base x (1 + tail): float
     assert abs(at1["expected_bill_usd"] - 1464.0) < 1e-6
     assert at1["bill_p10_usd"] < 1464.0 < at1["bill_p90_usd"]
     # The monthly cost is the expected bill; a typical retraining is the median run.

@@ -59,7 +59,13 @@ def test_org_month_equals_the_pages_at_every_moment(
             org = months(s, listed, now)
             for p in listed:
                 page = month_to_date_of(
-                    s, get_by_name(s, p.name), spends.get(p.id, {}), windows[p.id], NEWEST, now
+                    s,
+                    get_by_name(s, p.name),
+                    spends.get(p.id, {}),
+                    windows[p.id],
+                    None,
+                    NEWEST,
+                    now,
                 )
                 assert org[p.id] == page
                 assert org[p.id].remaining_runs == remaining

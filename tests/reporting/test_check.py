@@ -100,31 +100,37 @@ def test_the_pipelines_budget_is_judged_by_default(
     seeded: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Judged by the one test, P(bill > budget) against the 10% risk tolerance. Twice
-    # weekly: 9 runs in a month with probability 2/3, else 8, each $280: $2,240 or $2,520,
-    # both over a $2,000 budget (P = 100%); the bill at risk (p90) is 9 x 280 = $2,520.
-    # Once weekly (4 or 5 runs: at most $1,400) P = 0: within.
+    # weekly: 9 runs in a month with probability 2/3, else 8, each $280 (expected
+    # $2,426.67): equal costs once made the bill at risk (p90) 9 x 280 = $2,520; a window
+    # this small borrows the spread it cannot show (methodology.md 5.8), so the bill at
+    # risk is above that and the chance of going over a $2,000 budget far above 10%;
+    # once weekly (5 runs w.p. 1/3: $1,400 and the spread) within.
     set_budget(seeded, db, 2000)
     assert check(seeded, "--cadence", "2") == 1
     out = capsys.readouterr().out
-    assert (
-        "the proposed month has a 100% chance of going over the pipeline's $2,000.00 budget "
-        "(the risk tolerance is 10%; bill at risk $2,520.00)"
-    ) in out
-    assert "a ceiling is held against the bill at risk $2,520.00 a month." in out
+    said = re.search(
+        r"the proposed month has a (\d+)% chance of going over the pipeline's \$2,000\.00 "
+        r"budget \(the risk tolerance is 10%; bill at risk \$([\d,.]+)\)",
+        out,
+    )
+    assert said, out
+    assert int(said.group(1)) > 50 and float(said.group(2).replace(",", "")) > 2520
+    assert f"a ceiling is held against the bill at risk ${said.group(2)} a month." in out
     assert check(seeded, "--cadence", "1") == 0
     assert "**PASS**: within the limits (budget $2,000.00/month)." in capsys.readouterr().out
     assert check(seeded, "--cadence", "2", "--no-budget") == 0  # asked not to judge it
     assert "none given" in capsys.readouterr().out
     # The expected-bill basis no longer changes the verdict: at $2,450 the expected bill
-    # $2,426.67 is under the budget, but 9 runs ($2,520, probability 2/3) go over it:
-    # P = 2/3 >= 10%, so twice weekly does not fit, as the pages and the gate say.
+    # $2,426.67 is under the budget, but months of 9 runs ($2,520, probability 2/3) mostly
+    # go over it (the borrowed spread moves some below): P far above 10%, so twice weekly
+    # does not fit, as the pages and the gate say.
     headers = {"Authorization": f"Bearer {make_token(db, 'admin', name='basis-admin')}"}
     body = {"monthly_budget_usd": 2450, "gate_cost_basis": "expected_bill"}
     assert seeded.put(f"/api/v1/pipelines/{PIPE}", json=body, headers=headers).is_success
     assert check(seeded, "--cadence", "2") == 1
-    # (the simulated months give about 2/3: 66% or 67%)
     said = capsys.readouterr().out
-    assert re.search(r"a 6[67]% chance of going over the pipeline's \$2,450\.00 budget", said)
+    chance = re.search(r"a (\d+)% chance of going over the pipeline's \$2,450\.00 budget", said)
+    assert chance and 10 <= int(chance.group(1)) < 100, said
 
 
 def test_variant_projects_that_variants_runs(

@@ -1,0 +1,212 @@
+"""The month's bill from a :class:`~app.planning.cost_series.CostModel` (methodology.md,
+"Costs move"): the bill of :mod:`app.planning.bill` with each future retraining priced at
+its own date and small windows drawing part of their costs from the organisation's prior.
+
+Per draw d and future retraining j (day ``future_days[j]``):
+
+- a base cost: from the widened bootstrap of the window's base costs (as
+  :func:`app.planning.bill.bill_draws`) or, with probability ``borrow``, level_d x
+  exp(s z - s^2/2), level_d = mean base x exp(s z_d / sqrt(n) - s^2 / 2n) (the level's
+  own uncertainty), s the spread pooled with the organisation's;
+- times 1 + ``tail_ratio`` with probability ``tail_share`` (extra attempts);
+- times exp(beta_d x (day_j - anchor)), beta_d ~ N(slope, se^2) (the slope's uncertainty).
+
+E[B] is exact, not read from the draws: per retraining E[cost] = mean base x (1 + tail
+share x tail ratio), times E[exp(beta dt)] = exp(slope dt + se^2 dt^2 / 2), summed over
+the retrainings the month may hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.planning.bill import (
+    DEFAULT_DRAWS,
+    BillForecast,
+    FailureWindow,
+    bill_quantiles,
+    forecast_bill,
+    p_exceeds,
+    widened,
+)
+from app.planning.cost_series import FIXED_PRIOR, CostModel, OrgPrior, fit
+from app.planning.model import PlanningError
+from app.planning.schedule import RunsInMonth, typical_month_runs
+
+
+def trend_factors(model: CostModel, future_days: Sequence[float]) -> np.ndarray:
+    """E[exp(beta x (day - anchor))] for each future day (all 1 without a trend)."""
+    dt = np.asarray(future_days, dtype=float) - model.anchor_day
+    return np.exp(model.slope * dt + 0.5 * (model.slope_se * dt) ** 2)
+
+
+def expected_bill(model: CostModel, runs: RunsInMonth, future_days: Sequence[float]) -> float:
+    """E[B], exact. Check: the twelve costs growing 2% a week (weeks 0-11), four more
+    weekly: 100 x (1.02^12 + ... + 1.02^15) = $522.72."""
+    factors = trend_factors(model, future_days)
+    cumulative = np.concatenate(([0.0], np.cumsum(factors)))
+    per_count = [cumulative[k] for k in runs.counts]
+    terms = zip(runs.probabilities, per_count, strict=True)
+    return model.mean_cost() * math.fsum(p * s for p, s in terms)
+
+
+def series_draws(
+    model: CostModel,
+    runs: RunsInMonth,
+    future_days: Sequence[float],
+    *,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+) -> np.ndarray:
+    """``draws`` simulated bills (the module doc's steps), vectorised."""
+    most = int(max(runs.counts))
+    if draws < 1:
+        raise PlanningError("draws must be >= 1")
+    if len(future_days) < most:
+        raise PlanningError("a future day for every retraining the month may hold")
+    if most == 0:
+        return np.zeros(draws)
+    rng = np.random.default_rng(seed)
+    n = model.size
+    resample = rng.integers(0, n, size=(draws, n))
+    counts = rng.choice(np.asarray(runs.counts), p=np.asarray(runs.probabilities), size=draws)
+    positions = rng.integers(0, n, size=(draws, most))
+    cost = widened(model.bases)[np.take_along_axis(resample, positions, axis=1)]
+    if model.borrow > 0:
+        borrowed = _borrowed(model, rng, cost.shape)
+        cost = np.where(rng.random((draws, most)) < model.borrow, borrowed, cost)
+    cost = cost * (1.0 + (rng.random((draws, most)) < model.tail_share) * model.tail_ratio)
+    dt = np.asarray(future_days[:most], dtype=float) - model.anchor_day
+    if model.slope != 0.0:
+        beta = model.slope + model.slope_se * rng.standard_normal((draws, 1))
+        cost = cost * np.exp(beta * dt[None, :])
+    taken = np.arange(most)[None, :] < counts[:, None]
+    return np.asarray(np.einsum("ij,ij->i", cost, taken.astype(float)))
+
+
+def _borrowed(model: CostModel, rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    s = model.borrowed_spread()
+    n = model.size
+    level = float(model.bases.mean()) * np.exp(
+        s / math.sqrt(n) * rng.standard_normal((shape[0], 1)) - s * s / (2 * n)
+    )
+    noise = np.exp(s * rng.standard_normal(shape) - s * s / 2)
+    return np.asarray(level * noise)
+
+
+def forecast_series(
+    model: CostModel,
+    runs: RunsInMonth,
+    future_days: Sequence[float],
+    *,
+    budget_usd: float | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+) -> BillForecast:
+    """The month's bill from the cost model, its retrainings at ``future_days`` (at
+    least as many as the month may hold), as a :class:`BillForecast` whose
+    ``sentences`` say when a change, a trend or borrowed spread was used."""
+    if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
+        raise PlanningError("budget must be >= 0")
+    simulated = series_draws(model, runs, future_days, draws=draws, seed=seed)
+    expected = expected_bill(model, runs, future_days)
+    mean = model.mean_cost()
+    median = float(np.median(model.bases))
+    lo, mid, hi = bill_quantiles(simulated)
+    p_over = p_exceeds(simulated, budget_usd)
+    working = [
+        f"Runs in the month: {runs.describe()}.",
+        f"Window: {model.size} retrainings since the latest change, mean ${mean:,.2f} "
+        f"at its middle day, typical (median) ${median:,.2f}.",
+        f"Expected bill ${expected:,.2f}; {draws} draws (seed {seed}): p10 ${lo:,.0f}, "
+        f"p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
+        *model.sentences,
+    ]
+    if p_over is not None:
+        working.append(f"P(bill > ${budget_usd:,.0f} budget) = {p_over:.1%}.")
+    summary = (runs, runs.mean, model.size, mean, median, expected, lo, mid, hi)
+    return BillForecast(*summary, budget_usd, p_over, seed, tuple(working), simulated,
+                        model.sentences)  # fmt: skip
+
+
+def schedule_days(
+    newest_day: float, runs_per_week: float, now_day: float, count: int
+) -> list[float]:
+    """The days of the next ``count`` scheduled retrainings: every 7/k days after the
+    newest one, the first after ``now_day``. Check: newest on day 0, 1/week, now day 10,
+    3 more: days 14, 21, 28."""
+    if count <= 0 or runs_per_week <= 0:
+        return []
+    gap = 7.0 / runs_per_week
+    first = max(math.floor((now_day - newest_day) / gap) + 1, 1)
+    return [newest_day + gap * (first + i) for i in range(count)]
+
+
+@dataclass(frozen=True)
+class SeriesContext:
+    """What a projection needs to read its window as a series: each window retraining's
+    start day (in the window's order), the retrainings abandoned after failed attempts
+    as (cost, extra, day), the declared changes (day, description), the organisation's
+    prior and today's day (the typical month starts then)."""
+
+    days: tuple[float, ...]
+    abandoned: tuple[tuple[float, float, float], ...] = ()
+    declared: tuple[tuple[float, str], ...] = ()
+    prior: OrgPrior = FIXED_PRIOR
+    now_day: float = 0.0
+
+    def model(self, costs: Sequence[float], bases: Sequence[float]) -> CostModel:
+        """The cost model of the window (``costs`` with their ``bases``, the cost without
+        extra attempts) and the abandoned retrainings, oldest first."""
+        rows = [(d, c, c - b) for d, c, b in zip(self.days, costs, bases, strict=True)]
+        rows += [(d, c, e) for c, e, d in self.abandoned]
+        rows.sort(key=lambda row: row[0])
+        extras = [min(max(e, 0.0), c) for _, c, e in rows]
+        days = [row[0] for row in rows]
+        return fit([row[1] for row in rows], extras, days, self.declared, self.prior)
+
+
+def typical_month(
+    model: CostModel,
+    runs: RunsInMonth,
+    runs_per_week: float,
+    now_day: float,
+    *,
+    budget_usd: float | None,
+    seed: int,
+) -> BillForecast:
+    """The bill of a typical month at ``runs_per_week`` starting today: its retrainings
+    every 7/k days from today, each priced at its own date."""
+    gap = 7.0 / runs_per_week if runs_per_week > 0 else 0.0
+    future = [now_day + gap * (j + 1) for j in range(max(runs.counts))]
+    return forecast_series(model, runs, future, budget_usd=budget_usd, seed=seed)
+
+
+def biller(
+    window: list[float] | FailureWindow,
+    adjusted_costs: Sequence[float],
+    series: SeriesContext | None,
+    convention: str,
+    budget_usd: float | None,
+    seed: int,
+    warnings: list[str],
+) -> Callable[[float], BillForecast]:
+    """A projection's bill at k runs a week: the window read as a cost series when
+    ``series`` is given (its sentences added to ``warnings``), else the plain window of
+    :func:`app.planning.bill.forecast_bill` (and always with a failure model, whose
+    draws are each retraining's failures, not a series). ``adjusted_costs``: each
+    retraining's cost without its failed attempts, under the what-ifs."""
+    if series is None or isinstance(window, FailureWindow):
+        return lambda k: forecast_bill(
+            window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
+        )
+    model = series.model(window, adjusted_costs)
+    warnings.extend(model.sentences)
+    return lambda k: typical_month(
+        model, typical_month_runs(k, convention), k, series.now_day, budget_usd=budget_usd,
+        seed=seed,
+    )  # fmt: skip
