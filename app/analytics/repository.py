@@ -179,6 +179,7 @@ def _to_run_row(r: Any) -> RunRow:
             quality_value=r.quality_value,
             failed_attempts_gpu_hours=float(r.failed_gpu_hours),
             failed_attempts_cost_usd=float(r.failed_usd),
+            resumed_from_hours=float(r.resumed_from_hours),
         ),
         utilization_source=r.utilization_source,
     )
@@ -343,6 +344,7 @@ def _planning_columns(backend: str) -> list[Any]:
         effective_price().label("price"), Run.data_stall_hours, Run.checkpoint_hours,
         Run.scheduling_wait_hours, Run.mfu, Run.quality_value, Run.interruption_count,
         Run.lost_progress_hours, Run.resume_hours, Run.reschedule_hours, Run.utilization_source,
+        Run.resumed_from_hours,
     ]  # fmt: skip
 
 

@@ -35,6 +35,7 @@ COMPARED = (
     "scheduling_wait_hours",
     "mfu",
     "tags",
+    "resumed_from_hours",
 )
 
 

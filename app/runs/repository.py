@@ -63,6 +63,7 @@ PG_TYPES = {
     "lost_progress_hours": "float8",
     "resume_hours": "float8",
     "reschedule_hours": "float8",
+    "resumed_from_hours": "float8",
 }
 PG_INTERRUPTION_TYPES = {
     "run_pk": "int8",
@@ -231,6 +232,7 @@ _OUT_COLUMNS = (
     Run.tags,
     Run.created_at,
     Run.interruption_count,
+    Run.resumed_from_hours,
 )
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -58,6 +59,9 @@ def runs(draw: Any) -> dict[str, Any]:
         checkpoint_hours=draw(st.floats(0, hours / 8)),
         scheduling_wait_hours=draw(st.floats(0, 3)),
         interruptions=interruptions,
+        # Progress resumed from an earlier attempt's checkpoint (a failed attempt of
+        # another retraining may stand in for it: the terms read this run only).
+        resumed_from_hours=draw(st.just(0.0) | st.floats(0, 30)),
     )
 
 
@@ -220,3 +224,49 @@ def test_values_below_a_billionth_are_stored_as_zero(client: TestClient, db: Dat
     assert goodput.status_code == 200, goodput.text
     assert client.delete(f"/api/v1/runs/{stored['id']}", headers=headers).status_code == 204
     assert_rollups_match(db)
+
+
+def test_resumed_progress_is_not_failed_badput_domain_section_2() -> None:
+    """DOMAIN.md §2: a failed attempt's GPU-hours are badput "less any progress a later
+    attempt of the same retraining resumed from its checkpoints". One preempted week:
+
+    8 workers, u = 0.54, no stalls, checkpoints or waits (S = 1).
+    - Attempt A is preempted after 15 h: G = 120 GPU-h, held 120, all runtime loss.
+      Its last checkpoint was at 14 h.
+    - Attempt B resumes from it (resumed_from_hours = 14) and runs the last 3 h:
+      G = 24, progress 24, busy 0.54 x 24 = 12.96, program ratio 0.54.
+
+    Without the resumed progress (what the week read before): held 144, loss 120,
+    R = 24 / 144 = 1/6, program 12.96 / 24 = 0.54, goodput = 0.54 / 6 = 0.09 (9%).
+    With it: resumed = 14 x 8 = 112 GPU-h leaves the loss (120 - 112 = 8, the hour lost
+    since the last checkpoint) and counts as progress at B's ratio: program 12.96 +
+    0.54 x 112 = 73.44; R = (144 - 8) / 144 = 0.9444, P = 73.44 / 136 = 0.54, goodput =
+    0.9444 x 0.54 = 0.51 (51%, "about 51%"). Failed badput: 120 - 112 = 8 GPU-h; at
+    $2/GPU-h $16, not $240. Productive 12.96 + 60.48 = 73.44 GPU-h.
+    """
+    start = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    base = {
+        "variant": "baseline", "gpu_utilization": 0.54, "billed_price_per_gpu_hour": 2.0,
+        "data_stall_hours": 0.0, "checkpoint_hours": 0.0, "scheduling_wait_hours": 0.0,
+        "mfu": None, "lost_progress_hours": 0.0, "resume_hours": 0.0,
+        "reschedule_hours": 0.0,
+    }  # fmt: skip
+    a = terms({**base, "outcome": "preempted", "gpu_hours": 120.0, "started_at": start,
+               "finished_at": start + timedelta(hours=15)})  # fmt: skip
+    b_start = start + timedelta(hours=16)
+    b = {**base, "gpu_hours": 24.0, "started_at": b_start,
+         "finished_at": b_start + timedelta(hours=3)}  # fmt: skip
+
+    def week(resumed: float) -> tuple[float, dict[str, float]]:
+        both = {k: a[k] + v for k, v in terms({**b, "resumed_from_hours": resumed}).items()}
+        got = goodput_from_totals(goodput_totals({"runs": 2, **both}))
+        assert got.scheduling == 1.0
+        return got.overall or 0.0, both
+
+    before, _ = week(0.0)
+    after, sums = week(14.0)
+    assert round(before, 6) == 0.09
+    assert round(after, 6) == 0.51
+    assert sums["g_failed"] == pytest.approx(8.0) and sums["u_failed"] == pytest.approx(16.0)
+    assert sums["g_productive"] == pytest.approx(73.44)
+    assert sums["g_productive"] + sums["g_idle"] == pytest.approx(144.0)
