@@ -261,6 +261,21 @@ def _runs_query() -> Select[Any]:
     return select(*_OUT_COLUMNS).join(Pipeline, Pipeline.id == Run.pipeline_id)
 
 
+def earlier_attempt_hours(
+    session: Session, pipeline_id: int, retraining_id: str, before: datetime
+) -> float:
+    """The summed wall clock (hours) of the retraining's attempts started before ``before``
+    (``ix_run_pipeline_retraining``)."""
+    rows = session.execute(
+        select(Run.started_at, Run.finished_at).where(
+            Run.pipeline_id == pipeline_id,
+            Run.retraining_id == retraining_id,
+            Run.started_at < before,
+        )
+    )
+    return sum((end - start).total_seconds() for start, end in rows) / 3600.0
+
+
 def run_pipeline_id(session: Session, pk: int) -> int | None:
     return session.scalar(select(RUN_TABLE.c.pipeline_id).where(RUN_TABLE.c.id == pk))
 

@@ -59,15 +59,35 @@ def runs(draw: Any) -> dict[str, Any]:
         checkpoint_hours=draw(st.floats(0, hours / 8)),
         scheduling_wait_hours=draw(st.floats(0, 3)),
         interruptions=interruptions,
-        # Progress resumed from an earlier attempt's checkpoint (a failed attempt of
-        # another retraining may stand in for it: the terms read this run only).
-        resumed_from_hours=draw(st.just(0.0) | st.floats(0, 30)),
     )
+
+
+@st.composite
+def resumed_pairs(draw: Any) -> list[dict[str, Any]]:
+    """A failed or preempted attempt and a later one of the same retraining that resumed
+    up to its wall clock of progress from its checkpoint."""
+    first, then = draw(runs()), draw(runs())
+    first_hours = (datetime.fromisoformat(first["finished_at"])
+                   - datetime.fromisoformat(first["started_at"])).total_seconds() / 3600  # fmt: skip
+    started = datetime.fromisoformat(first["finished_at"]) + timedelta(hours=1)
+    hours = (datetime.fromisoformat(then["finished_at"])
+             - datetime.fromisoformat(then["started_at"])).total_seconds() / 3600  # fmt: skip
+    first["outcome"] = draw(st.sampled_from(["failed", "preempted"]))
+    then.update(
+        pipeline=first["pipeline"],
+        retraining_id=first["run_id"],
+        started_at=started.isoformat(),
+        finished_at=(started + timedelta(hours=hours)).isoformat(),
+        resumed_from_hours=draw(st.floats(0, first_hours)),
+    )
+    return [first, then]
 
 
 operations = st.lists(
     st.one_of(
         st.tuples(st.just("ingest"), st.lists(runs(), min_size=1, max_size=12)),
+        st.tuples(st.just("ingest"), resumed_pairs()),
+        st.tuples(st.just("each"), resumed_pairs()),
         st.tuples(st.just("delete"), st.integers(0, 1000)),
         st.tuples(st.just("price"), st.sampled_from(PIPELINES), st.floats(0.1, 9)),
         st.tuples(st.just("production"), st.sampled_from(PIPELINES), st.sampled_from(VARIANTS)),
@@ -93,6 +113,10 @@ def test_rollups_equal_a_recomputation(client: TestClient, db: Database, ops: li
             else:
                 r = client.post("/api/v1/runs/batch", json={"runs": batch}, headers=headers)
             assert r.status_code in (200, 201), r.text
+        elif op[0] == "each":  # one request each: the resumed attempt after the first
+            for run in op[1]:
+                r = client.post("/api/v1/runs", json=run, headers=headers)
+                assert r.status_code == 201, r.text
         elif op[0] == "delete":
             listed = client.get("/api/v1/runs?limit=1000", headers=headers).json()["runs"]
             if listed:
@@ -270,3 +294,37 @@ def test_resumed_progress_is_not_failed_badput_domain_section_2() -> None:
     assert sums["g_failed"] == pytest.approx(8.0) and sums["u_failed"] == pytest.approx(16.0)
     assert sums["g_productive"] == pytest.approx(73.44)
     assert sums["g_productive"] + sums["g_idle"] == pytest.approx(144.0)
+
+
+def test_resumed_progress_is_at_most_the_earlier_attempts_wall_clock(
+    client: TestClient, db: Database
+) -> None:
+    # Attempt a-1 ran 15 h (08:00 -> 23:00); a-2 starts after it. 15 h resumable; 15.5 h
+    # is refused with the field named, and nothing of the batch is stored.
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest read', 'resumed')}"}
+    start = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    first = make_run(
+        pipeline="roll-resume", run_id="a-1", outcome="preempted", workers=8,
+        started_at=start.isoformat(), finished_at=(start + timedelta(hours=15)).isoformat(),
+    )  # fmt: skip
+    later = start + timedelta(hours=16)
+    second = make_run(
+        pipeline="roll-resume", run_id="a-2", retraining_id="a-1", workers=8,
+        started_at=later.isoformat(), finished_at=(later + timedelta(hours=3)).isoformat(),
+        resumed_from_hours=15.5, data_stall_hours=0.0, checkpoint_hours=0.0, interruptions=[],
+    )  # fmt: skip
+    r = client.post("/api/v1/runs/batch", json={"runs": [first, second]}, headers=headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["fields"][0]["field"] == "runs.1.resumed_from_hours"
+    assert "15 h" in r.json()["error"]["fields"][0]["reason"]
+    listed = client.get("/api/v1/runs?pipeline=roll-resume", headers=headers)
+    assert listed.status_code in (200, 404) and not listed.json().get("runs")
+    # Alone, before its earlier attempt is stored: nothing to resume from.
+    r = client.post("/api/v1/runs", json={**second, "resumed_from_hours": 1.0}, headers=headers)
+    assert r.status_code == 422 and "(0 h)" in r.text
+    second["resumed_from_hours"] = 15.0
+    r = client.post("/api/v1/runs/batch", json={"runs": [first, second]}, headers=headers)
+    assert r.status_code == 201, r.text
+    got = client.get("/api/v1/runs?pipeline=roll-resume", headers=headers).json()["runs"]
+    assert sorted(x["resumed_from_hours"] for x in got) == [0.0, 15.0]
+    assert_rollups_match(db)
