@@ -186,7 +186,11 @@ def _to_run_row(r: Any) -> RunRow:
 
 
 def weekly_totals(
-    session: Session, pipeline_id: int | None, since: datetime, until: datetime
+    session: Session,
+    pipeline_id: int | None,
+    since: datetime,
+    until: datetime,
+    variant: str | None = None,
 ) -> dict[int | None, list[WeekTotals]]:
     """Goodput sums and badput by cause (GPU-hours and USD) per pipeline and ISO week.
 
@@ -216,6 +220,8 @@ def weekly_totals(
     )
     if pipeline_id is not None:
         stmt = stmt.where(Run.pipeline_id == pipeline_id)
+    if variant is not None:  # one variant's runs (default: every variant's)
+        stmt = stmt.where(Run.variant == variant)
     out: dict[int | None, list[WeekTotals]] = {}
     for r in session.execute(stmt):
         m = r._mapping
@@ -387,12 +393,14 @@ def recorded_spend(
 
 
 def utilization_sources(
-    session: Session, pipeline_id: int, since: datetime, until: datetime
+    session: Session, pipeline_id: int, since: datetime, until: datetime, variant: str
 ) -> dict[str | None, int]:
-    """Runs per ``utilization_source`` started in ``[since, until)`` (None: not given)."""
+    """Runs of ``variant`` per ``utilization_source`` started in ``[since, until)`` (None:
+    not given)."""
     rows = session.execute(
         select(Run.utilization_source, func.count())
         .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
+        .where(Run.variant == variant)
         .group_by(Run.utilization_source)
     )
     return {source: int(n) for source, n in rows}
