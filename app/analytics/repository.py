@@ -186,11 +186,7 @@ def _to_run_row(r: Any) -> RunRow:
 
 
 def weekly_totals(
-    session: Session,
-    pipeline_id: int | None,
-    since: datetime,
-    until: datetime,
-    variant: str | None = None,
+    session: Session, pipeline_id: int | None, since: datetime, until: datetime, variant: str = ""
 ) -> dict[int | None, list[WeekTotals]]:
     """Goodput sums and badput by cause (GPU-hours and USD) per pipeline and ISO week.
 
@@ -220,7 +216,7 @@ def weekly_totals(
     )
     if pipeline_id is not None:
         stmt = stmt.where(Run.pipeline_id == pipeline_id)
-    if variant is not None:  # one variant's runs (default: every variant's)
+    if variant:  # one variant's runs (default: every variant's)
         stmt = stmt.where(Run.variant == variant)
     out: dict[int | None, list[WeekTotals]] = {}
     for r in session.execute(stmt):
@@ -346,11 +342,10 @@ def _planning_columns(backend: str) -> list[Any]:
     hours = wall_clock(backend)
     return [
         Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours.label("hours"),
-        hours.label("raw_hours"), Run.gpu_hours, Run.gpu_utilization,
+        hours.label("raw_hours"), Run.gpu_hours, Run.gpu_utilization, Run.resumed_from_hours,
         effective_price().label("price"), Run.data_stall_hours, Run.checkpoint_hours,
         Run.scheduling_wait_hours, Run.mfu, Run.quality_value, Run.interruption_count,
         Run.lost_progress_hours, Run.resume_hours, Run.reschedule_hours, Run.utilization_source,
-        Run.resumed_from_hours,
     ]  # fmt: skip
 
 
@@ -395,12 +390,11 @@ def recorded_spend(
 def utilization_sources(
     session: Session, pipeline_id: int, since: datetime, until: datetime, variant: str
 ) -> dict[str | None, int]:
-    """Runs of ``variant`` per ``utilization_source`` started in ``[since, until)`` (None:
-    not given)."""
+    """Runs of ``variant`` per ``utilization_source`` started in ``[since, until)``."""
     rows = session.execute(
         select(Run.utilization_source, func.count())
-        .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
-        .where(Run.variant == variant)
+        .where(Run.pipeline_id == pipeline_id, Run.variant == variant)
+        .where(Run.started_at >= since, Run.started_at < until)
         .group_by(Run.utilization_source)
     )
     return {source: int(n) for source, n in rows}

@@ -140,7 +140,7 @@ class RunFacts:
     @property
     def failed_badput_gpu_hours(self) -> float:
         """Failed attempts' GPU-hours less the progress this attempt resumed from them
-        (resumed_from_hours x Weff), never negative (DOMAIN.md §2). Example: 120 failed
+        (resumed_from_hours x Weff), never negative (methodology.md §2). Example: 120 failed
         GPU-h, 14 h resumed at 8 workers: 120 - 112 = 8 GPU-h."""
         resumed = self.resumed_from_hours * self.effective_workers
         return max(self.failed_attempts_gpu_hours - resumed, 0.0)

@@ -268,7 +268,7 @@ def scaling_change_words(
     efficiency: float, monthly_gpu_hours: float | None, price_per_gpu_hour: float | None
 ) -> str:
     """What scaling at efficiency E costs, in words: GPU-hours change by 1/E - 1, and in
-    dollars a month given the month's GPU-hours and a price (DOMAIN.md §6: say the
+    dollars a month given the month's GPU-hours and a price (methodology.md §6: say the
     dollars). Example: E = 0.75, 485.3 GPU-h a month at $2: +33% GPU-hours = +$324 a
     month (+162 GPU-h), since 485.3 x (1/0.75 - 1) = 161.8 GPU-h x $2 = $323.6."""
     rel = scaling_cost_change(efficiency)

@@ -95,9 +95,7 @@ def summarise(t: WeekTotals) -> WeekSummary:
 def with_goodput_of(week: WeekSummary, totals: GoodputTotals) -> WeekSummary:
     """The week with the goodput (and MFU GPU-hours) of ``totals``: the production
     variant's, beside spend and badput of every variant."""
-    return replace(
-        week, goodput=goodput_from_totals(totals), mfu_gpu_hours=totals.mfu_gpu_hours
-    )
+    return replace(week, goodput=goodput_from_totals(totals), mfu_gpu_hours=totals.mfu_gpu_hours)
 
 
 def fill_weeks(rows: Iterable[WeekTotals], first: date, last: date) -> list[WeekSummary]:

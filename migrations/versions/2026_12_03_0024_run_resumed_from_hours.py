@@ -1,5 +1,5 @@
 """run.resumed_from_hours: the progress an attempt resumed from an earlier attempt's
-checkpoint, which is not failed-attempt badput (DOMAIN.md section 2).
+checkpoint, which is not failed-attempt badput (docs/methodology.md §2).
 
 Every stored run so far resumed nothing: the backfill is 0, and the rollup terms of
 every stored run are unchanged, so the rollups need no rebuild.

@@ -67,11 +67,15 @@ def resumed_pairs(draw: Any) -> list[dict[str, Any]]:
     """A failed or preempted attempt and a later one of the same retraining that resumed
     up to its wall clock of progress from its checkpoint."""
     first, then = draw(runs()), draw(runs())
-    first_hours = (datetime.fromisoformat(first["finished_at"])
-                   - datetime.fromisoformat(first["started_at"])).total_seconds() / 3600  # fmt: skip
+
+    def hours_of(run: dict[str, Any]) -> float:
+        span = datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(
+            run["started_at"]
+        )
+        return span.total_seconds() / 3600
+
+    first_hours, hours = hours_of(first), hours_of(then)
     started = datetime.fromisoformat(first["finished_at"]) + timedelta(hours=1)
-    hours = (datetime.fromisoformat(then["finished_at"])
-             - datetime.fromisoformat(then["started_at"])).total_seconds() / 3600  # fmt: skip
     first["outcome"] = draw(st.sampled_from(["failed", "preempted"]))
     then.update(
         pipeline=first["pipeline"],
