@@ -51,6 +51,8 @@ BAD_RUNS = [
     ({"outcome": "exploded"}, "outcome", "one of"),
     ({"gpu_utilizaton": 0.4}, "gpu_utilizaton", "unknown field"),
     ({"mfu": 2}, "mfu", "at most 1"),
+    ({"gpu_hours": -3}, "gpu_hours", "must be greater than 0"),  # not "at least 1e-09"
+    ({"resumed_from_hours": -1}, "resumed_from_hours", "must be at least 0"),
 ]
 
 
@@ -75,6 +77,20 @@ def test_a_refused_run_names_its_field_and_the_rule(
         plain(item["reason"])
         assert RULE.search(item["reason"]) and words in item["reason"], item
         assert field in error["message"], error
+
+
+def test_a_bad_path_parameter_is_named_as_the_url_holds_it(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # The route's parameter is "pk"; the URL holds a run id, and the docs call it {id}.
+    answer = client.get("/api/v1/runs/abc", headers=admin_headers)
+    assert answer.status_code == 422
+    [item] = answer.json()["error"]["fields"]
+    assert item == {
+        "field": "id",
+        "reason": "must be a whole number, e.g. 8 (the run id in the URL path)",
+    }
+    assert "pk" not in answer.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
