@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app.assets import asset_url
+from app.planning.durations import duration
 from app.settings import PROJECT_ROOT
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -99,8 +100,9 @@ def with_query(query: Mapping[str, str], **changes: object) -> str:
 
 
 templates.env.filters.update(
-    usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd, described=described
-)
+    usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd, described=described,
+    duration=duration,  # every duration a page shows (app.planning.durations)
+)  # fmt: skip
 templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
 templates.env.globals["asset_url"] = asset_url

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app import cli, settings
-from app.db.engine import Database, make_engine
 from app.auth.service import hash_token
+from app.db.engine import Database, make_engine
 from app.db.models import ApiToken, Pipeline, Run
 from app.settings import Settings
 
