@@ -14,27 +14,25 @@ from app.planning.scaling import (
     scaling_cost_change,
 )
 
+# What to do about each cause; shown beside its label (LABELS), so no remedy repeats it.
 REMEDIES: dict[str, str] = {
     "data_stall": (
-        "Input stalls: pre-shard the data into large sequential files, cache it on local "
-        "disk, prefetch and add data-loader workers."
+        "Pre-shard the data into large sequential files, cache it on local disk, prefetch "
+        "and add data-loader workers."
     ),
     "checkpoint": (
-        "Blocking checkpoints: write checkpoints asynchronously, or checkpoint at the "
-        "optimal (Young/Daly) interval."
+        "Write checkpoints asynchronously, or checkpoint at the optimal (Young/Daly) interval."
     ),
-    "failure": ("Failures: checkpoint on the preemption notice, restart faster, keep hot spares."),
+    "failure": "Checkpoint on the preemption notice, restart faster, keep hot spares.",
     "failed": (
-        "Failed attempts: checkpoint more often and resume from the last checkpoint "
-        "(report resumed_from_hours), and fix the crash the failed runs name."
+        "Checkpoint more often and resume from the last checkpoint (report "
+        "resumed_from_hours), and fix the crash the failed runs name."
     ),
-    "scheduling_wait": (
-        "Scheduling waits: reserve capacity or buy committed capacity for the retraining window."
-    ),
-    "other_idle": "Unexplained idle time: profile the training step to see where it goes.",
+    "scheduling_wait": "Reserve capacity or buy committed capacity for the retraining window.",
+    "other_idle": "Profile the training step to see where the time goes.",
     "workers": (
-        "Workers: utilization and scaling efficiency are both high, so more workers "
-        "shorten wall clock; the GPU-hours per run change by 1/efficiency - 1."
+        "Utilization and scaling efficiency are both high, so more workers shorten wall "
+        "clock; the GPU-hours per run change by 1/efficiency - 1."
     ),
 }
 
