@@ -226,6 +226,27 @@ def test_cadence_report_evaluations_and_check_say_it_once_in_plain_words(
 # --- empty states -------------------------------------------------------------------------
 
 
+def test_one_empty_state_box_per_missing_thing(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # A pipeline without runs lacks runs, evaluations, scaling probes and alert rules:
+    # one box for each, not fifteen (eleven of them "no runs" in other words). The first
+    # box about runs is the cost section's, at the top.
+    client.put("/api/v1/pipelines/quiet", json={"display_name": "Quiet"}, headers=admin_headers)
+    page = client.get("/pipelines/quiet", headers={"Accept": "text/html"}).text
+    boxes = [
+        re.sub(r"<[^>]+>", "", t).strip()
+        for t in re.findall(r'<p class="empty"[^>]*>(.*?)</p>', page, re.DOTALL)
+    ]
+    assert [b.split(":")[0].split(".")[0] for b in boxes] == [
+        "No runs yet",
+        "No decay curve yet",
+        "No scaling probes yet",
+        "No alert rules yet",
+    ], boxes
+    assert 'data-empty="cost"' in page
+
+
 def test_empty_states_say_what_to_do_without_api_paths(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
@@ -238,6 +259,7 @@ def test_empty_states_say_what_to_do_without_api_paths(
     assert shown
     for text in shown:
         words = re.sub(r"<[^>]+>", "", text)
+        assert "`" not in words, words  # commands are set as code, not in backticks
         plain(words)
         assert "/api/" not in words and not BODY_PLACE.search(words), words
         assert re.search(
