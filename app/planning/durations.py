@@ -33,3 +33,21 @@ def duration(hours: float | None) -> str:
     if hours < 48:
         return f"{hours:.3g} h"
     return f"{hours / 24:.2g} days" if hours < 240 else f"{hours / 24:,.0f} days"
+
+
+HOURS_PER_WEEK = 168.0
+
+
+def week_capacity_warning(runs_per_week: float, wall_clock_hours: float) -> str | None:
+    """Why a cadence cannot be run, when its runs need more wall clock than a week holds
+    (one after another), else None. Example: 40 runs of 14 h need 560 h > 168 h:
+    "40 runs a week of 14 h each need 560 h, more than the 168 h a week has: impossible
+    unless runs overlap"; 2 runs of 14 h (28 h) -> None."""
+    need = runs_per_week * wall_clock_hours
+    if need <= HOURS_PER_WEEK * (1 + 1e-9):
+        return None
+    return (
+        f"{runs_per_week:g} runs a week of {duration(wall_clock_hours)} each need "
+        f"{duration(need) if need < 48 else f'{need:,.0f} h'}, more than the 168 h a week "
+        "has: impossible unless runs overlap"
+    )

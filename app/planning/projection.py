@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
+from app.planning.durations import week_capacity_warning
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
@@ -118,6 +119,7 @@ def project_costs(
     adjusted, warnings = _adjusted(runs, what_if, scaling_model)
     window = _bill_window(runs, [a.cost_usd for a in adjusted], what_if, scaling_model)
     typical = _typical(runs, adjusted)
+    warnings += filter(None, (week_capacity_warning(k, typical.wall_clock_hours) for k in cadences))
     current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
     today = (current_runs_per_week, current_cost)
 

@@ -30,3 +30,20 @@ from app.planning.durations import duration
 )
 def test_duration_words(hours: float | None, words: str) -> None:
     assert duration(hours) == words
+
+
+def test_a_cadence_past_what_a_week_holds_is_impossible() -> None:
+    from app.planning.durations import week_capacity_warning
+    from app.planning.projection import project_costs
+    from tests.fixtures.planning import make_run_facts
+
+    # 40 x 14 h = 560 h > 168 h; 12 x 14 = 168 h fits exactly; 2 x 14 = 28 h.
+    assert week_capacity_warning(40, 14.0) == (
+        "40 runs a week of 14 h each need 560 h, more than the 168 h a week has: "
+        "impossible unless runs overlap"
+    )
+    assert week_capacity_warning(12, 14.0) is None
+    assert week_capacity_warning(2, 14.0) is None
+    # The projection says so for that cadence only (8 x 14 h runs).
+    proj = project_costs([make_run_facts()] * 3, [2.0, 40.0])
+    assert [w for w in proj.warnings if "impossible" in w] == [week_capacity_warning(40, 14.0)]
