@@ -44,7 +44,7 @@ def one_box_each(context: dict[str, Any], no_runs: bool) -> None:
         for key in path[:-1]:
             holder = holder.get(key) if isinstance(holder, dict) else getattr(holder, key, None)
         last = path[-1]
-        item = holder.get(last) if isinstance(holder, dict) else getattr(holder, last, None)
+        item: Any = holder.get(last) if isinstance(holder, dict) else getattr(holder, last, None)
         message = item if isinstance(item, str) else getattr(item, "empty", None)
         if not message or getattr(item, "figure", None) is not None:
             continue
