@@ -4,6 +4,7 @@ page, a note or an answer's working shows (never "4.43e-09 h")."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 
 def duration(hours: float | None) -> str:
@@ -51,3 +52,8 @@ def week_capacity_warning(runs_per_week: float, wall_clock_hours: float) -> str 
         f"{duration(need) if need < 48 else f'{need:,.0f} h'}, more than the 168 h a week "
         "has: impossible unless runs overlap"
     )
+
+
+def week_capacity_warnings(cadences: Iterable[float], wall_clock_hours: float) -> list[str]:
+    """:func:`week_capacity_warning` of each cadence that a week cannot hold."""
+    return [w for k in cadences if (w := week_capacity_warning(k, wall_clock_hours))]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
-from app.planning.durations import week_capacity_warning
+from app.planning.durations import week_capacity_warnings
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
@@ -119,7 +119,6 @@ def project_costs(
     adjusted, warnings = _adjusted(runs, what_if, scaling_model)
     window = _bill_window(runs, [a.cost_usd for a in adjusted], what_if, scaling_model)
     typical = _typical(runs, adjusted)
-    warnings += filter(None, (week_capacity_warning(k, typical.wall_clock_hours) for k in cadences))
     current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
     today = (current_runs_per_week, current_cost)
 
@@ -139,7 +138,7 @@ def project_costs(
         current_monthly_gpu_hours=current_gpu,
         budget_usd=budget_usd,
         what_if=what_if,
-        warnings=tuple(warnings),
+        warnings=(*warnings, *week_capacity_warnings(cadences, typical.wall_clock_hours)),
         notes=_notes(len(runs), what_if, seed),
     )
 
