@@ -1,8 +1,9 @@
 """run.resumed_from_hours: the progress an attempt resumed from an earlier attempt's
 checkpoint, which is not failed-attempt badput (docs/methodology.md §2).
 
-Every stored run so far resumed nothing: the backfill is 0, and the rollup terms of
-every stored run are unchanged, so the rollups need no rebuild.
+Every stored run so far resumed nothing: the backfill is 0. The rollups are rebuilt
+all the same: ``mfu_hours`` now counts only attempts that reported MFU (it counted
+failed and unmeasured attempts too), so rows holding those change.
 
 Revision ID: 0024
 Revises: 0020
@@ -26,12 +27,15 @@ def upgrade() -> None:
             sa.Column('resumed_from_hours', sa.Double(), nullable=False, server_default='0'))
     with op.batch_alter_table('run') as batch:
         batch.alter_column('resumed_from_hours', server_default=None, existing_type=sa.Double())
+    from app.db.rollup import rebuild
+
+    rebuild(op.get_bind())
 
 
 def downgrade() -> None:
     # The old schema cannot hold resumed progress: the rollups go back to counting every
-    # failed attempt's GPU-hours in full (what revision 0020 computed) before the column
-    # goes.
+    # failed attempt's GPU-hours in full before the column goes (their mfu_hours keep
+    # this revision's meaning: the application's terms compute them).
     bind = op.get_bind()
     if bind.execute(sa.text("SELECT count(*) FROM run WHERE resumed_from_hours > 0")).scalar_one():
         op.execute("UPDATE run SET resumed_from_hours = 0")
