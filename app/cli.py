@@ -106,9 +106,12 @@ def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
         with db.write() as session:
             if args.token_command == "create":
                 pipelines = [p for p in (args.pipeline or []) if p]
-                row, secret = service.create_token(session, args.name, args.scope, pipelines)
+                row, secret = service.create_token(
+                    session, args.name, args.scope, pipelines, rotate=args.rotate
+                )
                 limit = f" for pipelines {', '.join(pipelines)}" if pipelines else ""
-                print(f"created token {row.name!r} with scopes {row.scopes}{limit}.")
+                done = "rotated" if args.rotate else "created"  # rotate: created if new
+                print(f"{done} token {row.name!r} with scopes {row.scopes}{limit}.")
                 print("It is shown once; store it now (e.g. as CADENCE_TOKEN):")
                 print(secret)
             elif args.token_command == "list":
@@ -196,6 +199,12 @@ def add_parsers(sub: Any) -> None:
     )
     create.add_argument(
         "--pipeline", action="append", help="limit an ingest token to this pipeline (repeatable)"
+    )
+    create.add_argument(
+        "--rotate",
+        action="store_true",
+        help="if the name exists, give it a fresh secret (the old one stops working); "
+        "without it an existing name is refused",
     )
     tsub.add_parser("list", help="list tokens with their last-used time")
     revoke = tsub.add_parser("revoke", help="revoke a token by name")

@@ -66,7 +66,10 @@ def _n(value: Any) -> str:
 # the rule and what to send. By error type; ``{x}`` are the error's context values.
 PLAIN: dict[str, Any] = {
     "missing": lambda c: "required: add this field",
-    "greater_than_equal": lambda c: f"must be at least {_n(c['ge'])}",
+    # A bound of 1e-9 is "more than 0" at the stored resolution (methodology.md §2).
+    "greater_than_equal": lambda c: (
+        "must be greater than 0" if 0 < c["ge"] <= 1e-9 else f"must be at least {_n(c['ge'])}"
+    ),
     "greater_than": lambda c: f"must be more than {_n(c['gt'])}",
     "less_than_equal": lambda c: f"must be at most {_n(c['le'])}",
     "less_than": lambda c: f"must be less than {_n(c['lt'])}",
@@ -105,10 +108,19 @@ def plain_reason(err: Any) -> str:
         return reason
 
 
+# Path parameters by what the URL holds (the docs' words): a person never sent "pk".
+PATH_WORDS = {"pk": ("id", "the run id"), "name": ("name", "the pipeline name")}
+
+
 def validation_fields(errors: Any) -> list[dict[str, Any]]:
     fields = []
     for err in errors:
         reason = plain_reason(err)
+        loc = tuple(err.get("loc", ()))
+        if len(loc) == 2 and loc[0] == "path":
+            name, words = PATH_WORDS.get(str(loc[1]), (str(loc[1]), f"the {loc[1]}"))
+            fields.append({"field": name, "reason": f"{reason} ({words} in the URL path)"})
+            continue
         if err.get("type") == "extra_forbidden":
             reason = "unknown field (check the spelling; see /docs for the accepted fields)"
         elif err.get("type") == "string_pattern_mismatch":

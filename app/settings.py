@@ -220,6 +220,12 @@ class Settings(BaseSettings):
         description="host[:port] list (comma-separated) that webhooks may reach although "
         "loopback, private or link-local (refused otherwise).",
     )
+    public_url: str = Field(
+        "",
+        pattern=r"^(https?://[^\s/?#]+(/[^\s?#]*)?)?$",
+        description="Where people reach this server, e.g. https://cadence.example.com: "
+        "alert webhooks link to its pages with absolute URLs (relative when empty).",
+    )
 
     @field_validator("database_url", "read_database_url")
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
@@ -14,8 +15,10 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 
 from app.assets import asset_url
+from app.planning.durations import duration
 from app.settings import PROJECT_ROOT
 
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -92,6 +95,14 @@ def described(variant: str, descriptions: Mapping[str, str] | None) -> str:
     return f"{variant} ({about})" if about else variant
 
 
+def commands(text: str | None) -> Markup:
+    """A message with its `commands` set as code, escaped: the API's words mark commands
+    and fields with backticks, which a page shows as code, never as literal backticks.
+    Example: "run `cadence demo`" -> "run <code>cadence demo</code>"."""
+    escaped = str(escape(text or ""))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
 def with_query(query: Mapping[str, str], **changes: object) -> str:
     """``?a=1&b=2`` with ``changes`` applied: links that keep the rest of the view."""
     merged = {**query, **{k: str(v) for k, v in changes.items()}}
@@ -99,8 +110,10 @@ def with_query(query: Mapping[str, str], **changes: object) -> str:
 
 
 templates.env.filters.update(
-    usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd, described=described
-)
+    usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd, described=described,
+    duration=duration,  # every duration a page shows (app.planning.durations)
+    commands=commands,
+)  # fmt: skip
 templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
 templates.env.globals["asset_url"] = asset_url

@@ -6,8 +6,9 @@ import pytest
 from sqlalchemy import func, select
 
 from app import cli, settings
+from app.auth.service import hash_token
 from app.db.engine import Database, make_engine
-from app.db.models import Pipeline, Run
+from app.db.models import ApiToken, Pipeline, Run
 from app.settings import Settings
 
 
@@ -77,6 +78,32 @@ def test_tokens(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["token", "list"]) == 0
     assert "revoked" in capsys.readouterr().out
     assert cli.main(["token", "revoke", "--name", "nope"]) == 1
+
+
+def test_token_create_rotate_is_safe_to_run_twice(
+    cli_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's setup line: `cadence token create --rotate` creates the token, and run
+    again prints a fresh secret for the same name; the old secret stops matching."""
+    cli.main(["migrate"])
+    line = ["token", "create", "--name", "setup", "--scope", "ingest", "--rotate"]
+    assert cli.main(line) == 0
+    first = capsys.readouterr().out.strip().splitlines()[-1]
+    assert cli.main(["token", "create", "--name", "setup", "--scope", "ingest"]) == 1
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--rotate" in err
+    assert cli.main([*line[:5], "read", "--rotate"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    second = out[-1]
+    assert second.startswith("cad_") and second != first
+    assert "rotated token 'setup' with scopes read" in out[0]
+    db = Database(make_engine(Settings(database_url=cli_db)))
+    try:
+        with db.read() as s:
+            [row] = s.scalars(select(ApiToken).where(ApiToken.name == "setup"))
+            assert row.token_hash == hash_token(second) != hash_token(first)
+    finally:
+        db.dispose()
 
 
 def test_serve_explains_an_unreachable_database(

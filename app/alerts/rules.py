@@ -281,3 +281,13 @@ def payload(
         "url": f"/pipelines/{pipeline}#alerts",
         "evaluated_at": at,
     }
+
+
+def with_public_links(payload: dict[str, Any], public_url: str) -> dict[str, Any]:
+    """The payload with its page link absolute under ``public_url`` (CADENCE_PUBLIC_URL),
+    as sent; unchanged when that is empty. Example: "/review?week=2026-W48" under
+    "https://cadence.example.com/" -> "https://cadence.example.com/review?week=2026-W48"."""
+    link = payload.get("url")
+    if not public_url or not isinstance(link, str) or not link.startswith("/"):
+        return payload
+    return {**payload, "url": public_url.rstrip("/") + link}

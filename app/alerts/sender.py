@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 import httpx
 
-from app.alerts import repository
+from app.alerts import repository, rules
 from app.alerts.delivery import attempt
 from app.alerts.targets import Resolver, system_resolver
 from app.db.base import utcnow
@@ -66,7 +66,7 @@ def send(
     """One attempt of one claimed notification, then its record; the new status."""
     result = attempt(
         claimed.url,
-        claimed.payload,
+        rules.with_public_links(claimed.payload, settings.public_url),
         delivery_id=claimed.id,
         timeout_seconds=settings.alert_webhook_timeout_seconds,
         allowed_hosts=settings.webhook_allowed,

@@ -38,5 +38,6 @@ def org_inputs(
     ``team`` when given, with the window ending with ``last``'s week (a Monday)."""
     listed = pipelines.briefs(session, only=only, owner=team)
     teams = pipelines.teams(session, only=only)
-    window = org_weeks.org_window(session, [p.id for p in listed], last)
+    production = {p.id: p.production_variant for p in listed}
+    window = org_weeks.org_window(session, list(production), last, production)
     return OrgInputs(listed, teams, window, analytics.current_monthly_costs(session, listed))

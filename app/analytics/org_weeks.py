@@ -15,11 +15,15 @@ is at the price frozen on each run, so a price change does not touch these sums.
 
 The signatures are read before the rows, so rows can only be newer than the signature
 they are filed under; the next request then sees a higher signature and reads again.
+
+Goodput is the production variant's (the baseline, not its experiments and probes):
+each entry keeps the production variant's sums beside every variant's (spend, badput)
+and the variant it was read under, so a change of production variant reads again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -31,7 +35,7 @@ from app.db import rollup_reads
 from app.db.memo import kept
 from app.db.run_terms import as_date
 from app.planning.rollup import SUMS
-from app.planning.weekly import WeekSummary, WeekTotals, summarise
+from app.planning.weekly import WeekSummary, WeekTotals, summarise, with_goodput_of
 
 WINDOW_WEEKS = 12  # the review's trend; the portfolio's and review's weeks are its last two
 COLUMNS = ("runs", *SUMS)
@@ -44,12 +48,16 @@ class PipelineWeeks:
     signature: int
     sums: np.ndarray  # (WINDOW_WEEKS, len(COLUMNS)): each week, summed over variants
     month_usd: dict[date, float]  # recorded USD per calendar month, in the window
+    production: np.ndarray  # the same sums of the production variant's runs: goodput
+    production_variant: str | None = None  # the variant ``production`` was read under
     # Week summaries made from ``sums`` when first asked for (the entry is replaced, not
     # changed, when the pipeline's runs change).
     summaries: dict[date, WeekSummary] = field(default_factory=dict, compare=False)
 
 
-EMPTY = PipelineWeeks(0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {})
+EMPTY = PipelineWeeks(
+    0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {}, np.zeros((WINDOW_WEEKS, len(COLUMNS)))
+)
 
 
 def totals_of(monday: date, row: np.ndarray) -> WeekTotals:
@@ -83,7 +91,9 @@ class OrgWindow:
         entry = self.pipelines.get(pipeline_id, EMPTY)
         found = entry.summaries.get(monday)
         if found is None:
-            found = summarise(totals_of(monday, entry.sums[self._index(monday)]))
+            i = self._index(monday)
+            found = summarise(totals_of(monday, entry.sums[i]))
+            found = with_goodput_of(found, totals_of(monday, entry.production[i]).goodput)
             if entry is not EMPTY:
                 entry.summaries[monday] = found
         return found
@@ -101,10 +111,13 @@ class OrgWindow:
         """Every week of the window, all the pipelines summed, oldest first (as
         ``fill_weeks`` gives them: empty weeks have zeros and no goodput)."""
         summed = np.sum([p.sums for p in self.pipelines.values()] or [EMPTY.sums], axis=0)
-        return [
-            summarise(totals_of(self.first + timedelta(weeks=i), row))
-            for i, row in enumerate(summed)
-        ]
+        prod = np.sum([p.production for p in self.pipelines.values()] or [EMPTY.sums], axis=0)
+        out = []
+        for i, row in enumerate(summed):
+            monday = self.first + timedelta(weeks=i)
+            week = summarise(totals_of(monday, row))
+            out.append(with_goodput_of(week, totals_of(monday, prod[i]).goodput))
+        return out
 
     def month_usd(self, pipeline_id: int, month: date) -> float:
         """Recorded USD of the pipeline's runs in ``month`` (its 1st) up to the end of the
@@ -112,30 +125,44 @@ class OrgWindow:
         return self.pipelines.get(pipeline_id, EMPTY).month_usd.get(month, 0.0)
 
 
-def org_window(session: Session, pipeline_ids: Sequence[int], last: date) -> OrgWindow:
+def org_window(
+    session: Session,
+    pipeline_ids: Sequence[int],
+    last: date,
+    production: Mapping[int, str] | None = None,
+) -> OrgWindow:
     """The window ending with ``last``'s week (a Monday) for these pipelines; a pipeline
-    that never had runs has empty weeks."""
+    that never had runs has empty weeks. ``production``: each pipeline's production
+    variant, when the caller has read them (else they are read here)."""
     first = last - timedelta(weeks=WINDOW_WEEKS - 1)
     kept = _window(session, first)
-    current = rollup_reads.signatures(
-        session, None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
-    )
+    ids_or_all = None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
+    current = rollup_reads.signatures(session, ids_or_all)
+    if production is None:
+        production = rollup_reads.production_variants(session, ids_or_all)
     wanted = [pid for pid in pipeline_ids if pid in current]
-    stale = [pid for pid in wanted if kept.get(pid, EMPTY).signature != current[pid]]
+    stale = [
+        pid
+        for pid in wanted
+        if (kept.get(pid, EMPTY).signature, kept.get(pid, EMPTY).production_variant)
+        != (current[pid], production.get(pid))
+    ]
     if stale:
         ids = None if len(stale) > ID_LIST_LIMIT else stale
         rows = rollup_reads.window_rows(session, first, last + timedelta(weeks=1), ids)
         fresh = _build(rows, first)
         for pid in stale if ids is not None else current:
-            kept[pid] = PipelineWeeks(current[pid], *fresh.get(pid, (EMPTY.sums, {})))
+            sums, months, prod = fresh.get(pid, (EMPTY.sums, {}, EMPTY.production))
+            kept[pid] = PipelineWeeks(current[pid], sums, months, prod, production.get(pid))
     return OrgWindow(last, {pid: kept[pid] for pid in wanted}, {p: current[p] for p in wanted})
 
 
 def _build(
     rows: list[dict[str, Any]], first: date
-) -> dict[int, tuple[np.ndarray, dict[date, float]]]:
-    """Each pipeline's (weekly sums, recorded USD per month) from the window's rows, in
-    one pass of numpy (5,000 pipelines, 70,000 rows: ~0.3 s)."""
+) -> dict[int, tuple[np.ndarray, dict[date, float], np.ndarray]]:
+    """Each pipeline's (weekly sums, recorded USD per month, the production variant's
+    weekly sums) from the window's rows, in one pass of numpy (5,000 pipelines, 70,000
+    rows: ~0.3 s)."""
     if not rows:
         return {}
     pids = np.array([r["pipeline_id"] for r in rows])
@@ -144,13 +171,16 @@ def _build(
     order, slot = np.unique(pids, return_inverse=True)
     sums = np.zeros((len(order), WINDOW_WEEKS, len(COLUMNS)))
     np.add.at(sums, (slot, weeks), values)
+    prod = np.zeros_like(sums)
+    of_production = np.array([bool(r["production"]) for r in rows])
+    np.add.at(prod, (slot[of_production], weeks[of_production]), values[of_production])
     months: dict[int, dict[date, float]] = {int(pid): {} for pid in order}
     cost = COLUMNS.index("cost")
     for r, v in zip(rows, values[:, cost], strict=True):
         spent = months[r["pipeline_id"]]
         month = as_date(r["month_start"])
         spent[month] = spent.get(month, 0.0) + float(v)
-    return {int(pid): (sums[i], months[int(pid)]) for i, pid in enumerate(order)}
+    return {int(pid): (sums[i], months[int(pid)], prod[i]) for i, pid in enumerate(order)}
 
 
 def _window(session: Session, first: date) -> dict[int, PipelineWeeks]:

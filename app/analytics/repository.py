@@ -109,13 +109,14 @@ def _to_run_row(r: Any) -> RunRow:
             quality_value=r.quality_value,
             failed_attempts_gpu_hours=float(r.failed_gpu_hours),
             failed_attempts_cost_usd=float(r.failed_usd),
+            resumed_from_hours=float(r.resumed_from_hours),
         ),
         utilization_source=r.utilization_source,
     )
 
 
 def weekly_totals(
-    session: Session, pipeline_id: int | None, since: datetime, until: datetime
+    session: Session, pipeline_id: int | None, since: datetime, until: datetime, variant: str = ""
 ) -> dict[int | None, list[WeekTotals]]:
     """Goodput sums and badput by cause (GPU-hours and USD) per pipeline and ISO week.
 
@@ -145,6 +146,8 @@ def weekly_totals(
     )
     if pipeline_id is not None:
         stmt = stmt.where(Run.pipeline_id == pipeline_id)
+    if variant:  # one variant's runs (default: every variant's)
+        stmt = stmt.where(Run.variant == variant)
     out: dict[int | None, list[WeekTotals]] = {}
     for r in session.execute(stmt):
         m = r._mapping
@@ -283,7 +286,7 @@ def _planning_columns(backend: str) -> list[Any]:
     hours = wall_clock(backend)
     return [
         Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours.label("hours"),
-        hours.label("raw_hours"), Run.gpu_hours, Run.gpu_utilization,
+        hours.label("raw_hours"), Run.gpu_hours, Run.gpu_utilization, Run.resumed_from_hours,
         effective_price().label("price"), Run.data_stall_hours, Run.checkpoint_hours,
         Run.scheduling_wait_hours, Run.mfu, Run.quality_value, Run.interruption_count,
         Run.lost_progress_hours, Run.resume_hours, Run.reschedule_hours, Run.utilization_source,
@@ -334,12 +337,13 @@ def recorded_spend(
 
 
 def utilization_sources(
-    session: Session, pipeline_id: int, since: datetime, until: datetime
+    session: Session, pipeline_id: int, since: datetime, until: datetime, variant: str
 ) -> dict[str | None, int]:
-    """Runs per ``utilization_source`` started in ``[since, until)`` (None: not given)."""
+    """Runs of ``variant`` per ``utilization_source`` started in ``[since, until)``."""
     rows = session.execute(
         select(Run.utilization_source, func.count())
-        .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
+        .where(Run.pipeline_id == pipeline_id, Run.variant == variant)
+        .where(Run.started_at >= since, Run.started_at < until)
         .where(Run.finished_at.is_not(None))
         .group_by(Run.utilization_source)
     )

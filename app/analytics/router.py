@@ -87,10 +87,16 @@ def get_goodput(
     until: Annotated[
         Timestamp | None, Query(description="Last week shown (default: latest run)")
     ] = None,
+    variant: Annotated[
+        str | None,
+        Query(max_length=64, description="The variant (default: the production variant)"),
+    ] = None,
 ) -> GoodputOut:
-    """Scheduling x runtime x program goodput per ISO week, with badput by cause."""
+    """Scheduling x runtime x program goodput per ISO week of one variant (default: the
+    production variant), with badput by cause. An unknown variant is a 422 naming the
+    variants that have runs."""
     with db.read() as session:
-        return weekly.goodput(session, name, weeks=weeks, until=until)
+        return weekly.goodput(session, name, weeks=weeks, until=until, variant=variant)
 
 
 @router.get("/pipelines/{name}/gate", response_model=GateOut)

@@ -71,6 +71,7 @@ class ProjectionOut(BaseModel):
 
 class GoodputOut(BaseModel):
     pipeline: str
+    variant: str = Field("baseline", description="The variant whose runs are summed.")
     group: Literal["week"] = "week"
     weeks: list[WeekSummary]
     total: Goodput

@@ -11,6 +11,7 @@ from app.analytics import repository as repo
 from app.analytics.schemas import GoodputOut
 from app.db import rollup_reads
 from app.db.models import Pipeline
+from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
 from app.planning.rollup import SUMS
@@ -34,7 +35,8 @@ def latest_weeks_goodput(
         return None
     monday = monday_of(latest)
     since = utc_midnight(monday) - timedelta(weeks=1)
-    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=2))
+    until = since + timedelta(weeks=2)
+    rows = repo.weekly_totals(session, pipeline.id, since, until, pipeline.production_variant)
     weeks = {
         w.week_start: goodput_from_totals(w.goodput).overall for w in rows.get(pipeline.id, [])
     }
@@ -53,20 +55,40 @@ def latest_week(session: Session, pipeline: Pipeline) -> WeekSummary | None:
     return fill_weeks(weeks, monday, monday)[0] if weeks else None
 
 
-def goodput(session: Session, name: str, *, weeks: int, until: datetime | None) -> GoodputOut:
+def chosen_variant(session: Session, pipeline: Pipeline, variant: str | None) -> str:
+    """``variant``, else the production variant; a variant without runs is a 422 naming
+    the variants that have some (a pipeline without runs accepts its production one)."""
+    known = sorted(rollup_reads.newest_starts(session, [pipeline.id]).get(pipeline.id, {}))
+    if variant is None or variant in known:
+        return variant or pipeline.production_variant
+    listed = ", ".join(known) or "none yet"
+    raise Invalid(
+        f"variant: pipeline {pipeline.name!r} has no runs of variant {variant!r} "
+        f"(variants: {listed})",
+        fields=[{"field": "variant", "reason": f"unknown variant; variants: {listed}"}],
+    )
+
+
+def goodput(
+    session: Session, name: str, *, weeks: int, until: datetime | None, variant: str | None = None
+) -> GoodputOut:
+    """The goodput weeks of one variant (default: production, not its experiments)."""
     pipeline = get_by_name(session, name)
+    chosen = chosen_variant(session, pipeline, variant)
     end = until or latest_start(session, pipeline) or datetime.now(UTC)
     end_monday = monday_of(end.date())  # the week of ``until`` as the caller wrote it
     start_monday = end_monday - timedelta(weeks=weeks - 1)
     since = utc_midnight(start_monday)
-    rows = repo.weekly_totals(session, pipeline.id, since, since + timedelta(weeks=weeks))
+    until_ = since + timedelta(weeks=weeks)
+    rows = repo.weekly_totals(session, pipeline.id, since, until_, chosen)
     summaries = fill_weeks(rows.get(pipeline.id, []), start_monday, end_monday)
     total = EMPTY_TOTALS
     for r in rows.get(pipeline.id, []):
         total = total + r.goodput
-    sources = repo.utilization_sources(session, pipeline.id, since, since + timedelta(weeks=weeks))
+    sources = repo.utilization_sources(session, pipeline.id, since, until_, chosen)
     return GoodputOut(
         pipeline=name,
+        variant=chosen,
         weeks=summaries,
         total=goodput_from_totals(total),
         warnings=trend_source_warnings(sources),
@@ -85,9 +107,9 @@ class PageWeeks:
 def page_weeks(
     session: Session, pipeline: Pipeline, latest: datetime | None, weeks: int, now: datetime
 ) -> PageWeeks:
-    """The ``weeks`` ISO weeks up to the one of the ``latest`` run (as ``GET .../goodput``
-    has them) and this month's spend by variant (as ``run_rollup`` has it), from one
-    GROUP BY over the runs in both spans."""
+    """The ``weeks`` ISO weeks of the production variant up to the one of the ``latest``
+    run (as ``GET .../goodput`` has them by default) and this month's spend by variant
+    (as ``run_rollup`` has it), from one GROUP BY over the runs in both spans."""
     end_monday = monday_of((latest or now).date())
     start_monday = end_monday - timedelta(weeks=weeks - 1)
     month = now.astimezone(UTC).date().replace(day=1)
@@ -101,6 +123,8 @@ def page_weeks(
         if row["month_start"] == month:
             spend[row["variant"]] = spend.get(row["variant"], 0.0) + row["cost"]
         if not start_monday <= row["week_start"] <= end_monday:
+            continue
+        if row["variant"] != pipeline.production_variant:
             continue
         sources[row["utilization_source"]] = sources.get(row["utilization_source"], 0) + row["runs"]
         sums = by_week.setdefault(row["week_start"], dict.fromkeys(("runs", *SUMS), 0.0))

@@ -39,9 +39,18 @@ def parse_scopes(text: str | list[str]) -> list[str]:
 
 
 def create_token(
-    session: WriteSession, name: str, scopes: str | list[str], pipelines: list[str] | None = None
+    session: WriteSession,
+    name: str,
+    scopes: str | list[str],
+    pipelines: list[str] | None = None,
+    *,
+    rotate: bool = False,
 ) -> tuple[ApiToken, str]:
-    """Create a token; returns the row and the secret, which is never stored."""
+    """Create a token; returns the row and the secret, which is never stored. With
+    ``rotate``, a token of that name gets a fresh secret (and these scopes and pipelines;
+    a revoked one is live again) and the old secret stops working, in every process
+    within the token cache's ttl: a setup line that creates a token is safe to run
+    twice."""
     name = nfc(name.strip())
     if not name:
         raise Invalid("token name must not be empty")
@@ -49,18 +58,27 @@ def create_token(
     if reason is not None:
         raise Invalid(f"token name {reason}", fields=[{"field": "name", "reason": reason}])
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 256 random bits
-    row = ApiToken(
-        name=name,
-        scopes=" ".join(parse_scopes(scopes)),
-        token_hash=hash_token(secret),
-        prefix=secret[:10],
-        pipelines=pipelines or None,
-    )
+    fields = {
+        "scopes": " ".join(parse_scopes(scopes)),
+        "token_hash": hash_token(secret),
+        "prefix": secret[:10],
+        "pipelines": pipelines or None,
+    }
+    row = repository.by_name(session, name) if rotate else None
+    if row is not None:
+        for key, value in {**fields, "revoked_at": None}.items():
+            setattr(row, key, value)
+        session.flush()
+        return row, secret
+    row = ApiToken(name=name, **fields)
     session.add(row)
     try:
         session.flush()
     except IntegrityError as exc:
-        raise Conflict(f"a token named {name!r} already exists") from exc
+        raise Conflict(
+            f"a token named {name!r} already exists; add --rotate to give it a fresh secret "
+            "(printed once; the old one stops working)"
+        ) from exc
     return row, secret
 
 
@@ -150,9 +168,15 @@ class TokenCache:
 def parse_bearer(authorization: str | None) -> str:
     if not authorization:
         raise Unauthorized("missing token: send `Authorization: Bearer <token>`")
-    kind, _, secret = authorization.partition(" ")
+    kind, _, secret = authorization.strip().partition(" ")
     secret = secret.strip()
-    if kind.lower() != "bearer" or not secret:
+    if kind.lower() == "bearer" and not secret:
+        # What `Bearer $CADENCE_TOKEN` sends when the variable is empty or unset.
+        raise Unauthorized(
+            "empty token: the Authorization header says Bearer with no token after it "
+            "(is the variable holding the token, e.g. CADENCE_TOKEN, set?)"
+        )
+    if kind.lower() != "bearer":
         raise Unauthorized("malformed Authorization header: expected `Bearer <token>`")
     return secret
 

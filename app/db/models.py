@@ -109,6 +109,9 @@ class Run(CreatedAt, Base):
     lost_progress_hours: Mapped[float] = mapped_column(Double, default=0.0)
     resume_hours: Mapped[float] = mapped_column(Double, default=0.0)
     reschedule_hours: Mapped[float] = mapped_column(Double, default=0.0)
+    # Progress (hours of wall clock) this attempt resumed from a checkpoint an earlier
+    # attempt of its retraining saved: not badput of that attempt (planning.rollup.terms).
+    resumed_from_hours: Mapped[float] = mapped_column(Double, default=0.0)
 
     pipeline: Mapped[Pipeline] = relationship(lazy="raise")
     interruptions: Mapped[list[Interruption]] = relationship(

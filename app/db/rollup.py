@@ -26,6 +26,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    inspect,
     literal,
     select,
     update,
@@ -175,8 +176,8 @@ def subtract_run(session: WriteSession, pk: int) -> None:
     )
 
 
-def _recompute_select(backend: str) -> Any:
-    terms, causes = run_terms(backend)
+def _recompute_select(backend: str, *, resumed_column: bool = True) -> Any:
+    terms, causes = run_terms(backend, resumed_column=resumed_column)
     price = Run.billed_price_per_gpu_hour
     week, month = week_start(backend), month_start(backend)
     if backend == "postgresql":
@@ -245,9 +246,11 @@ def rebuild(session: WriteSession | Connection) -> int:
     such as the benchmark's COPY, which then calls :func:`rebuild_variants` too)."""
     session.execute(delete(ROLLUP))
     columns = ["pipeline_id", "variant", "week_start", "month_start", "runs", *SUMS]
-    result = session.execute(
-        insert(ROLLUP).from_select(columns, _recompute_select(dialect(session)))
-    )
+    # A migration before revision 0024 rebuilds on a run table without resumed progress.
+    bind = session if isinstance(session, Connection) else session.connection()
+    resumed = "resumed_from_hours" in {c["name"] for c in inspect(bind).get_columns("run")}
+    chosen = _recompute_select(dialect(session), resumed_column=resumed)
+    result = session.execute(insert(ROLLUP).from_select(columns, chosen))
     return int(getattr(result, "rowcount", 0) or 0)
 
 

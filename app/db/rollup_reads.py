@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
 
 from app.db.memo import per_read_session
@@ -80,20 +80,24 @@ def totals_from(monday: date, m: Mapping[Any, Any]) -> WeekTotals:
 def window_rows(
     session: Session, since: date, until: date, pipeline_ids: Sequence[int] | None
 ) -> list[dict[str, Any]]:
-    """Rows summed over variants, per pipeline, ISO week (Monday in [since, until)) and
-    calendar month, of these pipelines (every one: None): ``runs`` and every SUMS column,
-    USD as recorded."""
+    """Rows summed over variants, per pipeline, ISO week (Monday in [since, until)),
+    calendar month and ``production`` (1: the pipeline's production variant, else 0),
+    of these pipelines (every one: None): ``runs`` and every SUMS column, USD as
+    recorded."""
     r = ROLLUP.c
+    production = case((r.variant == Pipeline.production_variant, 1), else_=0)
     stmt = (
         select(
             r.pipeline_id,
             r.week_start,
             r.month_start,
+            production.label("production"),
             func.sum(r.runs).label("runs"),
             *[func.sum(r[n]).label(n) for n in SUMS],
         )
+        .join(Pipeline, Pipeline.id == r.pipeline_id)
         .where(r.week_start >= since, r.week_start < until)
-        .group_by(r.pipeline_id, r.week_start, r.month_start)
+        .group_by(r.pipeline_id, r.week_start, r.month_start, production)
     )
     if pipeline_ids is not None:
         stmt = stmt.where(in_ids(session, r.pipeline_id, list(pipeline_ids)))
@@ -116,6 +120,14 @@ def change_counters(session: Session, pipeline_ids: Sequence[int] | None = None)
     if pipeline_ids is None:
         return _every_change_counter(session)
     return _change_counters(session, list(pipeline_ids))
+
+
+def production_variants(session: Session, pipeline_ids: Sequence[int] | None) -> dict[int, str]:
+    """Each pipeline's production variant, by id (these; every one: None)."""
+    stmt = select(Pipeline.id, Pipeline.production_variant)
+    if pipeline_ids is not None:
+        stmt = stmt.where(in_ids(session, Pipeline.id, list(pipeline_ids)))
+    return {pid: variant for pid, variant in session.execute(stmt)}
 
 
 def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:

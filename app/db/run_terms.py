@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, and_, case, cast, func
+from sqlalchemy import ColumnElement, Float, and_, case, cast, func, literal
 
 from app.db.models import Run
 from app.planning.goodput import GoodputTotals
@@ -51,26 +51,40 @@ def greatest(a: ColumnElement[float], b: ColumnElement[float] | float) -> Column
 
 
 def run_terms(
-    backend: str,
+    backend: str, *, resumed_column: bool = True
 ) -> tuple[dict[str, ColumnElement[float]], dict[str, ColumnElement[float]]]:
     """Per-run goodput terms and badput GPU-hours by cause, as SQL expressions: the
     definitions of :func:`app.planning.rollup.terms` (which documents them, attempts
-    that did not succeed and unmeasured ones included)."""
+    that did not succeed, unmeasured ones and resumed progress included).
+    ``resumed_column=False``: a schema before revision 0024 (a migration's rebuild),
+    where no run resumed anything."""
     t = wall_clock(backend)
     # op('/'): a plain float8 division, without the NUMERIC cast SQLAlchemy adds to '/'.
     weff = Run.gpu_hours.op("/", return_type=Float)(t.self_group())
     failed = Run.outcome != SUCCEEDED
     unmeasured = Run.gpu_utilization.is_(None)
     u = func.coalesce(Run.gpu_utilization, 0.0)
-    return _goodput_terms(t, weff, u, failed, unmeasured), _causes(weff, u, failed, unmeasured)
+    # Progress resumed from earlier attempts' checkpoints: only a succeeded attempt's.
+    resumed_hours = Run.resumed_from_hours if resumed_column else literal(0.0, Float)
+    resumed = case((failed, 0.0), else_=resumed_hours * weff)
+    kinds = _Kinds(failed, unmeasured, resumed)
+    return _goodput_terms(t, weff, u, kinds), _causes(weff, u, kinds)
+
+
+class _Kinds:
+    """What decides a run's terms: failed, unmeasured, and the resumed GPU-hours."""
+
+    def __init__(
+        self,
+        failed: ColumnElement[bool],
+        unmeasured: ColumnElement[bool],
+        resumed: ColumnElement[float],
+    ) -> None:
+        self.failed, self.unmeasured, self.resumed = failed, unmeasured, resumed
 
 
 def _goodput_terms(
-    t: ColumnElement[float],
-    weff: ColumnElement[float],
-    u: ColumnElement[float],
-    failed: ColumnElement[bool],
-    unmeasured: ColumnElement[bool],
+    t: ColumnElement[float], weff: ColumnElement[float], u: ColumnElement[float], k: _Kinds
 ) -> dict[str, ColumnElement[float]]:
     """The :data:`~app.planning.rollup.GOODPUT_SUMS` terms of a run."""
     progress = greatest(
@@ -85,12 +99,18 @@ def _goodput_terms(
         0.0,
     )
     busy = greatest(u * Run.gpu_hours - weff * Run.lost_progress_hours, 0.0)
+    proxy = case((busy > progress, progress), else_=busy)
+    # The resumed GPU-hours at this attempt's program ratio (rollup._program_ratio).
+    ratio = case(
+        (Run.mfu.is_not(None), Run.mfu),
+        (progress > 0.0, proxy.op("/", return_type=Float)(progress)),
+        else_=0.0,
+    )
     program = case(
-        (failed, 0.0),
-        (Run.mfu.is_not(None), Run.mfu * progress),
-        (unmeasured, 0.0),
-        (busy > progress, progress),
-        else_=busy,
+        (k.failed, 0.0),
+        (Run.mfu.is_not(None), Run.mfu * (progress + k.resumed)),
+        (k.unmeasured, 0.0),
+        else_=proxy + ratio * k.resumed,
     )
     held = weff * (t - Run.reschedule_hours)
     runtime_loss = weff * (Run.resume_hours + Run.lost_progress_hours + Run.checkpoint_hours)
@@ -99,29 +119,22 @@ def _goodput_terms(
         "period": weff * (Run.scheduling_wait_hours + t),
         "unavailable": weff * (Run.scheduling_wait_hours + Run.reschedule_hours),
         "held": held,
-        "runtime_loss": case((failed, held), else_=runtime_loss),
+        "runtime_loss": case((k.failed, held), else_=runtime_loss - k.resumed),
         "program": cast(program, Float),
-        "mfu_hours": case(
-            (Run.mfu.is_not(None), Run.gpu_hours),
-            (failed, Run.gpu_hours),
-            (unmeasured, Run.gpu_hours),
-            else_=0.0,
-        ),
+        "mfu_hours": case((Run.mfu.is_not(None), Run.gpu_hours), else_=0.0),
         "unmeasured": case(
-            (failed, 0.0),
-            (and_(unmeasured, Run.mfu.is_(None)), held - runtime_loss),
+            (k.failed, 0.0),
+            (and_(k.unmeasured, Run.mfu.is_(None)), held - runtime_loss + k.resumed),
             else_=0.0,
         ),
     }
 
 
 def _causes(
-    weff: ColumnElement[float],
-    u: ColumnElement[float],
-    failed: ColumnElement[bool],
-    unmeasured: ColumnElement[bool],
+    weff: ColumnElement[float], u: ColumnElement[float], k: _Kinds
 ) -> dict[str, ColumnElement[float]]:
-    """A run's badput GPU-hours by cause (:data:`~app.planning.rollup.CAUSES`)."""
+    """A run's badput GPU-hours by cause (:data:`~app.planning.rollup.CAUSES`); resumed
+    progress leaves failed attempts for productive (u) and other idle (1 - u) time."""
     measured_idle = (1.0 - u) * Run.gpu_hours
     failure_hours = Run.lost_progress_hours + Run.resume_hours + Run.reschedule_hours
     named = (Run.data_stall_hours + Run.checkpoint_hours + failure_hours) * weff
@@ -129,16 +142,20 @@ def _causes(
 
     def measured(value: ColumnElement[float]) -> ColumnElement[float]:
         """``value`` for a succeeded attempt with a utilization figure, else 0."""
-        return case((failed, 0.0), (unmeasured, 0.0), else_=value)
+        return case((k.failed, 0.0), (k.unmeasured, 0.0), else_=value)
 
     return {
-        "productive": measured(u * Run.gpu_hours),
-        "idle": case((failed, Run.gpu_hours), (unmeasured, 0.0), else_=measured_idle),
+        "productive": measured(u * (Run.gpu_hours + k.resumed)),
+        "idle": case(
+            (k.failed, Run.gpu_hours),
+            (k.unmeasured, -k.resumed),
+            else_=measured_idle - u * k.resumed,
+        ),
         "data_stall": measured(Run.data_stall_hours * weff * scale),
         "checkpoint": measured(Run.checkpoint_hours * weff * scale),
         "failure": measured(failure_hours * weff * scale),
-        "other_idle": measured(greatest(measured_idle - named, 0.0)),
-        "failed": case((failed, Run.gpu_hours), else_=0.0),
+        "other_idle": measured(greatest(measured_idle - named, 0.0) + (1.0 - u) * k.resumed),
+        "failed": case((k.failed, Run.gpu_hours), else_=-k.resumed),
     }
 
 

@@ -64,7 +64,8 @@ def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, floa
     ``monday``."""
     pipelines = pipelines_service.briefs(session)
     costs = current_monthly_costs(session, pipelines)
-    weeks = org_window(session, [p.id for p in pipelines], monday)  # the review's, kept
+    production = {p.id: p.production_variant for p in pipelines}
+    weeks = org_window(session, list(production), monday, production)  # the review's, kept
     this_month = months(session, pipelines)
     for p in pipelines:
         team = p.owner or "unassigned"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from scipy.stats import chi2
 
+from app.planning.durations import duration
 from app.planning.model import PlanningError
 
 DEFAULT_FAILURE_RATE = 4e-4
@@ -162,7 +163,7 @@ def checkpoint_advice(
     n_instances = instances if instances is not None else max(1, round(workers))
     mtbf = cluster_mtbf_hours(n_instances, failure_rate_per_instance_hour)
     mtbf_note = (
-        f"M = 1/({n_instances} instances x {failure_rate_per_instance_hour:g}) = {mtbf:.3g} h"
+        f"M = 1/({n_instances} instances x {failure_rate_per_instance_hour:g}) = {duration(mtbf)}"
     )
     return _advice(
         mtbf,
@@ -210,11 +211,11 @@ def _advice(
     failures_per_run = 0.0 if math.isinf(mtbf) else t / mtbf
     notes.append(
         f"{mtbf_note}; "
-        f"Young sqrt(2dM) = {young * 60:.0f} min, Daly = {daly * 60:.0f} min, "
-        f"current = {current_interval_hours * 60:.0f} min."
+        f"Young sqrt(2dM) = {duration(young)}, Daly = {duration(daly)}, "
+        f"current = {duration(current_interval_hours)}."
     )
     notes.append(
-        f"Per run: {writes:.3g} h writing + {fails:.3g} h expected failure loss, "
+        f"Per run: {duration(writes)} writing + {duration(fails)} expected failure loss, "
         f"x {workers:.4g} paid GPUs = {overhead_cur:.1f} GPU-h; at the Daly interval "
         f"{overhead_opt:.1f} GPU-h; x {runs_per_month:.3g} runs/month = {saved:.1f} GPU-h "
         f"(${saved * price_per_gpu_hour:,.0f}) saved."

@@ -7,6 +7,7 @@ in :mod:`app.planning.gate_types` and named here too, where callers import them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from app.planning.gate_criteria import (
     cost_criterion,
@@ -97,7 +98,13 @@ def _runs_needed(
     current_runs_per_week: float | None,
 ) -> tuple[int | None, float | None, float | None, str]:
     """The most runs per arm a criterion still asks for, in weeks at today's cadence and
-    in dollars (a median baseline and candidate run each), and the sentence saying so."""
+    in dollars (a median baseline and candidate run each), and the sentence saying so.
+
+    The runs still needed are experiment runs of each arm as it is: each is priced at its
+    own recorded utilization, so a utilization what-if (a hypothetical of the projection)
+    does not price them; the what-if's price does. Example: baseline median 112 GPU-h
+    (u = 0.38), candidate 60.8 GPU-h, $2/GPU-h, a 70% target: a pair costs $224 +
+    $121.60 = $345.60, not 112 x 38/70 x $2 + ... for the baseline."""
     needed = [c.runs_needed_per_arm for c in criteria if c.runs_needed_per_arm is not None]
     if not needed:
         return None, None, None, ""
@@ -105,7 +112,8 @@ def _runs_needed(
     weeks = None
     if current_runs_per_week and most / current_runs_per_week < float("inf"):
         weeks = most / current_runs_per_week  # a denormal cadence: inf, "inf weeks"
-    usd = most * (median_cost(arms[0], what_if) + median_cost(arms[1], what_if))
+    as_run = None if what_if is None else replace(what_if, utilization_target=None)
+    usd = most * (median_cost(arms[0], as_run) + median_cost(arms[1], as_run))
     sentence = f" About {most} more runs per arm ({th.power:.0%} power)"
     if weeks is not None:
         sentence += f", {weeks:.1f} weeks at {current_runs_per_week:g} runs/week"

@@ -14,23 +14,25 @@ from app.planning.scaling import (
     scaling_cost_change,
 )
 
+# What to do about each cause; shown beside its label (LABELS), so no remedy repeats it.
 REMEDIES: dict[str, str] = {
     "data_stall": (
-        "Input stalls: pre-shard the data into large sequential files, cache it on local "
-        "disk, prefetch and add data-loader workers."
+        "Pre-shard the data into large sequential files, cache it on local disk, prefetch "
+        "and add data-loader workers."
     ),
     "checkpoint": (
-        "Blocking checkpoints: write checkpoints asynchronously, or checkpoint at the "
-        "optimal (Young/Daly) interval."
+        "Write checkpoints asynchronously, or checkpoint at the optimal (Young/Daly) interval."
     ),
-    "failure": ("Failures: checkpoint on the preemption notice, restart faster, keep hot spares."),
-    "scheduling_wait": (
-        "Scheduling waits: reserve capacity or buy committed capacity for the retraining window."
+    "failure": "Checkpoint on the preemption notice, restart faster, keep hot spares.",
+    "failed": (
+        "Checkpoint more often and resume from the last checkpoint (report "
+        "resumed_from_hours), and fix the crash the failed runs name."
     ),
-    "other_idle": "Unexplained idle time: profile the training step to see where it goes.",
+    "scheduling_wait": "Reserve capacity or buy committed capacity for the retraining window.",
+    "other_idle": "Profile the training step to see where the time goes.",
     "workers": (
-        "Workers: utilization and scaling efficiency are both high, so more workers "
-        "shorten wall clock; the GPU-hours per run change by 1/efficiency - 1."
+        "Utilization and scaling efficiency are both high, so more workers shorten wall "
+        "clock; the GPU-hours per run change by 1/efficiency - 1."
     ),
 }
 
@@ -38,6 +40,7 @@ LABELS: dict[str, str] = {
     "data_stall": "Input data stalls",
     "checkpoint": "Blocking checkpoint writes",
     "failure": "Failures and restarts",
+    "failed": "Failed attempts",
     "scheduling_wait": "Scheduling / queue wait",
     "other_idle": "Other idle time",
     "workers": "Add workers",
@@ -82,7 +85,9 @@ def rank_levers(
     """Rank the badput causes by monthly cost, largest first.
 
     For each cause (data_stall, checkpoint, failure, other_idle from
-    :func:`app.planning.economics.badput`, and scheduling_wait = Q * Weff), take the
+    :func:`app.planning.economics.badput`, scheduling_wait = Q * Weff, and failed = the
+    GPU-hours of the retraining's failed attempts less the progress the run resumed from
+    them, :attr:`RunFacts.failed_badput_gpu_hours`), take the
     mean per-run GPU-hours and mean per-run USD (GPU-hours x ``price``, or each run's
     own price when ``price`` is None; pass the scenario's price so every dollar on a page
     uses it) and multiply by ``runs_per_month``. The mean, not the median: a lever's
@@ -96,9 +101,10 @@ def rank_levers(
     """
     if runs_per_month < 0 or (price is not None and price < 0):
         raise PlanningError("runs per month and price must be >= 0")
-    levers = [
-        _cause_lever(cause, rows, runs_per_month) for cause, rows in _per_run(runs, price).items()
-    ]
+    per_run = _per_run(runs, price)
+    if not any(r.failed_attempts_gpu_hours > 0 for r in runs):
+        del per_run["failed"]  # no retraining in the window had a failed attempt
+    levers = [_cause_lever(cause, rows, runs_per_month) for cause, rows in per_run.items()]
     levers.sort(key=lambda lv: (-lv.usd_per_month, -lv.gpu_hours_per_month))
     if utilization is None and runs:
         utilization = float(statistics.median(r.gpu_utilization for r in runs))
@@ -121,7 +127,8 @@ def _per_run(
 ) -> dict[str, list[tuple[float, float, float]]]:
     """Per cause, each run's (GPU-hours, USD, wall-clock hours); waiting is not billed."""
     per_run: dict[str, list[tuple[float, float, float]]] = {
-        c: [] for c in ("data_stall", "checkpoint", "failure", "scheduling_wait", "other_idle")
+        c: []
+        for c in ("data_stall", "checkpoint", "failure", "failed", "scheduling_wait", "other_idle")
     }
     for run in runs:
         b = badput(run)
@@ -136,7 +143,21 @@ def _per_run(
         }
         for cause, (gpu_h, billed) in hours.items():
             per_run[cause].append((gpu_h, gpu_h * p if billed else 0.0, gpu_h / weff))
+        per_run["failed"].append(_failed_row(run, price))
     return per_run
+
+
+def _failed_row(run: RunFacts, price: float | None) -> tuple[float, float, float]:
+    """The run's failed-attempt badput: (GPU-hours, USD, wall-clock hours at Weff). USD
+    at ``price``, else at the failed attempts' own price (their cost per GPU-hour)."""
+    gpu_h = run.failed_badput_gpu_hours
+    if price is not None:
+        usd = gpu_h * price
+    elif run.failed_attempts_gpu_hours > 0:
+        usd = run.failed_attempts_cost_usd * gpu_h / run.failed_attempts_gpu_hours
+    else:
+        usd = 0.0
+    return gpu_h, usd, gpu_h / run.effective_workers
 
 
 def _cause_lever(

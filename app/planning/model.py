@@ -86,6 +86,8 @@ class RunFacts:
     # retraining_id), paid in full: the bill draws retraining costs, not attempt costs.
     failed_attempts_gpu_hours: float = 0.0
     failed_attempts_cost_usd: float = 0.0
+    # Progress (wall-clock hours) this attempt resumed from those attempts' checkpoints.
+    resumed_from_hours: float = 0.0
 
     def __post_init__(self) -> None:
         _require(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
@@ -108,6 +110,7 @@ class RunFacts:
             _require(math.isfinite(self.quality_value), "quality_value must be finite")
         _finite_non_negative(self.failed_attempts_gpu_hours, "failed_attempts_gpu_hours")
         _finite_non_negative(self.failed_attempts_cost_usd, "failed_attempts_cost_usd")
+        _finite_non_negative(self.resumed_from_hours, "resumed_from_hours")
 
     @property
     def effective_workers(self) -> float:
@@ -133,6 +136,14 @@ class RunFacts:
     def cost_usd(self) -> float:
         """G * price (methodology.md §2)."""
         return self.gpu_hours * self.price_per_gpu_hour
+
+    @property
+    def failed_badput_gpu_hours(self) -> float:
+        """Failed attempts' GPU-hours less the progress this attempt resumed from them
+        (resumed_from_hours x Weff), never negative (methodology.md §2). Example: 120 failed
+        GPU-h, 14 h resumed at 8 workers: 120 - 112 = 8 GPU-h."""
+        resumed = self.resumed_from_hours * self.effective_workers
+        return max(self.failed_attempts_gpu_hours - resumed, 0.0)
 
     @property
     def retraining_cost_usd(self) -> float:

@@ -10,6 +10,7 @@ import numpy as np
 
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow
 from app.planning.budget_status import DEFAULT_RISK_TOLERANCE, fits_budget
+from app.planning.durations import week_capacity_warnings
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
@@ -139,7 +140,7 @@ def project_costs(
         current_monthly_gpu_hours=current_gpu,
         budget_usd=budget_usd,
         what_if=what_if,
-        warnings=tuple(warnings),
+        warnings=(*warnings, *week_capacity_warnings(cadences, typical.wall_clock_hours)),
         notes=_notes(len(runs), what_if, seed),
     )
 

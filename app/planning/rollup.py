@@ -72,14 +72,18 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
     neither productive nor idle (gpu_hours - productive - idle is the unmeasured share,
     so no sum of its own), and without MFU its forward progress (``unmeasured``) leaves
     the program factor's denominator, so it moves no utilization-based figure.
+    Resumed progress (``resumed_from_hours``, methodology.md §2): :func:`_resumed`.
     """
     t = (run["finished_at"] - run["started_at"]).total_seconds() / 3600.0
     g = float(run["gpu_hours"])
     weff = g / t
     resched, wait = run["reschedule_hours"], run["scheduling_wait_hours"]
     succeeded = run.get("outcome", SUCCEEDED) == SUCCEEDED
-    measured = run["gpu_utilization"] is not None
     causes, program, runtime_loss, unmeasured_progress = _attempt_terms(run, t, g, weff)
+    if succeeded and run.get("resumed_from_hours"):
+        program, runtime_loss, unmeasured_progress = _resumed(
+            run, (t, g, weff), causes, (program, runtime_loss, unmeasured_progress)
+        )
     price = float(run["billed_price_per_gpu_hour"])
     out = {
         "gpu_hours": g,
@@ -88,9 +92,9 @@ def terms(run: Mapping[str, Any]) -> dict[str, float]:
         "held": weff * (t - resched),
         "runtime_loss": runtime_loss,
         "program": program,
-        # GPU-hours whose program term needs no utilization proxy (MFU given, or no
-        # program to measure: a failed attempt, an unmeasured one).
-        "mfu_hours": g if (run["mfu"] is not None or not succeeded or not measured) else 0.0,
+        # GPU-hours of attempts that reported MFU (the rest were measured by the proxy,
+        # or, failed or unmeasured, had no program to measure).
+        "mfu_hours": g if run["mfu"] is not None else 0.0,
         "unmeasured": unmeasured_progress,
         "cost": g * price,
     }
@@ -121,6 +125,59 @@ def _attempt_terms(
     busy = max(u * g - weff * lost, 0.0)
     program = mfu * progress if mfu is not None else min(busy, progress)
     return causes, program, runtime_loss, 0.0
+
+
+def _resumed(
+    run: Mapping[str, Any],
+    sizes: tuple[float, float, float],
+    causes: dict[str, float],
+    sums: tuple[float, float, float],
+) -> tuple[float, float, float]:
+    """(program, runtime loss, unmeasured progress) of a succeeded attempt that resumed
+    ``resumed_from_hours`` of progress from the checkpoints of earlier attempts of its
+    retraining, its ``causes`` changed in place. It gives that progress back to them as
+    its own terms (a rollup row sums runs one at a time and cannot reach the earlier
+    attempt): resumed = resumed_from_hours x weff (its own effective workers: the same
+    job, resumed) leaves ``failed`` and ``runtime_loss``, and counts as forward progress
+    at this attempt's program ratio and utilization (u x resumed productive, the rest
+    other idle). Only a succeeded attempt's report counts: one that resumed and then
+    failed lost that progress again, and the attempt that finally succeeds reports all
+    it resumed. Example: 8 workers, T = 3 h, u = 0.54, resumed 14 h: resumed = 112
+    GPU-h; g_failed = -112, runtime_loss = -112, program = 0.54 x 24 + 0.54 x 112 =
+    73.44, g_productive = 73.44, g_idle = 24 x 0.46 - 112 x 0.54 = -49.44."""
+    t, g, weff = sizes
+    program, runtime_loss, unmeasured = sums
+    resumed = float(run["resumed_from_hours"]) * weff
+    ratio = _program_ratio(run, t, g, weff)
+    _give_back(causes, resumed, run["gpu_utilization"])
+    if ratio is None:
+        return program, runtime_loss - resumed, unmeasured + resumed
+    return program + resumed * ratio, runtime_loss - resumed, unmeasured
+
+
+def _program_ratio(run: Mapping[str, Any], t: float, g: float, weff: float) -> float | None:
+    """Program GPU-hours per forward-progress GPU-hour of a succeeded attempt: its MFU,
+    else its proxy min(busy, progress) / progress (0 without progress of its own); None
+    when unknown (no utilization, no MFU)."""
+    if run["mfu"] is not None:
+        return float(run["mfu"])
+    if run["gpu_utilization"] is None:
+        return None
+    lost, resume, ckpt = run["lost_progress_hours"], run["resume_hours"], run["checkpoint_hours"]
+    progress = max(weff * (t - run["reschedule_hours"] - resume - lost - ckpt), 0.0)
+    busy = max(float(run["gpu_utilization"]) * g - weff * lost, 0.0)
+    return min(busy, progress) / progress if progress > 0 else 0.0
+
+
+def _give_back(causes: dict[str, float], resumed: float, u: float | None) -> None:
+    """Move ``resumed`` GPU-hours out of failed attempts (and idle) into work done:
+    productive at utilization ``u``, the rest other idle; neither when unmeasured."""
+    causes["failed"] -= resumed
+    causes["idle"] -= resumed
+    if u is not None:
+        causes["productive"] += u * resumed
+        causes["idle"] += (1.0 - u) * resumed
+        causes["other_idle"] += (1.0 - u) * resumed
 
 
 def _no_causes() -> dict[str, float]:

@@ -231,21 +231,18 @@ def scaling_advice(
 
     Don't add workers while utilization < ``min_utilization`` or the efficiency E at the
     largest probed count < ``min_efficiency``. Whenever E is known the advice states the
-    GPU-hour change 1/E - 1 and, given this month's GPU-hours and a price, its dollars.
+    GPU-hour change 1/E - 1 and, given this month's GPU-hours and a price, its dollars
+    (:func:`scaling_change_words`).
     """
     advice: list[str] = []
     change = ""
     if efficiency_at_max is not None and efficiency_at_max > 0:
-        rel = scaling_cost_change(efficiency_at_max)
-        change = f" At {efficiency_at_max:.0%} efficiency GPU-hours per run change {rel:+.0%}"
-        if monthly_gpu_hours is not None and price_per_gpu_hour is not None:
-            extra = monthly_gpu_hours * rel
-            change += f" ({extra:+,.0f} GPU-h, ${extra * price_per_gpu_hour:+,.0f} a month)"
-        change += "."
+        change = scaling_change_words(efficiency_at_max, monthly_gpu_hours, price_per_gpu_hour)
     if utilization < min_utilization:
         advice.append(
             f"Utilization is {utilization:.0%} (below {min_utilization:.0%}): the GPUs are "
             "starved, so more workers mostly add idle GPU-hours. Fix input stalls first."
+            + (change if efficiency_at_max and efficiency_at_max >= min_efficiency else "")
         )
     if efficiency_at_max is None:
         advice.append("No scaling probe yet: run the job at 2-3 worker counts before scaling.")
@@ -265,3 +262,20 @@ def scaling_advice(
             msg += f" Capacity peaks near {peak:.0f} workers; stay well below that."
         advice.append(msg)
     return advice
+
+
+def scaling_change_words(
+    efficiency: float, monthly_gpu_hours: float | None, price_per_gpu_hour: float | None
+) -> str:
+    """What scaling at efficiency E costs, in words: GPU-hours change by 1/E - 1, and in
+    dollars a month given the month's GPU-hours and a price (methodology.md §6: say the
+    dollars). Example: E = 0.75, 485.3 GPU-h a month at $2: +33% GPU-hours = +$324 a
+    month (+162 GPU-h), since 485.3 x (1/0.75 - 1) = 161.8 GPU-h x $2 = $323.6."""
+    rel = scaling_cost_change(efficiency)
+    words = f" At {efficiency:.0%} efficiency: {rel:+.0%} GPU-hours"
+    if monthly_gpu_hours is not None and price_per_gpu_hour is not None:
+        extra = monthly_gpu_hours * rel
+        usd = extra * price_per_gpu_hour
+        sign = "-" if usd < 0 else "+"
+        words += f" = {sign}${abs(usd):,.0f} a month ({extra:+,.0f} GPU-h)"
+    return words + "."

@@ -7,7 +7,7 @@ API and the dashboard show, and inserts weeks without runs so trends have no gap
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 
 from app.planning.goodput import EMPTY_TOTALS, Goodput, GoodputTotals, goodput_from_totals
@@ -90,6 +90,12 @@ def summarise(t: WeekTotals) -> WeekSummary:
         usd_by_cause=dict(t.usd_by_cause),
         mfu_gpu_hours=t.goodput.mfu_gpu_hours,
     )
+
+
+def with_goodput_of(week: WeekSummary, totals: GoodputTotals) -> WeekSummary:
+    """The week with the goodput (and MFU GPU-hours) of ``totals``: the production
+    variant's, beside spend and badput of every variant."""
+    return replace(week, goodput=goodput_from_totals(totals), mfu_gpu_hours=totals.mfu_gpu_hours)
 
 
 def fill_weeks(rows: Iterable[WeekTotals], first: date, last: date) -> list[WeekSummary]:

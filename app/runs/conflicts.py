@@ -38,6 +38,7 @@ COMPARED = (
     "scheduling_wait_hours",
     "mfu",
     "tags",
+    "resumed_from_hours",
 )
 
 

@@ -44,8 +44,9 @@ def record_run(db: Database, run: RunIn, token: TokenInfo, settings: Settings) -
     :func:`store_runs` in a transaction.
     """
     result = None
-    # A running attempt takes the general path: its rollup terms wait for its finish.
-    if not db.is_sqlite and run.outcome != "running":
+    # A running attempt takes the general path (its rollup terms wait for its finish), and
+    # so does resumed progress (checked against the earlier attempts).
+    if not db.is_sqlite and run.outcome != "running" and not run.resumed_from_hours:
         service.check_one(run, token, settings)  # (the general path checks again: a few us)
         with db.one_statement() as cursor:
             result = service.insert_new(cursor, run)
@@ -94,6 +95,7 @@ def store_runs(
     checked = service.check(runs, token=token, settings=settings, batch=batch)
     named = pipelines.for_ingest(session, checked.named, token, settings)
     stored = service.store(session, checked, named)
+    service.check_resumed(session, checked, named)
     service.roll_up(session, stored)
     return service.outcomes(checked, named, stored)
 

@@ -19,6 +19,7 @@ ROW_FIELDS = (
     "utilization_source", "gpu_hours", "price_per_gpu_hour", "billed_price_per_gpu_hour",
     "quality_metric", "quality_value", "data_stall_hours", "checkpoint_hours",
     "scheduling_wait_hours", "mfu", "tags", "created_at", "interruption_count",
+    "resumed_from_hours",
 )
 # fmt: on
 
@@ -62,6 +63,7 @@ def out_dict(row: Sequence[Any], interruptions: list[Any]) -> dict[str, Any]:
         tags,
         created_at,
         _interruption_count,
+        resumed_from_hours,
     ) = row
     return {
         "id": pk,
@@ -94,6 +96,7 @@ def out_dict(row: Sequence[Any], interruptions: list[Any]) -> dict[str, Any]:
             for i in interruptions
         ],
         "tags": tags,
+        "resumed_from_hours": resumed_from_hours,
         "created_at": created_at,
         # None while the attempt runs (no finish yet; its cost so far is month to date's).
         "wall_clock_hours": (

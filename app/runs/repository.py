@@ -76,6 +76,7 @@ PG_TYPES = {
     "lost_progress_hours": "float8",
     "resume_hours": "float8",
     "reschedule_hours": "float8",
+    "resumed_from_hours": "float8",
 }
 PG_INTERRUPTION_TYPES = {
     "run_pk": "int8",
@@ -244,6 +245,7 @@ _OUT_COLUMNS = (
     Run.tags,
     Run.created_at,
     Run.interruption_count,
+    Run.resumed_from_hours,
 )
 
 
@@ -270,6 +272,23 @@ def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:
 
 def _runs_query() -> Select[Any]:
     return select(*_OUT_COLUMNS).join(Pipeline, Pipeline.id == Run.pipeline_id)
+
+
+def earlier_attempt_hours(
+    session: Session, pipeline_id: int, retraining_id: str, before: datetime
+) -> float:
+    """The summed wall clock (hours) of the retraining's finished attempts started before
+    ``before`` (``ix_run_pipeline_retraining``): progress can be resumed only from them."""
+    rows = session.execute(
+        select(Run.started_at, Run.finished_at).where(
+            Run.pipeline_id == pipeline_id,
+            Run.retraining_id == retraining_id,
+            Run.started_at < before,
+            Run.finished_at.is_not(None),
+        )
+    )
+    seconds = [(end - start).total_seconds() for start, end in rows if end is not None]
+    return sum(seconds) / 3600.0
 
 
 def run_pipeline_id(session: Session, pk: int) -> int | None:

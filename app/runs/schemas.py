@@ -112,6 +112,12 @@ class RunIn(StrictModel):
     mfu: Fraction | None = None
     interruptions: list[InterruptionIn] = Field(default_factory=list, max_length=1000)
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, max_length=MAX_TAGS)
+    resumed_from_hours: NonNegative = Field(
+        0.0,
+        description="Progress, in hours of wall clock, that this attempt resumed from a "
+        "checkpoint saved by an earlier attempt of the same retraining (at most their "
+        "wall clock): that much of the earlier attempts is not counted as failed badput.",
+    )
 
     @field_validator("gpu_utilization")
     @classmethod
@@ -162,6 +168,7 @@ class RunOut(OutModel):
     mfu: float | None
     interruptions: list[InterruptionOut]
     tags: dict[str, str]
+    resumed_from_hours: float = 0.0
     created_at: datetime
     # Derived
     wall_clock_hours: float | None = Field(description="None while the attempt is running.")

@@ -150,6 +150,32 @@ def store(session: WriteSession, checked: Checked, pipelines: dict[str, Pipeline
     return Stored(inserted, existing, frozenset(done))
 
 
+def check_resumed(
+    session: WriteSession, checked: Checked, pipelines: dict[str, PipelineRef]
+) -> None:
+    """A run's ``resumed_from_hours`` is at most the wall clock of the earlier attempts
+    of its retraining (stored before, or in this request: read after the insert, in its
+    transaction, so a refusal stores nothing)."""
+    fields = []
+    for i in checked.first.values():
+        run = checked.runs[i]
+        if not run.resumed_from_hours:
+            continue
+        retraining = run.retraining_id or run.run_id
+        before = repository.earlier_attempt_hours(
+            session, pipelines[run.pipeline].id, retraining, run.started_at
+        )
+        if run.resumed_from_hours > before * (1 + 1e-9) + 1e-9:
+            reason = (
+                f"{run.resumed_from_hours:g} h is more than the wall clock of the earlier "
+                f"attempts of retraining {retraining!r} ({before:.4g} h)"
+            )
+            fields.append({"field": checked.prefix(i) + "resumed_from_hours", "reason": reason})
+    if fields:
+        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
+        raise Invalid(f"invalid run record: {summary}", fields=fields)
+
+
 def roll_up(session: WriteSession, stored: Stored) -> None:
     """Add the new runs to the rollups, in the transaction that stored them."""
     rollup.add_runs(session, [pk for pk, _ in stored.inserted.values()])

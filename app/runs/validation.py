@@ -112,6 +112,7 @@ def stored_values(run: RunIn) -> dict[str, Any]:
         "lost_progress_hours": float(sum(i.lost_progress_hours for i in run.interruptions)),
         "resume_hours": float(sum(i.resume_hours for i in run.interruptions)),
         "reschedule_hours": float(sum(i.reschedule_hours for i in run.interruptions)),
+        "resumed_from_hours": run.resumed_from_hours,
     }
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from app.planning.durations import duration
 from app.planning.failures import CheckpointAdvice, checkpoint_overhead_hours
 from app.planning.scaling import ScalingModel, ScalingRow
 from app.web.figures_base import PALETTE, REFERENCE, Figure, axis, layout, text_safe
@@ -273,10 +274,10 @@ def _interval_marker(mark: tuple[str, float, str, str], total: float, top: float
 
 
 def _checkpoint_note(write_hours: float, mtbf: float) -> str:
-    m_text = "no failures" if math.isinf(mtbf) else f"{mtbf:.3g} h"
+    m_text = "no failures" if math.isinf(mtbf) else duration(mtbf)
     return (
         "Overhead per run = workers × [(T / c) × d + (T / M) × (c / 2 + resume + reschedule)] "
-        f"for interval c, with write time d = {write_hours * 60:.3g} min and "
+        f"for interval c, with write time d = {duration(write_hours)} and "
         f"M = 1 / (workers × failure rate) = {m_text}; "
         + (
             "without failures, longer intervals only save writes."

@@ -23,7 +23,7 @@ from app.portfolio.plan_schemas import Budget, Risk
 from app.portfolio.service import load_portfolio
 from app.runs import listing
 from app.templating import templates
-from app.web import page_context, views
+from app.web import empties, page_context, views
 from app.web.decision import decide
 from app.web.figures import to_json
 from app.web.plan_view import plan_section
@@ -152,6 +152,7 @@ def pipeline_page(
         )
         scaling, context["scaling_out"] = views.scaling_section(ctx)
         context["scaling"] = scaling
+        empties.one_box_each(context, no_runs=total == 0)
     return templates.TemplateResponse(request, "pipeline.html", context)
 
 

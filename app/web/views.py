@@ -315,7 +315,8 @@ def cards(
     # a Monday the week that has just started has no runs yet.
     monday = last_complete_week(today)
     prev = monday - timedelta(weeks=1)
-    window = org_weeks.org_window(session, [p.id for p in pipelines], monday_of(today))
+    production = {p.id: p.production_variant for p in pipelines}
+    window = org_weeks.org_window(session, list(production), monday_of(today), production)
     kept = memo.kept(session, "overview_cards")
     out = []
     for pipeline in pipelines:

@@ -495,3 +495,17 @@ def test_a_claim_in_progress_is_skipped_not_waited_for(
     later = now + timedelta(seconds=1)
     assert sorted(sender.drain(committed_db, settings, now=later)) == ids[:4]
     assert sorted(receiver.delivery_ids) == ids
+
+
+def test_public_url_makes_links_absolute_and_is_checked() -> None:
+    from app.alerts.rules import with_public_links
+
+    body = {"text": "x", "url": "/pipelines/ranker#alerts"}
+    assert with_public_links(body, "") is body  # unset: relative, as before
+    assert with_public_links(body, "https://c.example.com/cadence/")["url"] == (
+        "https://c.example.com/cadence/pipelines/ranker#alerts"
+    )
+    assert Settings(public_url="https://c.example.com").public_url == "https://c.example.com"
+    for bad in ("c.example.com", "ftp://c.example.com", "https://c.example.com/?a=1"):
+        with pytest.raises(ValueError, match="public_url"):
+            Settings(public_url=bad)

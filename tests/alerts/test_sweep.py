@@ -244,10 +244,21 @@ def test_the_weekly_digest_goes_once_a_week_with_the_reviews_line(
     assert not rule.firing  # a digest has no state
     # A test send shows this week's digest at once: the runs' week, in the review's words
     # (2 runs of 112 GPU-h at $2.50 = $560), with what to fix first.
-    with db.write() as s:
-        pipeline = get_by_name(s, "ranker")
-        admin.send_test(s, pipeline, rule.id, "alice")
-    drain(c)
+    # With CADENCE_PUBLIC_URL the link is absolute (a chat tool cannot open "/review").
+    settings.public_url = "https://cadence.example.com/"
+    try:
+        with db.write() as s:
+            pipeline = get_by_name(s, "ranker")
+            admin.send_test(s, pipeline, rule.id, "alice")
+        drain(c)
+    finally:
+        settings.public_url = ""
     test = receiver.requests[-1]
     assert test["event"] == "test" and test["summary"].startswith("2 runs cost $560;")
+    assert test["url"] == f"https://cadence.example.com/review?week={test['week']}"
     assert test["actions"] and "halving it saves" in test["text"]
+    # Each action says its label once: "Input data stalls: Pre-shard ...", not the label
+    # again in other words ("Input data stalls: Input stalls: pre-shard ...").
+    for action in test["actions"]:
+        assert f"{action['label']}: {action['remedy']}" in test["text"]
+        assert ":" not in action["remedy"].split(" ")[0], action

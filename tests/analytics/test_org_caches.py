@@ -137,14 +137,24 @@ def check_window(db: Database) -> org_weeks.OrgWindow:
         window = org_weeks.org_window(s, [p.id for p in pipelines], LAST)
         direct = rollup_reads.weekly_totals(s, first, until)
         together = rollup_reads.weekly_totals(s, first, until, only=None).get(0, [])
+        # Goodput is the production variant's (the raw runs' GROUP BY of that variant).
+        since = datetime(first.year, first.month, first.day, tzinfo=UTC)
+        production = {
+            p.id: analytics_repo.weekly_totals(
+                s, p.id, since, since + timedelta(weeks=12), p.production_variant
+            ).get(p.id, [])
+            for p in pipelines
+        }
         for month in (date(2026, 10, 1), date(2026, 11, 1)):
             spent = rollup_reads.month_spend(s, month, until, None)
             for p in pipelines:
                 assert window.month_usd(p.id, month) == pytest.approx(spent.get(p.id, 0.0))
     for p in pipelines:
-        for want in fill_weeks(direct.get(p.id, []), first, LAST):
+        wanted = fill_weeks(production[p.id], first, LAST)
+        for want, prod in zip(fill_weeks(direct.get(p.id, []), first, LAST), wanted, strict=True):
             got = window.summary(p.id, want.week_start)
-            assert (got.runs, got.goodput.overall) == (want.runs, want.goodput.overall)
+            assert got.runs == want.runs
+            assert got.goodput.overall == pytest.approx(prod.goodput.overall)
             assert got.cost_usd == pytest.approx(want.cost_usd)
             for cause, usd in want.usd_by_cause.items():
                 assert got.usd_by_cause[cause] == pytest.approx(usd, abs=1e-9), cause
@@ -180,6 +190,11 @@ def test_the_window_is_read_again_only_for_pipelines_whose_runs_changed(
     assert client.delete(f"/api/v1/runs/{listed[0]['id']}", headers=headers).status_code == 204
     check_window(db)
     assert calls["window"][-1] == [pid["kept-a"]]
+    # Goodput is the production variant's: a new production variant reads kept-b again.
+    body = {"production_variant": "candidate"}
+    assert client.put("/api/v1/pipelines/kept-b", json=body, headers=headers).status_code == 200
+    check_window(db)
+    assert calls["window"][-1] == [pid["kept-b"]]
 
 
 def test_a_session_without_the_database_caches_keeps_nothing(

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,11 +62,38 @@ def runs(draw: Any) -> dict[str, Any]:
     )
 
 
+@st.composite
+def resumed_pairs(draw: Any) -> list[dict[str, Any]]:
+    """A failed or preempted attempt and a later one of the same retraining that resumed
+    up to its wall clock of progress from its checkpoint."""
+    first, then = draw(runs()), draw(runs())
+
+    def hours_of(run: dict[str, Any]) -> float:
+        span = datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(
+            run["started_at"]
+        )
+        return span.total_seconds() / 3600
+
+    first_hours, hours = hours_of(first), hours_of(then)
+    started = datetime.fromisoformat(first["finished_at"]) + timedelta(hours=1)
+    first["outcome"] = draw(st.sampled_from(["failed", "preempted"]))
+    then.update(
+        pipeline=first["pipeline"],
+        retraining_id=first["run_id"],
+        started_at=started.isoformat(),
+        finished_at=(started + timedelta(hours=hours)).isoformat(),
+        resumed_from_hours=draw(st.floats(0, first_hours)),
+    )
+    return [first, then]
+
+
 operations = st.lists(
     st.one_of(
         st.tuples(st.just("ingest"), st.lists(runs(), min_size=1, max_size=12)),
         # Reported at their start first (outcome "running"), then completed or left running.
         st.tuples(st.just("start"), st.lists(runs(), min_size=1, max_size=9), st.booleans()),
+        st.tuples(st.just("ingest"), resumed_pairs()),
+        st.tuples(st.just("each"), resumed_pairs()),
         st.tuples(st.just("delete"), st.integers(0, 1000)),
         st.tuples(st.just("price"), st.sampled_from(PIPELINES), st.floats(0.1, 9)),
         st.tuples(st.just("production"), st.sampled_from(PIPELINES), st.sampled_from(VARIANTS)),
@@ -93,6 +121,11 @@ def test_rollups_equal_a_recomputation(client: TestClient, db: Database, ops: li
             assert r.status_code in (200, 201), r.text
         elif op[0] == "start":
             _start_then_finish(client, db, headers, op[1], finish=op[2])
+
+        elif op[0] == "each":  # one request each: the resumed attempt after the first
+            for run in op[1]:
+                r = client.post("/api/v1/runs", json=run, headers=headers)
+                assert r.status_code == 201, r.text
         elif op[0] == "delete":
             listed = client.get("/api/v1/runs?limit=1000", headers=headers).json()["runs"]
             if listed:
@@ -247,4 +280,84 @@ def test_values_below_a_billionth_are_stored_as_zero(client: TestClient, db: Dat
     goodput = client.get("/api/v1/pipelines/roll-tiny/goodput", headers=headers)
     assert goodput.status_code == 200, goodput.text
     assert client.delete(f"/api/v1/runs/{stored['id']}", headers=headers).status_code == 204
+    assert_rollups_match(db)
+
+
+def test_resumed_progress_is_not_failed_badput_domain_section_2() -> None:
+    """DOMAIN.md §2: a failed attempt's GPU-hours are badput "less any progress a later
+    attempt of the same retraining resumed from its checkpoints". One preempted week:
+
+    8 workers, u = 0.54, no stalls, checkpoints or waits (S = 1).
+    - Attempt A is preempted after 15 h: G = 120 GPU-h, held 120, all runtime loss.
+      Its last checkpoint was at 14 h.
+    - Attempt B resumes from it (resumed_from_hours = 14) and runs the last 3 h:
+      G = 24, progress 24, busy 0.54 x 24 = 12.96, program ratio 0.54.
+
+    Without the resumed progress (what the week read before): held 144, loss 120,
+    R = 24 / 144 = 1/6, program 12.96 / 24 = 0.54, goodput = 0.54 / 6 = 0.09 (9%).
+    With it: resumed = 14 x 8 = 112 GPU-h leaves the loss (120 - 112 = 8, the hour lost
+    since the last checkpoint) and counts as progress at B's ratio: program 12.96 +
+    0.54 x 112 = 73.44; R = (144 - 8) / 144 = 0.9444, P = 73.44 / 136 = 0.54, goodput =
+    0.9444 x 0.54 = 0.51 (51%, "about 51%"). Failed badput: 120 - 112 = 8 GPU-h; at
+    $2/GPU-h $16, not $240. Productive 12.96 + 60.48 = 73.44 GPU-h.
+    """
+    start = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    base = {
+        "variant": "baseline", "gpu_utilization": 0.54, "billed_price_per_gpu_hour": 2.0,
+        "data_stall_hours": 0.0, "checkpoint_hours": 0.0, "scheduling_wait_hours": 0.0,
+        "mfu": None, "lost_progress_hours": 0.0, "resume_hours": 0.0,
+        "reschedule_hours": 0.0,
+    }  # fmt: skip
+    a = terms({**base, "outcome": "preempted", "gpu_hours": 120.0, "started_at": start,
+               "finished_at": start + timedelta(hours=15)})  # fmt: skip
+    b_start = start + timedelta(hours=16)
+    b = {**base, "gpu_hours": 24.0, "started_at": b_start,
+         "finished_at": b_start + timedelta(hours=3)}  # fmt: skip
+
+    def week(resumed: float) -> tuple[float, dict[str, float]]:
+        both = {k: a[k] + v for k, v in terms({**b, "resumed_from_hours": resumed}).items()}
+        got = goodput_from_totals(goodput_totals({"runs": 2, **both}))
+        assert got.scheduling == 1.0
+        return got.overall or 0.0, both
+
+    before, _ = week(0.0)
+    after, sums = week(14.0)
+    assert round(before, 6) == 0.09
+    assert round(after, 6) == 0.51
+    assert sums["g_failed"] == pytest.approx(8.0) and sums["u_failed"] == pytest.approx(16.0)
+    assert sums["g_productive"] == pytest.approx(73.44)
+    assert sums["g_productive"] + sums["g_idle"] == pytest.approx(144.0)
+
+
+def test_resumed_progress_is_at_most_the_earlier_attempts_wall_clock(
+    client: TestClient, db: Database
+) -> None:
+    # Attempt a-1 ran 15 h (08:00 -> 23:00); a-2 starts after it. 15 h resumable; 15.5 h
+    # is refused with the field named, and nothing of the batch is stored.
+    headers = {"Authorization": f"Bearer {make_token(db, 'ingest read', 'resumed')}"}
+    start = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    first = make_run(
+        pipeline="roll-resume", run_id="a-1", outcome="preempted", workers=8,
+        started_at=start.isoformat(), finished_at=(start + timedelta(hours=15)).isoformat(),
+    )  # fmt: skip
+    later = start + timedelta(hours=16)
+    second = make_run(
+        pipeline="roll-resume", run_id="a-2", retraining_id="a-1", workers=8,
+        started_at=later.isoformat(), finished_at=(later + timedelta(hours=3)).isoformat(),
+        resumed_from_hours=15.5, data_stall_hours=0.0, checkpoint_hours=0.0, interruptions=[],
+    )  # fmt: skip
+    r = client.post("/api/v1/runs/batch", json={"runs": [first, second]}, headers=headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["fields"][0]["field"] == "runs.1.resumed_from_hours"
+    assert "15 h" in r.json()["error"]["fields"][0]["reason"]
+    listed = client.get("/api/v1/runs?pipeline=roll-resume", headers=headers)
+    assert listed.status_code in (200, 404) and not listed.json().get("runs")
+    # Alone, before its earlier attempt is stored: nothing to resume from.
+    r = client.post("/api/v1/runs", json={**second, "resumed_from_hours": 1.0}, headers=headers)
+    assert r.status_code == 422 and "(0 h)" in r.text
+    second["resumed_from_hours"] = 15.0
+    r = client.post("/api/v1/runs/batch", json={"runs": [first, second]}, headers=headers)
+    assert r.status_code == 201, r.text
+    got = client.get("/api/v1/runs?pipeline=roll-resume", headers=headers).json()["runs"]
+    assert sorted(x["resumed_from_hours"] for x in got) == [0.0, 15.0]
     assert_rollups_match(db)

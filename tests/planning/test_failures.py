@@ -198,3 +198,24 @@ def test_failure_rate_estimate_insufficient_and_empty() -> None:
     assert estimate_failure_rate(5, 0.0) is None
     with pytest.raises(PlanningError):
         estimate_failure_rate(-1, 10.0)
+
+
+def test_checkpoint_notes_say_durations_in_words() -> None:
+    # A write of 1.6e-5 s (4.43e-09 h) once printed as "4.43e-09 h writing"; the same
+    # advice now says "under 1 s". M = 24 h; Young sqrt(2 x 4.43e-9 x 24) = 4.6e-4 h = 2 s;
+    # current interval 4 h.
+    a = checkpoint_advice(
+        write_hours=4.43e-09,
+        current_interval_hours=4.0,
+        workers=8,
+        wall_clock_hours=48.0,
+        runs_per_month=4.0,
+        price_per_gpu_hour=2.0,
+        failure_rate_per_instance_hour=1 / 192,
+        resume_hours=0.25,
+    )
+    text = " ".join(a.notes)
+    assert "e-0" not in text
+    assert "M = 1/(8 instances x 0.00520833) = 24 h" in text
+    assert "Young sqrt(2dM) = 2 s" in text and "current = 4 h" in text
+    assert "Per run: under 1 s writing + " in text

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.model import PlanningError, RunFacts
+from app.planning.whatif import WhatIf
 from tests.fixtures.planning import (
     BASE_Q,
     BASE_UTIL,
@@ -105,6 +106,27 @@ def test_undecided_quality_reports_runs_needed() -> None:
     assert r.verdict == "INSUFFICIENT_DATA" and r.runs_needed_per_arm == 12
     half = gate(thresholds=GateThresholds(quality_margin=0.01, power=0.5)).criteria[1]
     assert half.runs_needed_per_arm == 7
+
+
+def test_runs_still_needed_price_each_arm_at_its_own_utilization() -> None:
+    # 12 more runs per arm (the test above). Each arm's runs at $2/GPU-h: baseline 112
+    # GPU-h ($224), candidate 60.8 ($121.60): 12 x $345.60 = $4,147.20. A 90% utilization
+    # what-if is a hypothetical of the projection: the experiment runs still cost what
+    # each arm costs as run (not the baseline's 112 x u/0.9, ~$94); its price applies:
+    # at $3, 12 x (336 + 182.40) = $6,220.80.
+    th = GateThresholds(quality_margin=0.01)
+    plain = gate(thresholds=th)
+    assert plain.runs_needed_usd == pytest.approx(12 * (224 + 121.6))
+
+    def with_what_if(what_if: WhatIf) -> GateResult:
+        return evaluate_gate(BASELINE, CANDIDATE, target_runs_per_week=2.0, budget_usd=1200.0,
+                             thresholds=th, what_if=what_if)  # fmt: skip
+
+    assert with_what_if(WhatIf(utilization_target=0.9)).runs_needed_usd == pytest.approx(
+        12 * (224 + 121.6)
+    )
+    priced = with_what_if(WhatIf(utilization_target=0.9, price=3.0))
+    assert priced.runs_needed_usd == pytest.approx(12 * (336 + 182.4))
 
 
 def test_quality_lower_is_better_and_decisive_failure() -> None:

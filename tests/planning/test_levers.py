@@ -38,14 +38,14 @@ def test_levers_ranked_by_monthly_cost_hand_worked() -> None:
     assert stall.gpu_hours_per_month == pytest.approx(160.0)
     assert stall.usd_per_month == pytest.approx(320.0)
     assert (stall.saving_if_halved_usd, stall.saving_if_removed_usd) == pytest.approx((160, 320))
-    assert "pre-shard" in stall.remedy and "prefetch" in stall.remedy
+    assert "pre-shard" in stall.remedy.lower() and "prefetch" in stall.remedy
     assert other.usd_per_month == pytest.approx((29.44 + 13.44 + 17.44) / 3 * 4 * 2)
-    assert "profile" in other.remedy
+    assert "profile" in other.remedy.lower()
     assert ckpt.usd_per_month == pytest.approx(20 / 3 * 4 * 2) and "asynchronous" in ckpt.remedy
     assert not wait.billed and wait.usd_per_month == 0.0
     assert wait.gpu_hours_per_month == pytest.approx(64.0)
     assert wait.wall_clock_hours_per_month == pytest.approx(8.0)
-    assert "reserv" in wait.remedy and "not billed" in wait.working
+    assert "reserv" in wait.remedy.lower() and "not billed" in wait.working
     assert failure.usd_per_month == pytest.approx(8 / 3 * 4 * 2)
     assert "preemption" in failure.remedy
     assert all(lv.cause != "workers" for lv in levers)  # median utilization 38% is low
@@ -83,3 +83,30 @@ def test_empty_runs_and_validation() -> None:
     assert len(levers) == 5 and all(lv.usd_per_month == 0.0 for lv in levers)
     with pytest.raises(PlanningError):
         rank_levers(RUNS, runs_per_month=-1.0)
+
+
+def test_failed_attempts_are_a_lever_less_the_progress_resumed() -> None:
+    # Two retrainings of 8 workers x 14 h at $2/GPU-h (each succeeded run carries its
+    # retraining's failed attempts):
+    #   A: a failed attempt of 15 h = 120 GPU-h ($240); the run resumed 14 h of it:
+    #      120 - 14 x 8 = 8 GPU-h of failed badput ($16).
+    #   B: a failed attempt of 5 h = 40 GPU-h ($80), nothing resumed: 40 GPU-h ($80).
+    # Mean (8 + 40) / 2 = 24 GPU-h x 4 runs/month = 96 GPU-h, $192/month.
+    runs = [
+        make_run_facts(
+            failed_attempts_gpu_hours=120.0, failed_attempts_cost_usd=240.0, resumed_from_hours=14
+        ),
+        make_run_facts(failed_attempts_gpu_hours=40.0, failed_attempts_cost_usd=80.0),
+    ]
+    levers = {lv.cause: lv for lv in rank_levers(runs, runs_per_month=4.0)}
+    failed = levers["failed"]
+    assert failed.gpu_hours_per_month == pytest.approx(96.0)
+    assert failed.usd_per_month == pytest.approx(192.0)
+    assert failed.saving_if_halved_usd == pytest.approx(96.0) and failed.billed
+    assert failed.label == "Failed attempts"
+    assert "checkpoint more often" in failed.remedy.lower() and "fix the crash" in failed.remedy
+    # At a scenario price of $3: 96 GPU-h x $3 = $288.
+    at_3 = {lv.cause: lv for lv in rank_levers(runs, runs_per_month=4.0, price=3.0)}
+    assert at_3["failed"].usd_per_month == pytest.approx(288.0)
+    # Without failed attempts in the window there is no such line.
+    assert "failed" not in {lv.cause for lv in rank_levers(RUNS, runs_per_month=4.0)}

@@ -127,3 +127,20 @@ def test_scaling_advice() -> None:
     assert len(good) == 1 and "high" in good[0] and "peaks near 44" in good[0]
     # thresholds are parameters
     assert "high" in scaling_advice(0.5, 0.6, min_utilization=0.4, min_efficiency=0.5)[0]
+
+
+def test_scaling_advice_says_the_dollars() -> None:
+    # E = 0.75: 1/0.75 - 1 = +33% GPU-hours. 485.3 GPU-h a month (112 x 52/12) at $2:
+    # +161.8 GPU-h = +$323.6 a month.
+    [below] = scaling_advice(0.85, 0.75, monthly_gpu_hours=485.3, price_per_gpu_hour=2.0)
+    assert "+33% GPU-hours = +$324 a month (+162 GPU-h)" in below
+    # Starved GPUs with a good probe (E = 0.9: 1/0.9 - 1 = +11%, 53.9 GPU-h, $107.8): the
+    # dollars beside the utilization advice.
+    starved = scaling_advice(0.38, 0.9, monthly_gpu_hours=485.3, price_per_gpu_hour=2.0)
+    assert "+11% GPU-hours = +$108 a month" in starved[0] and "starved" in starved[0]
+    # Poor efficiency: E = 0.5 doubles the GPU-hours: +100% = +$971 a month.
+    poor = scaling_advice(0.85, 0.5, monthly_gpu_hours=485.3, price_per_gpu_hour=2.0)
+    assert "+100% GPU-hours = +$971 a month" in poor[0]
+    # E > 1 (superlinear) saves: 1/1.25 - 1 = -20% = -$194 a month.
+    [cheaper] = scaling_advice(0.85, 1.25, monthly_gpu_hours=485.3, price_per_gpu_hour=2.0)
+    assert "-20% GPU-hours = -$194 a month" in cheaper

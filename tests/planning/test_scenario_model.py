@@ -179,7 +179,7 @@ def test_bug8_one_set_of_thresholds_and_advice_states_the_cost() -> None:
     # E = 0.75: GPU-hours x 1/0.75 = +33%; 1,000 GPU-h a month at $2 -> +333 GPU-h, +$667.
     advice = scaling_advice(0.9, 0.75, monthly_gpu_hours=1000.0, price_per_gpu_hour=2.0)
     text = " ".join(advice)
-    assert "+33%" in text and "+333 GPU-h" in text and "$+667" in text
+    assert "+33%" in text and "+333 GPU-h" in text and "+33% GPU-hours = +$667 a month" in text
     assert "close to constant" not in text
     # the same thresholds gate the "Add workers" lever: at 0.79 neither recommends it
     assert (MIN_UTILIZATION_TO_SCALE, MIN_EFFICIENCY_TO_SCALE) == (0.8, 0.8)

@@ -92,6 +92,17 @@ def test_the_gate_and_the_trend_warn_when_sources_differ(
     gate = client.get(f"/api/v1/pipelines/{PIPE}/gate", params={"budget": 100000}).json()
     [warning] = gate["warnings"]
     assert "dcgm_sm_active (3 runs), nvml_gpu_util (3 runs)" in warning
+    # The trend is one variant's (production's, by default): each variant's runs share
+    # one source, so only the gate, which compares the two, warns.
+    trend = client.get(f"/api/v1/pipelines/{PIPE}/goodput").json()
+    assert trend["warnings"] == []
+    page = client.get(f"/pipelines/{PIPE}", params={"budget": 100000}).text
+    assert page.count('data-warning="utilization-source"') == 1
+    # A production run measured by another metric makes the trend warn, API and page.
+    post(
+        client, ingest_headers, run_id="b9", utilization_source="dcgm_sm_active",
+        started_at="2026-11-05T08:00:00+00:00", finished_at="2026-11-05T22:00:00+00:00",
+    )  # fmt: skip
     trend = client.get(f"/api/v1/pipelines/{PIPE}/goodput").json()
     [trend_warning] = trend["warnings"]
     assert trend_warning.startswith("The goodput trend compares runs whose utilization")

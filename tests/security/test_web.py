@@ -141,6 +141,16 @@ def test_token_mode_api_reads_need_a_read_token(token_client: TestClient, db: Da
     assert token_client.post("/api/v1/plan", json=PLAN, headers=bearer(read)).status_code == 200
 
 
+def test_an_empty_bearer_token_is_a_401_that_says_it_is_empty(token_client: TestClient) -> None:
+    # `curl -H "Authorization: Bearer $CADENCE_TOKEN"` with the variable unset.
+    for header in ("Bearer ", "Bearer"):
+        r = token_client.post("/api/v1/runs", json=make_run(), headers={"Authorization": header})
+        assert r.status_code == 401
+        assert r.json()["error"]["message"].startswith("empty token:"), header
+    r = token_client.post("/api/v1/runs", json=make_run(), headers={"Authorization": "Token x"})
+    assert r.status_code == 401 and "malformed" in r.json()["error"]["message"]
+
+
 def test_token_mode_writes_keep_their_own_scopes(token_client: TestClient, db: Database) -> None:
     ingest = make_token(db, "ingest", name="writer")
     read = make_token(db, "read", name="reader")

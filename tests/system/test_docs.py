@@ -193,3 +193,16 @@ def test_readme_is_short_and_its_links_resolve() -> None:
         if "://" in target:
             continue
         assert (PROJECT_ROOT / target).exists(), f"README.md links to missing {target}"
+
+
+def test_the_site_starts_with_getting_started_and_searches_from_disk() -> None:
+    """Issue 35 item 7: a getting-started page, and search that works when the built site
+    is opened from files (Material's offline plugin inlines the search index)."""
+    import yaml
+
+    config = yaml.safe_load((PROJECT_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["nav"][1] == {"Getting started": "getting-started.md"}
+    assert "offline" in config["plugins"] and config["use_directory_urls"] is False
+    page = (PROJECT_ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    assert "--rotate" in page and "pip install ./clients/python ." in page
+    assert "site/index.html" in page and "http.server" in page

@@ -51,6 +51,8 @@ BAD_RUNS = [
     ({"outcome": "exploded"}, "outcome", "one of"),
     ({"gpu_utilizaton": 0.4}, "gpu_utilizaton", "unknown field"),
     ({"mfu": 2}, "mfu", "at most 1"),
+    ({"gpu_hours": -3}, "gpu_hours", "must be greater than 0"),  # not "at least 1e-09"
+    ({"resumed_from_hours": -1}, "resumed_from_hours", "must be at least 0"),
 ]
 
 
@@ -75,6 +77,20 @@ def test_a_refused_run_names_its_field_and_the_rule(
         plain(item["reason"])
         assert RULE.search(item["reason"]) and words in item["reason"], item
         assert field in error["message"], error
+
+
+def test_a_bad_path_parameter_is_named_as_the_url_holds_it(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # The route's parameter is "pk"; the URL holds a run id, and the docs call it {id}.
+    answer = client.get("/api/v1/runs/abc", headers=admin_headers)
+    assert answer.status_code == 422
+    [item] = answer.json()["error"]["fields"]
+    assert item == {
+        "field": "id",
+        "reason": "must be a whole number, e.g. 8 (the run id in the URL path)",
+    }
+    assert "pk" not in answer.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -211,6 +227,27 @@ def test_cadence_report_evaluations_and_check_say_it_once_in_plain_words(
 # --- empty states -------------------------------------------------------------------------
 
 
+def test_one_empty_state_box_per_missing_thing(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # A pipeline without runs lacks runs, evaluations, scaling probes and alert rules:
+    # one box for each, not fifteen (eleven of them "no runs" in other words). The first
+    # box about runs is the cost section's, at the top.
+    client.put("/api/v1/pipelines/quiet", json={"display_name": "Quiet"}, headers=admin_headers)
+    page = client.get("/pipelines/quiet", headers={"Accept": "text/html"}).text
+    boxes = [
+        re.sub(r"<[^>]+>", "", t).strip()
+        for t in re.findall(r'<p class="empty"[^>]*>(.*?)</p>', page, re.DOTALL)
+    ]
+    assert [b.split(":")[0].split(".")[0] for b in boxes] == [
+        "No runs yet",
+        "No decay curve yet",
+        "No scaling probes yet",
+        "No alert rules yet",
+    ], boxes
+    assert 'data-empty="cost"' in page
+
+
 def test_empty_states_say_what_to_do_without_api_paths(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
@@ -223,6 +260,7 @@ def test_empty_states_say_what_to_do_without_api_paths(
     assert shown
     for text in shown:
         words = re.sub(r"<[^>]+>", "", text)
+        assert "`" not in words, words  # commands are set as code, not in backticks
         plain(words)
         assert "/api/" not in words and not BODY_PLACE.search(words), words
         assert re.search(

@@ -62,6 +62,9 @@ def test_an_admin_manages_a_rule_end_to_end(
     good = {**bad, "threshold": "0.4", "webhook_url": receiver.url}
     r = browser.post("/pipelines/ranker/alerts", data=good)
     assert r.status_code == 303 and r.headers["location"].endswith("done=created")
+    # The page it lands on moves focus to the success message (as errors get it).
+    shown = browser.get(r.headers["location"]).text
+    assert 'role="status" data-done id="done" tabindex="-1" autofocus>Alert rule added.' in shown
     [rule] = rules(db)
     assert rule.kind == "utilization_floor" and rule.threshold == 0.4 and rule.enabled
     path = f"/pipelines/ranker/alerts/{rule.id}"

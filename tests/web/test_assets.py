@@ -78,3 +78,18 @@ def test_pages_link_fingerprinted_assets(client: TestClient) -> None:
 )
 def test_accepts_gzip(header: str, expected: bool) -> None:
     assert accepts_gzip(header) is expected
+
+
+def test_words_wrap_between_words_on_a_phone() -> None:
+    """Issue 35: phone words broke mid-word. Text wraps between words, hyphenates, and
+    breaks a word only when it cannot fit a line (overflow-wrap: break-word); nothing but
+    preformatted text may break anywhere."""
+    found = asset("cadence.css")
+    assert found is not None
+    css = found.body.decode()
+    rules = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    assert "word-break" not in rules
+    assert [line for line in rules.splitlines() if "anywhere" in line] == [
+        line for line in rules.splitlines() if line.startswith("pre {")
+    ]
+    assert ".page-head h1 { overflow-wrap: break-word; hyphens: auto; }" in rules

@@ -17,8 +17,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date, datetime
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -132,9 +132,37 @@ class TrackedRun:
         """``with run.waiting_for_data():`` adds the block's duration to the data stall."""
         return self.watch.waiting_for_data()
 
-    def checkpointing(self) -> AbstractContextManager[None]:
-        """``with run.checkpointing():`` adds the block's duration to checkpoint_hours."""
-        return self.watch.checkpointing()
+    def checkpointing(self) -> AbstractContextManager[float]:
+        """``with run.checkpointing() as progress_hours:`` adds the block's duration to
+        checkpoint_hours, and gives the retraining's progress to save with the checkpoint
+        (:meth:`progress_hours`). The attempt that loads it after a failure calls
+        ``run.resumed_from(progress_hours)``: that progress is then not counted as the
+        failed attempt's badput."""
+        return self._checkpointing()
+
+    @contextmanager
+    def _checkpointing(self) -> Iterator[float]:
+        with self.watch.checkpointing():
+            yield self.progress_hours()
+
+    def progress_hours(self) -> float:
+        """Hours of the retraining's progress so far: what this attempt resumed from an
+        earlier one's checkpoint plus its own wall clock since it started."""
+        started = self.fields.get("started_at")
+        own = 0.0
+        if isinstance(started, datetime):
+            own = max((self._client.now() - started).total_seconds() / 3600.0, 0.0)
+        return float(self.fields.get("resumed_from_hours", 0.0)) + own
+
+    def resumed_from(self, progress_hours: float) -> TrackedRun:
+        """This attempt resumed from a checkpoint an earlier attempt of the same
+        retraining saved (give it the same ``retraining_id``), at ``progress_hours`` (the
+        value :meth:`checkpointing` gave when the checkpoint was written)."""
+        hours = float(progress_hours)
+        if not hours >= 0.0:  # also refuses NaN
+            raise ValueError(f"progress_hours must be >= 0, got {progress_hours!r}")
+        self.fields["resumed_from_hours"] = hours
+        return self
 
     def payload(self) -> dict[str, Any]:
         """The run as it will be (or was) posted: JSON-serialisable (datetimes as ISO

@@ -436,3 +436,32 @@ def test_report_start_false_posts_only_the_finish() -> None:
         with cadence.track_run(pipeline="ranker", run_id="r23", workers=1, report_start=False):
             pass
     assert server.starts == [] and len(server.bodies) == 1
+
+
+def test_checkpoints_carry_progress_and_a_resumed_attempt_reports_it() -> None:
+    # The test clock ticks 14 h a call. Attempt 1 starts at 08:00 and checkpoints at
+    # 22:00: progress 14 h, saved with the checkpoint; then it is preempted.
+    server = Server()
+    with client_for(server) as cadence:
+        with pytest.raises(RuntimeError):
+            with cadence.track_run(pipeline="ranker", run_id="a1", workers=8) as first:
+                with first.checkpointing() as saved:
+                    pass
+                raise RuntimeError("preempted")
+        assert saved == pytest.approx(14.0)
+        # Attempt 2 of the same retraining loads that checkpoint: resumed 14 h; its own
+        # next checkpoint is 14 + 14 = 28 h into the retraining.
+        with cadence.track_run(
+            pipeline="ranker", run_id="a2", retraining_id="a1", workers=8
+        ) as second:
+            second.resumed_from(saved)
+            with second.checkpointing() as later:
+                pass
+        assert later == pytest.approx(28.0)
+        with pytest.raises(ValueError, match="progress_hours"):
+            second.resumed_from(-1.0)
+    first_body, second_body = server.bodies
+    assert "resumed_from_hours" not in first_body  # nothing resumed: not sent
+    assert second_body["resumed_from_hours"] == pytest.approx(14.0)
+    assert second_body["retraining_id"] == "a1"
+    assert second_body["checkpoint_hours"] >= 0.0
