@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.billing import service
-from app.billing.reader import BillError, read_bill
+from app.billing.reader import Bill, BillError, read_bill
 from app.db.engine import Database, make_database
 from app.settings import Settings
 
@@ -75,4 +75,15 @@ def import_files(db: Database, files: Sequence[Path]) -> int:
             continue
         with db.write() as session:
             print(service.import_bill(session, bill).sentence())
+        if bill.unknown_types:
+            print(unknown_notice(bill), file=sys.stderr)
     return code
+
+
+def unknown_notice(bill: Bill) -> str:
+    """The GPU-family instance types of a bill whose lines were not counted as GPU spend."""
+    return (
+        f"cadence: notice: {bill.source} names instance types the GPU SKU table "
+        f"(app/planning/gpu_skus.py) does not know; their lines are not GPU spend: "
+        + ", ".join(bill.unknown_types)
+    )

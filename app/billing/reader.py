@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.exceptions import Invalid
-from app.planning.gpu_skus import gpus_per_unit
+from app.planning.gpu_skus import gpus_per_unit, unknown_gpu_types
 from app.planning.reconcile import resource_tail
 
 NEEDED = (
@@ -56,6 +56,7 @@ SKU_TEXT = (
 )
 # Azure's exports in a local currency carry the USD amounts beside it.
 USD_COLUMNS = {"BilledCost": "x_BilledCostInUsd", "EffectiveCost": "x_EffectiveCostInUsd"}
+MAX_UNKNOWN = 50  # instance types named in the notice, at most
 HOUR_UNITS = frozenset({"hour", "hours", "hrs", "hr", "1 hour", "gpu-hours", "gpu hours"})
 PIPELINE_TAG = "cadence_pipeline"
 
@@ -94,6 +95,7 @@ class Bill:
     version: str
     rows: int  # every row read
     lines: list[LineItem]  # the GPU ones
+    unknown_types: tuple[str, ...] = ()  # GPU-family instance types the SKU table lacks
 
 
 def focus_version(source: str, header: list[str]) -> str:
@@ -332,6 +334,7 @@ def read_bill(path: Path) -> Bill:
         header, rows = (_parquet_rows if is_parquet else _csv_rows)(path)
         version = focus_version(source, header)
         lines: list[LineItem] = []
+        unknown: set[str] = set()
         currency, count = "", 0
         has_usd = all(column in header for column in USD_COLUMNS.values())
         for count, cells in enumerate(rows, start=1):
@@ -350,10 +353,12 @@ def read_bill(path: Path) -> Bill:
             item = line_item(row, version, in_usd=code != "USD")
             if item is not None:
                 lines.append(item)
+            elif len(unknown) < MAX_UNKNOWN:
+                unknown |= unknown_gpu_types(row.text(c) for c in SKU_TEXT)
     except OSError as exc:
         raise BillError(f"cannot read {source}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise BillError(f"{source} is not UTF-8 text: {exc.reason}") from None
     except csv.Error as exc:
         raise BillError(f"{source}: not a readable CSV file ({exc})") from None
-    return Bill(source=source, version=version, rows=count, lines=lines)
+    return Bill(source, version, count, lines, tuple(sorted(unknown)))

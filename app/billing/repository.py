@@ -14,6 +14,7 @@ from app.billing.reader import LineItem
 from app.db.engine import WriteSession
 from app.db.models import BillLine, Pipeline, Run
 from app.db.sql import upsert_insert
+from app.planning.resource_ids import short_id
 
 CHUNK = 500
 RESOURCE_TAG = "cloud_resource_id"
@@ -48,11 +49,13 @@ def lines_between(
         BillLine.charge_period_start < end, BillLine.charge_period_end > start
     )
     if resources is not None:
-        named = sorted(set(resources))
+        # Every form that may join (app.planning.resource_ids), without case: a wider
+        # read than the join, which the reconciliation narrows.
+        named = sorted({k.lower() for r in resources for k in (r, short_id(r))})
         statement = statement.where(
             or_(
-                BillLine.resource_id.in_(named),
-                BillLine.resource_tail.in_(named),
+                func.lower(BillLine.resource_id).in_(named),
+                func.lower(BillLine.resource_tail).in_(named),
                 BillLine.pipeline_tag == pipeline,
             )
         )
