@@ -33,6 +33,7 @@ from app.sources.prometheus import (
     Window,
     check_template,
     choice,
+    expected_points,
     window,
 )
 from app.sources.prometheus_api import PrometheusClient, PrometheusError
@@ -163,7 +164,7 @@ def _ask(prom: PrometheusClient, w: Window) -> Choice | str:
     or holding values that are not measurements); a fatal error (unreachable, refused)
     stops all."""
     try:
-        return choice(prom.query_range(w))
+        return choice(prom.query_range(w), expected_points(w))
     except PrometheusError as exc:
         if exc.fatal:
             raise
