@@ -218,6 +218,8 @@ def _payload(
                 "k8s_namespace": meta.get("namespace"),
                 "k8s_kind": kind.name,
                 "k8s_name": meta.get("name"),
+                # Its pods' names start with it, as a Job's do: the default --match.
+                "k8s_job": meta.get("name"),
                 "kueue_queue": (meta.get("labels") or {}).get("kueue.x-k8s.io/queue-name"),
             }
         ),

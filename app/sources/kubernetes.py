@@ -260,12 +260,13 @@ def map_all(
     return found
 
 
+# Kinds read on their own (app/sources/kube_training.py): their Jobs are part of them.
+TRAINING_OWNERS = {"JobSet", "TrainJob", "PyTorchJob", "MPIJob", "RayJob"}
+
+
 def _part_of(meta: Any) -> bool:
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    return any(
-        isinstance(r, dict) and r.get("controller") and r.get("kind") != "CronJob"
-        for r in refs or []
-    )
+    return any(isinstance(r, dict) and r.get("kind") in TRAINING_OWNERS for r in refs or [])
 
 
 def _map_checked(

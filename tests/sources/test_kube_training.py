@@ -187,6 +187,11 @@ def test_batch_job_preempted_once_reads_32_gpu_hours() -> None:
     job = batch_job()
     options = Options(pipeline_label="cadence.dev/pipeline")
     check_preempted_once(map_all([job], [], [workload(job)], options))
+    # A JobSet's own Jobs are imported with the JobSet, not again on their own.
+    child = {**job, "metadata": {**job["metadata"], "uid": "u-child", "ownerReferences": [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "rank-js",
+         "uid": "u-jobset", "controller": True}]}}  # fmt: skip
+    assert map_all([child], [], [], options) == []
 
 
 @pytest.mark.parametrize("kind", sorted(CRD_OF))
