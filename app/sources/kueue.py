@@ -139,10 +139,11 @@ def split(
     if payload is None or workload is None or created is None or admitted is None:
         return [mapped]
     count, why = evictions(workload)
-    end = parse_time(payload["finished_at"])
-    assert end is not None  # written by the mapper from a datetime
+    end = parse_time(payload.get("finished_at"))
+    if end is None:  # an attempt still running (no end yet) is left whole
+        return [mapped]
     laid = admissions(created, admitted, end, past_seconds(workload), count)
-    per_hour = payload.get("gpu_hours")
+    shared = payload.get("gpu_hours")  # set for MIG slices and shares: scaled per attempt
     hours_of = (end - parse_time(payload["started_at"])).total_seconds() / 3600  # type: ignore[operator]
     retraining = payload.get("retraining_id") or payload["run_id"]
     found = []
@@ -152,10 +153,9 @@ def split(
             p.update(run_id=f"{payload['run_id']}-admission-{number}", outcome="preempted")
             p.update(started_at=a.started.isoformat(), finished_at=a.finished.isoformat())
             p.update(interruptions=[], tags={**payload["tags"], "kueue_evictions": why[:200]})
-            if per_hour:
-                p["gpu_hours"] = (
-                    per_hour / hours_of * (a.finished - a.started).total_seconds() / 3600
-                )
+            if shared:
+                ran = (a.finished - a.started).total_seconds() / 3600
+                p["gpu_hours"] = round(shared / hours_of * ran, 6)
         if len(laid) > 1:
             p["retraining_id"] = retraining
         found.append(replace(mapped, payload=p))

@@ -312,3 +312,17 @@ def test_dry_run_reads_every_kind_through_the_client(
     # PIPELINE RETRAININGS ATTEMPTS OK FAILED PREEMPT CANCEL GPU-HOURS NO-UTIL
     # six objects, each 2 attempts of 8 GPUs x 2 h: 6 x 32 = 192 GPU-hours.
     assert rows["ranker"][:7] == ["6", "12", "6", "0", "6", "0", "192.00"]
+
+
+def test_mig_slices_preempted_once_scale_each_attempt() -> None:
+    owner = owners()["PyTorchJob"]
+    held = workload(owner)
+    assignment = held["status"]["admission"]["podSetAssignments"][0]
+    assignment["resourceUsage"] = {"nvidia.com/mig-3g.40gb": "2"}
+    assignment["flavors"] = {"nvidia.com/mig-3g.40gb": "a100-80gb-mig"}
+    jsonschema_rs.validate(schema("kueue.x-k8s.io_workloads", "v1beta2"), held)
+    mapped = map_training([(KINDS[2], owner)], {}, [held], Options(pipeline="ranker"))
+    # 2 slices of 3/7 = 6/7 GPU; 2 h each attempt: 12/7 GPU-h each, 24/7 = 3.428571 in all.
+    assert [m.payload["gpu_hours"] for m in mapped] == pytest.approx([12 / 7, 12 / 7], abs=1e-5)
+    assert [m.payload["workers"] for m in mapped] == [2, 2]
+    assert mapped[0].payload["tags"]["gpu_share"] == "2 x mig-3g.40gb = 3/7 GPU each"
