@@ -20,6 +20,10 @@ class KubeError(Exception):
     """The kubeconfig is unusable, or the API refused or could not be reached."""
 
 
+class Forbidden(KubeError):
+    """The credentials work, but may not list this resource (403)."""
+
+
 class KubeSource:
     def __init__(self, kubeconfig: str | None, context: str | None, namespace: str | None) -> None:
         try:
@@ -125,7 +129,8 @@ class KubeSource:
             if exc.status == 404 and missing_ok:
                 raise _NotFound from exc
             if exc.status in (401, 403):
-                raise KubeError(
+                kind = Forbidden if exc.status == 403 else KubeError
+                raise kind(
                     f"the Kubernetes API at {self.host} refused the credentials "
                     f"({exc.status} {exc.reason})"
                 ) from exc

@@ -11,7 +11,7 @@ from cadence_client.commands.report import USAGE
 from app.sources.enrich_command import fill_and_post, prometheus_args
 from app.sources.kube_training import KINDS, map_training
 from app.sources.kubernetes import Options, map_all
-from app.sources.kubernetes_api import KubeError, KubeSource
+from app.sources.kubernetes_api import Forbidden, KubeError, KubeSource
 from app.sources.posting import error, importer_args
 
 JOB_POD_LABEL = "batch.kubernetes.io/job-name"
@@ -83,7 +83,13 @@ def read_all(source: KubeSource, selector: str | None) -> tuple[Any, Any, Any, A
     """Jobs, the training objects of every kind the API serves, their pods (one list per
     kind, by the label its operator puts on them) and Kueue's Workloads."""
     jobs = source.jobs(selector)
-    owners = [(k, o) for k in KINDS for o in source.custom(k.api, selector) or []]
+    owners = []
+    for kind in KINDS:
+        try:
+            owners += [(kind, o) for o in source.custom(kind.api, selector) or []]
+        except Forbidden:  # RBAC without this kind: the others are still read
+            group, _, plural = kind.api
+            print(f"cannot list {plural}.{group} (403): skipped", file=sys.stderr)
     labels = {k.pod_label for k, _ in owners} | ({JOB_POD_LABEL} if jobs else set())
     pods = {label: source.pods(label) for label in sorted(labels)}
     workloads = source.workloads() if jobs or owners else []

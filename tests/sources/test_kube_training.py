@@ -326,3 +326,28 @@ def test_mig_slices_preempted_once_scale_each_attempt() -> None:
     assert [m.payload["gpu_hours"] for m in mapped] == pytest.approx([12 / 7, 12 / 7], abs=1e-5)
     assert [m.payload["workers"] for m in mapped] == [2, 2]
     assert mapped[0].payload["tags"]["gpu_share"] == "2 x mig-3g.40gb = 3/7 GPU each"
+
+
+def test_a_kind_the_credentials_may_not_list_is_skipped_and_said(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from app.sources.kubernetes_api import Forbidden
+
+    class Source:  # jobs listed; RayJobs forbidden (403); the other kinds not served
+        def jobs(self, _selector: Any) -> list[Any]:
+            return [batch_job()]
+
+        def custom(self, api: tuple[str, str, str], _selector: Any) -> Any:
+            if api[2] == "rayjobs":
+                raise Forbidden("403")
+            return None
+
+        def pods(self, _label: str) -> list[Any]:
+            return []
+
+        def workloads(self) -> list[Any]:
+            return []
+
+    jobs, owners, _pods, _workloads = kubernetes_command.read_all(Source(), None)  # type: ignore[arg-type]
+    assert (len(jobs), owners) == (1, [])
+    assert "cannot list rayjobs.ray.io (403): skipped" in capsys.readouterr().err
