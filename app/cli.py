@@ -74,7 +74,10 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
-    from app.demo import load_demo
+    from datetime import UTC, datetime
+
+    from app.demo import load_demo, week_start
+    from app.demo_portfolio import load_portfolio_demo
 
     if args.if_empty and not settings.demo_on_empty:
         # `make run` runs `demo --if-empty`: a production database pointed at by mistake
@@ -85,6 +88,10 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     try:
         with db.write() as session:
             loaded = load_demo(session, only_if_empty=args.if_empty)
+            if not loaded.startswith("database already holds"):
+                now = datetime.now(UTC)
+                more = load_portfolio_demo(session, week_start(now), now)
+                loaded += "; more for the org plan: " + ", ".join(more) if more else ""
     finally:
         db.dispose()
     print(loaded)

@@ -234,7 +234,7 @@ def ranker_evaluations(runs: list[RunIn], now: datetime) -> list[EvaluationIn]:
     rng = random.Random(14)
     out = []
     for run in runs:
-        if run.variant != "baseline" or run.quality_value is None:
+        if run.variant != "baseline" or run.quality_value is None or run.finished_at is None:
             continue
         for day in range(7):
             at = run.finished_at + timedelta(days=day + 0.5)

@@ -10,7 +10,7 @@ from fastapi import Depends, Path, Request
 from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import Database
 from app.exceptions import Invalid
-from app.schemas_common import CONTROL_REASON
+from app.schemas_common import CONTROL_REASON, SLUG_PATTERN
 from app.security.authenticator import bearer_if_sent, request_token, require_scope
 from app.settings import Settings
 
@@ -54,7 +54,10 @@ Admin = Annotated[TokenInfo, Depends(require_admin)]
 # --- pipeline limits (``cadence token create --pipeline``) ----------------------------
 # A token's limit binds every scope. Reads know their token from the read gate (token
 # mode: bearer or session); in open mode a read has no token and sees every pipeline.
-PipelinePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
+PipelinePath = Annotated[
+    str,
+    Path(description="Pipeline slug", max_length=63, json_schema_extra={"pattern": SLUG_PATTERN}),
+]
 
 
 async def readable_pipeline(

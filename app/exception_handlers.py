@@ -115,7 +115,10 @@ def validation_fields(errors: Any) -> list[dict[str, Any]]:
             reason = PATTERN_REASONS.get(str(err.get("ctx", {}).get("pattern")), reason)
         elif err.get("type") == "timezone_aware":
             reason = "timestamp needs a UTC offset, e.g. 2026-11-02T08:00:00+00:00"
-        fields.append({"field": field_name(err.get("loc", ())), "reason": reason})
+        # An unparsable body's loc is ("body", offset): the field is the body.
+        json_invalid = err.get("type") == "json_invalid"
+        fields.append({"field": "body" if json_invalid else field_name(err.get("loc", ())),
+                       "reason": reason})  # fmt: skip
     return fields
 
 
@@ -162,6 +165,14 @@ async def _cadence(request: Request, exc: CadenceError) -> Response:
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> Response:
+    allow = allowed_methods(request)
+    method = "GET" if request.method == "HEAD" else request.method  # HEAD rides on GET
+    if allow is not None and method not in allow.split(", "):
+        # A route clash: GET /api/v1/runs/batch matched /runs/{pk} and failed its
+        # validation ("pk: must be a whole number"), but the path's own route has no GET.
+        message = f"{request.method} is not allowed on this path (allowed: {allow})"
+        body = error_body("method_not_allowed", message)
+        return _respond(request, 405, body, {"Allow": allow})
     fields = validation_fields(exc.errors())
     summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
     body = error_body("validation_error", f"invalid request: {summary}", fields)

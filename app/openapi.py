@@ -107,6 +107,12 @@ RUN_EXAMPLE = {
 }
 
 
+TOKEN_MODE_403 = (
+    "Token mode only (CADENCE_READ_ACCESS=token): the token lacks the read scope, or is "
+    "limited to other pipelines"
+)
+
+
 def error_response(status: str) -> dict[str, Any]:
     description, example = ERRORS[status]
     return {
@@ -128,9 +134,9 @@ def _document(operation: dict[str, Any], path: str, method: str) -> None:
         operation.pop("parameters", None)
     # Reads need a token only in CADENCE_READ_ACCESS=token mode: the scheme is optional.
     operation["security"] = [{SCHEME: []}] if secured else [{SCHEME: []}, {}]
-    statuses = ["401", "422", "503"]
-    if secured:
-        statuses.append("403")
+    # 403 on reads too: in token mode a token without the read scope, or limited to
+    # other pipelines, is refused (app/security/gate.py, app/deps.py).
+    statuses = ["401", "403", "422", "503"]
     if "{" in path or path.startswith("/api/v1/pipelines"):
         statuses.append("404")
     if method in ("post", "put", "patch"):
@@ -143,6 +149,8 @@ def _document(operation: dict[str, Any], path: str, method: str) -> None:
         responses[status] = error_response(status)
         if description and status != "422":  # keep an endpoint's own explanation
             responses[status]["description"] = description
+    if not secured:
+        responses["403"]["description"] = TOKEN_MODE_403
     body = operation.get("requestBody", {}).get("content", {}).get("application/json")
     if body is not None and path == "/api/v1/runs" and method == "post":
         body["example"] = RUN_EXAMPLE

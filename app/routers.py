@@ -15,6 +15,7 @@ def all_routers() -> list[APIRouter]:
     from app.portfolio.router import router as portfolio_router
     from app.web.alerts_page import router as alerts_page_router
     from app.web.changes_page import router as changes_page_router
+    from app.web.org_settings import router as org_settings_router
     from app.web.review import router as review_router
     from app.web.router import router as pages_router
     from app.web.runs_page import router as runs_page_router
@@ -31,6 +32,7 @@ def all_routers() -> list[APIRouter]:
         pages_router,
         review_router,
         settings_router,
+        org_settings_router,
         alerts_page_router,
         changes_page_router,
         runs_page_router,

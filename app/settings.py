@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.planning.budget_status import StatusThresholds
@@ -122,7 +122,24 @@ class Settings(BaseSettings):
         "json", description="Logs on stderr: one JSON object per line, or text for humans."
     )
     metrics_token_scope: Literal["", "read", "ingest", "admin"] = Field(
-        "", description="Scope a bearer token needs for /metrics (empty: /metrics is open)."
+        "",
+        description="Scope a bearer token needs for /metrics (empty: open, or `read` when "
+        "read_access is token and metrics_public is false).",
+    )
+    metrics_public: bool = Field(
+        False,
+        description="With read_access=token, leave /metrics open (a Prometheus without a "
+        "token); /metrics then shows every pipeline's name and cost to whoever reaches it.",
+    )
+    login_failures_per_minute: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description="Wrong tokens one client may send to POST /login in a minute; then 429 "
+        "with Retry-After until the oldest leaves the minute.",
+    )
+    alert_tests_per_minute: int = Field(
+        3, ge=1, le=1000, description="Test sends of one alert rule a minute; then 429."
     )
     metrics_pipeline_limit: int = Field(
         1000,
@@ -146,12 +163,17 @@ class Settings(BaseSettings):
         description="A budgeted month whose P(end-of-month bill > budget) is at least this "
         "reads likely_over (and fires budget_likely_over alerts).",
     )
-    status_at_risk: float = Field(
+    risk_tolerance: float = Field(
         0.1,
         gt=0,
         le=1,
-        description="P(end-of-month bill > budget) from which a month reads at_risk; at most "
-        "CADENCE_STATUS_LIKELY_OVER.",
+        validation_alias=AliasChoices(
+            "risk_tolerance", "CADENCE_RISK_TOLERANCE", "status_at_risk", "CADENCE_STATUS_AT_RISK"
+        ),
+        description="CADENCE_RISK_TOLERANCE: the one test behind every budget word. A plan "
+        "fits (within) while P(bill > budget) is below it; from it a month reads at_risk. "
+        "At most CADENCE_STATUS_LIKELY_OVER. CADENCE_STATUS_AT_RISK is its old name, still "
+        "read.",
     )
 
     alert_webhook_timeout_seconds: float = Field(
@@ -215,9 +237,10 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_inverted_status_thresholds(self) -> Settings:
-        if self.status_at_risk > self.status_likely_over:
+        if self.risk_tolerance > self.status_likely_over:
             raise ValueError(
-                f"CADENCE_STATUS_AT_RISK ({self.status_at_risk:g}) must not be above "
+                f"CADENCE_RISK_TOLERANCE / CADENCE_STATUS_AT_RISK ({self.risk_tolerance:g}) "
+                "must not be above "
                 f"CADENCE_STATUS_LIKELY_OVER ({self.status_likely_over:g}): a month at "
                 "risk is less likely over budget than one likely over"
             )
@@ -226,7 +249,12 @@ class Settings(BaseSettings):
     @property
     def status_thresholds(self) -> StatusThresholds:
         """The budget status words' thresholds (app/planning/month_to_date.py)."""
-        return StatusThresholds(likely_over=self.status_likely_over, at_risk=self.status_at_risk)
+        return StatusThresholds(likely_over=self.status_likely_over, at_risk=self.risk_tolerance)
+
+    @property
+    def status_at_risk(self) -> float:
+        """The risk tolerance under its old name (CADENCE_STATUS_AT_RISK)."""
+        return self.risk_tolerance
 
     @property
     def webhook_allowed(self) -> frozenset[str]:

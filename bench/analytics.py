@@ -25,6 +25,7 @@ ENDPOINTS: list[tuple[str, str, float]] = [
     ("scaling", "/api/v1/pipelines/{p}/scaling", 100.0),
     ("checkpoints", "/api/v1/pipelines/{p}/checkpoints", 100.0),
     ("levers", "/api/v1/pipelines/{p}/levers", 100.0),
+    ("forecast record 24 months", "/api/v1/pipelines/{p}/forecast-record?months=24", 200.0),
     ("run list limit=1000", "/api/v1/runs?pipeline={p}&limit=1000", 50.0),
     ("HTML page", "/pipelines/{p}", 100.0),
 ]

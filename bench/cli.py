@@ -12,6 +12,7 @@ from typing import Any
 
 from bench import dataset, procs, report, server
 from bench.analytics import run_analytics
+from bench.bills import run_bill
 from bench.client import run_client
 from bench.config import BACKENDS, DEFAULT_PHASES, PHASES, Config, quick_sizes
 from bench.ingest import run_ingest
@@ -44,7 +45,8 @@ def parser() -> argparse.ArgumentParser:
         "--phases",
         type=_choices(PHASES),
         default=DEFAULT_PHASES,
-        help="comma-separated: ingest,baseline,analytics,org,client,sources (default: all but org)",
+        help="comma-separated: ingest,baseline,analytics,org,client,sources,bill "
+        "(default: all but org)",
     )
     p.add_argument("--workers", type=int, default=2, help="uvicorn workers (default 2)")
     p.add_argument(
@@ -162,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_client(cfg, results)
         if "sources" in cfg.phases and machine["postgresql"] is not None:
             run_sources(cfg, results)
+        if "bill" in cfg.phases and machine["postgresql"] is not None:
+            run_bill(cfg, results)
     except KeyboardInterrupt:
         procs.say("\ninterrupted: reporting what was measured")
         results.append({"group": "setup", "name": "run", "error": "interrupted"})

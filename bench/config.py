@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PHASES = ("ingest", "baseline", "analytics", "org", "client", "sources")
-DEFAULT_PHASES = ("ingest", "baseline", "analytics", "client", "sources")
+PHASES = ("ingest", "baseline", "analytics", "org", "client", "sources", "bill")
+DEFAULT_PHASES = ("ingest", "baseline", "analytics", "client", "sources", "bill")
 BACKENDS = ("postgresql", "sqlite")
 
 

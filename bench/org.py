@@ -29,6 +29,8 @@ ORG_ENDPOINTS: list[tuple[str, str, float]] = [
     ("weekly review, last page", "/review?page=50", 300.0),
     ("weekly review CSV export (all)", "/review.csv", 300.0),
     ("/metrics scrape", "/metrics", 500.0),
+    # Issue 39: the org cadence plan, warm (each pipeline's options kept between requests).
+    ("org cadence plan API", "/api/v1/portfolio/plan?budget=5000000&risk=0.1", 500.0),
 ]
 
 

@@ -259,8 +259,38 @@
     });
   }
 
+  // A folded part (the engineering detail on a phone) opens on a link into it, and the
+  // charts drawn while it was closed take their width once it opens.
+  function openFor(hash) {
+    if (!hash || hash.length < 2) { return; }
+    var target = document.getElementById(decodeURIComponent(hash.slice(1)));
+    var fold = target && target.closest("details");
+    if (fold && !fold.open) {
+      fold.open = true;
+      target.scrollIntoView();
+    }
+  }
+
+  function setupFolds() {
+    document.querySelectorAll("details[data-open-from]").forEach(function (fold) {
+      fold.addEventListener("toggle", function () {
+        if (!fold.open || typeof Plotly === "undefined") { return; }
+        fold.querySelectorAll("[data-rendered='1']").forEach(function (chart) {
+          if (chart.offsetParent !== null) { Plotly.Plots.resize(chart); }
+        });
+      });
+    });
+    document.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest("a[href^='#']");
+      if (link) { openFor(link.getAttribute("href")); }
+    });
+    window.addEventListener("hashchange", function () { openFor(window.location.hash); });
+    openFor(window.location.hash);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     openWideDetails();
+    setupFolds();
     render(document);
     setupWhatIf();
     setupGateForm();

@@ -26,11 +26,12 @@ def counts(url: str) -> tuple[int, int]:
 def test_migrate_then_demo_is_idempotent(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["migrate"]) == 0
     assert cli.main(["demo", "--if-empty"]) == 0
-    assert "loaded demo pipelines: recsys-ranker (25 runs), fraud-detector (16 runs)" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "loaded demo pipelines: recsys-ranker (25 runs), fraud-detector (16 runs)" in out
+    # and the org plan's four (app/demo_portfolio.py): 8 + 8 + 16 (twice weekly) + 8 runs.
+    assert "search-embedder (8 runs), churn-scorer (8 runs), ads-ctr (16 runs)" in out
     first = counts(cli_db)
-    assert first == (2, 41)
+    assert first == (6, 41 + 40)
     assert cli.main(["demo", "--if-empty"]) == 0
     assert "already holds pipelines" in capsys.readouterr().out
     assert cli.main(["demo"]) == 0  # `make demo` again: still no duplicates
@@ -49,7 +50,7 @@ def test_demo_on_empty_false_loads_nothing(
     assert "CADENCE_DEMO_ON_EMPTY=false" in capsys.readouterr().out
     assert counts(cli_db) == (0, 0)
     assert cli.main(["demo"]) == 0
-    assert counts(cli_db) == (2, 41)
+    assert counts(cli_db) == (6, 81)
 
 
 def test_tokens(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.demo import fraud_runs, ranker_evaluations, ranker_runs, week_start
+from app.demo_portfolio import PIPELINES as PORTFOLIO
+from app.demo_portfolio import evaluations_of, runs_of
 from app.planning.weekly import monday_of
 
 # A Monday just after midnight (the worst case: the week has only just begun), each
@@ -39,3 +41,19 @@ def test_the_anchor_is_the_monday_of_the_last_complete_week() -> None:
     # Wednesday 2026-12-02: this week began Monday 2026-11-30; the last complete week
     # began Monday 2026-11-23.
     assert week_start(datetime(2026, 12, 2, 12, tzinfo=UTC)) == datetime(2026, 11, 23, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("now", MOMENTS, ids=lambda m: m.strftime("%a-%H%M"))
+def test_the_plans_demo_pipelines_are_in_the_past_too(now: datetime) -> None:
+    anchor = week_start(now)
+    last_complete = monday_of(now) - timedelta(weeks=1)
+    with_curves = 0
+    for name in PORTFOLIO:
+        runs = runs_of(name, anchor)
+        assert max(r.finished_at for r in runs) < now
+        assert monday_of(max(r.started_at for r in runs)) == last_complete
+        found = evaluations_of(name, runs, now)
+        assert all(e.evaluated_at <= now for e in found)
+        with_curves += bool(found)
+    # Six pipelines with app/demo.py's two, three with evaluations (the ranker's too).
+    assert len(PORTFOLIO) + 2 >= 6 and with_curves + 1 >= 3

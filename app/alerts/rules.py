@@ -2,10 +2,12 @@
 
 No database, no HTTP. Values per kind:
 
-- ``cost_over_budget``: projected monthly cost at the pipeline's current cadence, on the
-  pipeline's cost basis (the p90 bill or the expected bill, ``gate_cost_basis``: the
-  decision card's and the gate's figure), as a percent of its monthly budget; fires when
-  it is above ``threshold`` (percent, e.g. 100).
+- ``cost_over_budget``: the bill at risk at the pipeline's current cadence (the (1 - risk
+  tolerance) quantile of the month's bill, the p90 at the default 10%), as a percent of
+  its monthly budget; fires when it is above ``threshold`` (percent, e.g. 100). At 100
+  this is the one test of every budget word (P(bill > budget) against the tolerance,
+  app/planning/budget_status.py): the alert fires exactly when the pages say "does not
+  fit", never on the expected bill alone.
 - ``goodput_drop``: the previous ISO week's overall goodput minus the latest week's, in
   points (0..100); fires when the drop is above ``threshold`` points.
 - ``utilization_floor``: the latest run's GPU utilization (fraction); fires when it is
@@ -24,7 +26,7 @@ from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from app.planning.cost_basis import BASIS_NAMES
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 
 
 class AlertKind(StrEnum):
@@ -122,8 +124,11 @@ def transition(was_firing: bool, now_firing: bool | None) -> Event | None:
 class Metrics:
     """What evaluation read for one pipeline (None: not known)."""
 
-    projected_monthly_cost_usd: float | None = None  # on cost_basis
-    cost_basis: str = "expected_bill"  # app/planning/cost_basis.py
+    # The bill the one test is about: the (1 - risk tolerance) quantile of the bill at the
+    # current cadence (the p90 at 10%; app/planning/verdict.py), and the expected bill.
+    bill_at_risk_usd: float | None = None
+    expected_bill_usd: float | None = None
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE
     budget_usd: float | None = None
     goodput_latest: float | None = None  # overall goodput 0..1
     goodput_previous: float | None = None
@@ -138,7 +143,7 @@ class Metrics:
 
     def value(self, kind: str) -> float | None:
         if kind == AlertKind.COST_OVER_BUDGET:
-            cost, budget = self.projected_monthly_cost_usd, self.budget_usd
+            cost, budget = self.bill_at_risk_usd, self.budget_usd
             if cost is None or budget is None or budget <= 0:
                 return None
             return 100.0 * cost / budget
@@ -216,10 +221,14 @@ def describe(kind: str, value: float, threshold: float, metrics: Metrics) -> str
     every value from the data is escaped for chat markup (:func:`chat_escape`)."""
     e = chat_escape
     if kind == AlertKind.COST_OVER_BUDGET:
+        at_risk = f"p{100 * (1 - metrics.risk_tolerance):.0f}"
+        verdict = "does not fit" if value > 100 else "fits"
         return (
-            f"the {BASIS_NAMES.get(metrics.cost_basis, 'expected bill')} at the current "
-            f"cadence, {e(_usd(metrics.projected_monthly_cost_usd))} a month, is "
-            f"{value:.0f}% of the {e(_usd(metrics.budget_usd))} budget (threshold {threshold:g}%)"
+            f"at the current cadence the expected bill is "
+            f"{e(_usd(metrics.expected_bill_usd))} a month and the {at_risk} bill "
+            f"{e(_usd(metrics.bill_at_risk_usd))}, {value:.0f}% of the "
+            f"{e(_usd(metrics.budget_usd))} budget (threshold {threshold:g}%): the month "
+            f"{verdict} the budget at a {metrics.risk_tolerance:.0%} risk tolerance"
         )
     if kind == AlertKind.GOODPUT_DROP:
         prev, last = metrics.goodput_previous or 0.0, metrics.goodput_latest or 0.0

@@ -16,8 +16,9 @@ class AlertRuleIn(StrictModel):
     # validation of the dict FastAPI parses would refuse as "not an AlertKind".
     kind: AlertKind = Field(
         strict=False,
-        description="cost_over_budget: the monthly bill at the current cadence, on the "
-        "pipeline's gate_cost_basis (p90 bill or expected bill), vs the budget; "
+        description="cost_over_budget: the bill at risk at the current cadence (the "
+        "(1 - CADENCE_RISK_TOLERANCE) quantile of the month's bill, the p90 at 10%) vs the "
+        "budget, so at 100 it fires exactly when the pages say the month does not fit; "
         "goodput_drop: latest ISO week vs the previous one; utilization_floor: "
         "the latest run's GPU utilization; weekly_digest: every Monday (UTC), the week that "
         "ended as the weekly review says it, with the top actions.",

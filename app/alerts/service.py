@@ -22,9 +22,9 @@ from app.alerts.rules import AlertKind
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.alerts.sender import WAKE
 from app.analytics.month import months
-from app.analytics.service import current_monthly_cost
+from app.analytics.service import current_bill_at_risk
 from app.analytics.weekly import latest_weeks_goodput
-from app.db.engine import Database, WriteSession
+from app.db.engine import Database, WriteSession, status_thresholds_of
 from app.db.models import AlertDelivery, AlertRule, Pipeline
 from app.db.rollup_reads import signatures
 from app.exceptions import Invalid, NotFound
@@ -162,9 +162,10 @@ def read_metrics(session: Session, pipeline: Pipeline, kinds: Iterable[str]) -> 
     kinds = set(kinds)
     values: dict[str, object] = {}
     if AlertKind.COST_OVER_BUDGET in kinds and pipeline.monthly_budget_usd:
-        basis = pipeline.gate_cost_basis
-        values["projected_monthly_cost_usd"] = current_monthly_cost(session, pipeline, basis)
-        values["cost_basis"] = basis
+        found = current_bill_at_risk(session, pipeline)
+        if found is not None:
+            values["bill_at_risk_usd"], values["expected_bill_usd"] = found
+            values["risk_tolerance"] = status_thresholds_of(session).risk_tolerance
         values["budget_usd"] = pipeline.monthly_budget_usd
     if AlertKind.BUDGET_LIKELY_OVER in kinds and pipeline.monthly_budget_usd:
         mtd = months(session, [pipeline]).get(pipeline.id)

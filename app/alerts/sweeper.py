@@ -13,6 +13,10 @@ rule lock and the re-check under it (``evaluate(..., unless_judged_since=...)``)
 second a no-op, and a state change is announced once (``app.alerts.service``).
 
 ``sweep`` is the same work done once, in the caller's thread (the tests use it).
+
+The same thread keeps the forecast's record: on each wake, after the sweep, it stores
+this month's forecast for pipelines that have none yet (``app.analytics.record``,
+bounded per wake), so a month's forecast is kept from its first minutes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from datetime import datetime, timedelta
 
 from app.alerts import repository
 from app.alerts.service import evaluate
+from app.analytics.record import record_months
 from app.db.base import utcnow
 from app.db.engine import Database
 from app.exceptions import NotFound
@@ -55,6 +60,17 @@ def sweep(db: Database, settings: Settings, *, now: datetime | None = None) -> d
     return queued
 
 
+def record(db: Database) -> int:
+    """This month's forecast stored for the next pipelines that have none (a failure is
+    logged and retried at the next wake); how many were stored."""
+    try:
+        return record_months(db)
+    except Exception as exc:  # the database is away, a lock timed out: next wake
+        first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        log.warning("forecast record could not store this month's forecasts: %s", first_line)
+        return 0
+
+
 class Sweeper:
     """The sweeper thread of one process; ``start`` and ``stop`` from the lifespan."""
 
@@ -78,4 +94,5 @@ class Sweeper:
             except Exception as exc:  # the database is away: try again at the next sweep
                 first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
                 log.warning("alert sweep could not read the rules: %s", first_line)
+            record(self.db)
             self.stopping.wait(self.settings.alert_sweep_seconds)

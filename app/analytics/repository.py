@@ -209,7 +209,7 @@ def weekly_totals(
     stmt = (
         select(*columns)
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.started_at >= since, Run.started_at < until)
+        .where(Run.started_at >= since, Run.started_at < until, Run.finished_at.is_not(None))
         .group_by(Run.pipeline_id, week)
         .order_by(Run.pipeline_id, week)
     )
@@ -358,7 +358,8 @@ def _member(
     stmt = (
         select(literal(label).label("member"), *columns)
         .join(Pipeline, Pipeline.id == Run.pipeline_id)
-        .where(Run.pipeline_id == pipeline_id)
+        # A running attempt has no wall clock yet: no window holds it until it finishes.
+        .where(Run.pipeline_id == pipeline_id, Run.finished_at.is_not(None))
         .order_by(Run.started_at.desc(), Run.id.desc())
         .limit(limit)
     )
@@ -379,6 +380,7 @@ def recorded_spend(
     rows = session.execute(
         select(Run.pipeline_id, func.sum(Run.gpu_hours * recorded_price()))
         .where(Run.pipeline_id.in_(pipeline_ids), Run.started_at >= since, Run.started_at < until)
+        .where(Run.finished_at.is_not(None))
         .group_by(Run.pipeline_id)
     )
     return {pid: float(total or 0.0) for pid, total in rows}
@@ -391,6 +393,7 @@ def utilization_sources(
     rows = session.execute(
         select(Run.utilization_source, func.count())
         .where(Run.pipeline_id == pipeline_id, Run.started_at >= since, Run.started_at < until)
+        .where(Run.finished_at.is_not(None))
         .group_by(Run.utilization_source)
     )
     return {source: int(n) for source, n in rows}

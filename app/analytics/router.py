@@ -6,12 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.analytics import advice, service, weekly
+from app.analytics import advice, record, service, weekly
 from app.analytics import plan as plan_service
 from app.analytics.missing import answered
 from app.analytics.scenario import ScenarioDep
 from app.analytics.schemas import (
     CheckpointsOut,
+    ForecastRecordOut,
     GateOut,
     GoodputOut,
     LeversOut,
@@ -20,6 +21,7 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScalingOut,
 )
+from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, ReadablePipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
@@ -118,6 +120,7 @@ def get_gate(
             min_runs=min_runs,
             power=power,
             cost_basis=cost_basis,
+            risk_tolerance=status_thresholds_of(session).risk_tolerance,
         )
         answer = service.gate_of(
             session,
@@ -175,6 +178,18 @@ def get_checkpoints(
             session, name, variant=variant, scenario=scenario, given=given
         )
     return answered(answer)
+
+
+@router.get("/pipelines/{name}/forecast-record", response_model=ForecastRecordOut)
+def get_forecast_record(
+    name: ReadablePipeline,
+    db: DatabaseDep,
+    months: Annotated[int, Query(ge=1, le=record.MAX_MONTHS, description="Closed months")] = 12,
+) -> ForecastRecordOut:
+    """The forecast's own record: each closed month's forecast (made at its start, or
+    backtested before the record began) against what the month cost, newest first."""
+    with db.read() as session:
+        return record.record_of(session, name, months)
 
 
 @router.post("/plan", response_model=PlanOut)

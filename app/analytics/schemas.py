@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -39,9 +40,15 @@ class ScenarioOut(BaseModel):
     price_used: str = Field(description="Which price every dollar figure uses.")
     cost_basis: Literal["expected_bill", "p90"] = Field(
         "p90",
-        description="The bill's figure a budget verdict reads (the pipeline's "
-        "gate_cost_basis, or the gate's cost_basis): expected_bill_usd or bill_p90_usd. "
-        "The decision card, the gate, `cadence check` and cost_over_budget alerts use it.",
+        description="The bill's figure a budget sentence shows beside its chance (the "
+        "pipeline's gate_cost_basis, or the gate's cost_basis): expected_bill_usd or "
+        "bill_p90_usd. It decides nothing: every verdict is the risk_tolerance test.",
+    )
+    risk_tolerance: float = Field(
+        0.1,
+        description="CADENCE_RISK_TOLERANCE: a plan fits its budget while P(bill > budget) "
+        "is below it (the one test of every budget word: the decision card, the gate, "
+        "`cadence check`, the portfolio, the review and the alerts).",
     )
 
 
@@ -57,7 +64,7 @@ class ProjectionOut(BaseModel):
         None,
         description="This month so far (every variant, experiments apart) and the "
         "end-of-month bill; status: over (spent more already), likely_over (P >= "
-        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_STATUS_AT_RISK, "
+        "CADENCE_STATUS_LIKELY_OVER, 50% by default), at_risk (P >= CADENCE_RISK_TOLERANCE, "
         "10%) or within, null without a budget.",
     )
 
@@ -77,7 +84,7 @@ class CriterionOut(CriterionResult):
     """A gate criterion with its plain words (app/planning/gate_words.py)."""
 
     label: str = ""
-    """The name people use, e.g. "Monthly cost at the target cadence"."""
+    """The name people use, e.g. "The bill at the target cadence"."""
     plain: str = ""
     """The result in words against its threshold, with the runs still needed in weeks and
     dollars, or why more runs cannot make it pass."""
@@ -265,3 +272,48 @@ class PlanOut(BaseModel):
     cadence: CadenceValue | None = Field(
         None, description="The cost-optimal cadence at the first cadence's cost per run."
     )
+
+
+class RecordMonthOut(BaseModel):
+    """One closed month: the forecast made at its start and what the month cost."""
+
+    month: str = Field(description="The calendar month, YYYY-MM (UTC)")
+    source: Literal["recorded", "backtest"] = Field(
+        description="recorded: kept when it was made; backtest: made now from the runs "
+        "that had started before the month, with today's budget and cadence"
+    )
+    forecast_at: datetime
+    expected_bill_usd: float
+    bill_p10_usd: float
+    bill_p90_usd: float
+    p_over_budget: float | None = Field(description="P(bill > budget) as forecast")
+    budget_usd: float | None = Field(description="The budget the forecast was judged on")
+    status: str | None = Field(description="The status word it showed")
+    actual_usd: float = Field(description="The month's spend: every attempt of every variant")
+    p90_exceeded: bool
+    inside_band: bool = Field(description="p10 <= actual <= p90")
+    error_pct: float | None = Field(description="(expected - actual) / actual x 100")
+    budget_exceeded: bool | None
+    status_right: bool | None = Field(
+        description="over/likely_over for a month that went over its budget, "
+        "within/at_risk for one that did not"
+    )
+
+
+class RecordSummaryOut(BaseModel):
+    months: int
+    p90_exceeded: int
+    inside_band: int
+    mean_abs_error_pct: float | None
+    budgeted_months: int
+    status_right: int
+    sentence: str
+
+
+class ForecastRecordOut(BaseModel):
+    pipeline: str
+    months_asked: int
+    order: Literal["newest_first"] = "newest_first"
+    months: list[RecordMonthOut]
+    summary: RecordSummaryOut
+    notes: list[str]

@@ -19,16 +19,23 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScenarioOut,
 )
+from app.db.engine import status_thresholds_of
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.cost_basis import CostBasis, basis_figure
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
 from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
 from app.planning.month_to_date import MonthToDate
-from app.planning.projection import CALENDAR, monthly_cost_now, project_costs
+from app.planning.projection import (
+    CALENDAR,
+    CadenceProjection,
+    monthly_cost_now,
+    project_costs,
+)
 from app.planning.scaling import ScalingModel, fit_usl
 from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
 from app.planning.sources import gate_source_warnings
@@ -106,7 +113,12 @@ def scenario_inputs(
     return (None if what_if.is_empty else what_if), model
 
 
-def echo(pipeline: Pipeline, scenario: Scenario, cost_basis: str | None = None) -> ScenarioOut:
+def echo(
+    pipeline: Pipeline,
+    scenario: Scenario,
+    cost_basis: str | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
+) -> ScenarioOut:
     """The scenario as applied: given values plus the defaults they resolved to, and the
     cost basis budget verdicts read (the gate's own when it was given one)."""
     price_note = (
@@ -121,6 +133,7 @@ def echo(pipeline: Pipeline, scenario: Scenario, cost_basis: str | None = None) 
         budget_usd=scenario.budget_or(pipeline.monthly_budget_usd),
         price_used=price_note,
         cost_basis=cost_basis or pipeline.gate_cost_basis,
+        risk_tolerance=risk_tolerance,
     )
 
 
@@ -134,10 +147,18 @@ def projection_of(
 ) -> ProjectionOut | NotEnoughData:
     """:func:`projection` of a pipeline by name, with this month so far."""
     pipeline = get_by_name(session, name)
-    runs = read_runs(session, pipeline, variants or ())
+    # Today is production's bill whatever variant is asked for (cadence check --variant).
+    wanted = (*variants, pipeline.production_variant) if variants else ()
+    runs = read_runs(session, pipeline, wanted)
     mtd = month.months(session, [pipeline]).get(pipeline.id)
     return projection(
-        pipeline, runs, variants=variants, cadences=cadences, scenario=scenario, month_to_date=mtd
+        pipeline,
+        runs,
+        variants=variants,
+        cadences=cadences,
+        scenario=scenario,
+        month_to_date=mtd,
+        risk_tolerance=status_thresholds_of(session).risk_tolerance,
     )
 
 
@@ -149,6 +170,7 @@ def projection(
     cadences: list[float] | None,
     scenario: Scenario,
     month_to_date: MonthToDate | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> ProjectionOut | NotEnoughData:
     """Monthly cost of each variant at the given cadences plus the scenario's target,
     from the newest RUN_WINDOW runs of each variant, under the scenario's what-ifs, and
@@ -166,7 +188,10 @@ def projection(
     wanted = sorted({*(cadences or [1.0, 2.0]), target})
     what_if, model = scenario_inputs(runs, scenario)
     budget = scenario.budget_or(pipeline.monthly_budget_usd)
-    current = runs_of(pipeline, runs, chosen[0])
+    # Today is the production variant's bill (the page's "today"), whichever variant is
+    # projected; a pipeline with no production runs measures from the first variant.
+    production = pipeline.production_variant
+    current = runs_of(pipeline, runs, production if runs.window(production) else chosen[0])
     if isinstance(current, NotEnoughData):
         return current
     out, windows = {}, {}
@@ -184,6 +209,7 @@ def projection(
             what_if=what_if,
             scaling_model=model,
             current_runs=[r.facts for r in current],
+            risk_tolerance=risk_tolerance,
         )
     return ProjectionOut(
         pipeline=pipeline.name,
@@ -191,7 +217,7 @@ def projection(
         current_variant=chosen[0],
         projections=out,
         available_variants=available,
-        scenario=echo(pipeline, scenario),
+        scenario=echo(pipeline, scenario, risk_tolerance=risk_tolerance),
         windows=windows,
         month_to_date=month_to_date,
     )
@@ -200,19 +226,36 @@ def projection(
 def current_monthly_cost(
     session: Session, pipeline: Pipeline, basis: str = "expected_bill"
 ) -> float | None:
-    """The projected monthly cost at the pipeline's current cadence, from its production
+    """The expected bill at the pipeline's current cadence, from its production
     variant's newest RUN_WINDOW runs, as recorded (what ``GET .../projection?variant=
-    <production_variant>&cadence=<runs_per_week>`` shows), on ``basis`` (the expected
-    bill, the overview's, review's and /metrics' figure, or its p90); None when that
-    variant has no runs. The cost_over_budget alert reads it on the pipeline's basis."""
+    <production_variant>&cadence=<runs_per_week>`` shows), or its p90 on ``basis="p90"``;
+    None when that variant has no runs."""
+    at = _current_cadence(session, pipeline)
+    return None if at is None else basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
+
+
+def current_bill_at_risk(session: Session, pipeline: Pipeline) -> tuple[float, float] | None:
+    """(the bill at risk, the expected bill) at the current cadence: the bill the one test
+    is about, the (1 - CADENCE_RISK_TOLERANCE) quantile (the p90 at 10%;
+    app/planning/verdict.py). The cost_over_budget alert holds it against the budget."""
+    at = _current_cadence(session, pipeline)
+    return None if at is None else (at.bill_at_risk_usd, at.expected_bill_usd)
+
+
+def _current_cadence(session: Session, pipeline: Pipeline) -> CadenceProjection | None:
     rows = repo.recent_runs(
         session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
     )
     if not rows:
         return None
-    proj = project_costs([r.facts for r in rows], [pipeline.runs_per_week], convention=CALENDAR)
-    at = proj.cadences[0]
-    return basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
+    tolerance = status_thresholds_of(session).risk_tolerance
+    proj = project_costs(
+        [r.facts for r in rows],
+        [pipeline.runs_per_week],
+        convention=CALENDAR,
+        risk_tolerance=tolerance,
+    )
+    return proj.cadences[0]
 
 
 def gate_of(
@@ -285,7 +328,7 @@ def gate(
         verdict_label=words.verdict,
         headline=words.headline,
         result=with_words(result, words),
-        scenario=echo(pipeline, scenario, thresholds.cost_basis),
+        scenario=echo(pipeline, scenario, thresholds.cost_basis, thresholds.risk_tolerance),
         windows={baseline: window(baseline, base_rows), candidate: window(candidate, cand_rows)},
         warnings=warnings,
     )
@@ -315,6 +358,7 @@ def gate_thresholds(
     min_runs: int = 3,
     power: float | None = None,
     cost_basis: str | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> GateThresholds:
     """Gate thresholds with the pipeline's quality margin, power and cost basis unless
     given; a PlanningError for values the gate cannot work with."""
@@ -326,6 +370,7 @@ def gate_thresholds(
         min_runs=min_runs,
         power=power or pipeline.gate_power,
         cost_basis=cast(CostBasis, cost_basis or pipeline.gate_cost_basis),
+        risk_tolerance=risk_tolerance,
     )
 
 
@@ -348,3 +393,29 @@ def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -
     return {
         p.id: monthly_cost_now(means[p.id], p.runs_per_week) for p in pipelines if p.id in means
     }
+
+
+def typical_wall_clock_hours(session: Session, pipeline: costs.Costed) -> float | None:
+    """The median wall clock (hours) of the production variant's newest RUN_WINDOW runs,
+    what caps the runs a week can hold (k <= 168 / T); None without runs."""
+    rows = repo.recent_runs(
+        session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
+    )
+    hours = sorted(r.facts.wall_clock_hours for r in rows)
+    return hours[len(hours) // 2] if hours else None
+
+
+def gate_fails(session: Session, pipeline: Pipeline, candidate: str = "candidate") -> bool:
+    """Whether the A/B gate of the production variant against ``candidate`` says FAIL at
+    the default scenario's target cadence (the overview card's verdict). No candidate
+    runs, too few, or a gate that cannot be worked out: False (nothing forbids)."""
+    baseline = pipeline.production_variant
+    runs = read_runs(session, pipeline, (baseline, candidate))
+    if candidate not in runs.names or baseline not in runs.names:
+        return False
+    try:
+        out = gate(pipeline, runs, baseline=baseline, candidate=candidate,
+                   scenario=Scenario(), thresholds=gate_thresholds(pipeline))  # fmt: skip
+    except PlanningError:
+        return False
+    return not isinstance(out, NotEnoughData) and out.result.verdict == "FAIL"

@@ -1,8 +1,10 @@
 """``cadence import focus FILE...``: store the GPU line items of cloud FOCUS exports.
 
 Each file is read and checked whole before anything of it is stored, then stored in one
-transaction: a file that fails stores nothing (the others still do), and the same file
-twice stores nothing twice (each row's identity is its own FOCUS cells). The command
+transaction: a file that fails stores nothing (the others still do), and one charge is
+stored once whatever the export (its identity is the charge's resource, accounts,
+category, commitment, SKU and period; an import that restates stored periods in another
+shape replaces them, and says so). The command
 talks to the database, as ``cadence demo`` does: bills are large, and no API token
 should be able to rewrite what finance reconciles against.
 """
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from app.billing import service
-from app.billing.reader import Bill, BillError, read_bill
+from app.billing.reader import BillFile
+from app.billing.stream import BillError
 from app.db.engine import Database, make_database
 from app.settings import Settings
 
@@ -64,26 +67,34 @@ def run_import(settings: Settings, files: Sequence[Path], db: Database | None = 
 
 
 def import_files(db: Database, files: Sequence[Path]) -> int:
-    """Import each file on its own; print a line per file; 1 if any was refused."""
+    """Import each file on its own; print a line per file; 1 if any was refused.
+
+    A file is read twice, streamed: once to check it whole (before any transaction),
+    once to store it in one transaction; a file that changes between the two and fails
+    the second read is rolled back whole. Memory holds a chunk of lines and each
+    resource's span, never the file."""
     code = OK
     for path in files:
+        bill = BillFile(path)
         try:
-            bill = read_bill(path)
+            for _ in bill.lines():
+                pass
+            with db.write() as session:
+                imported = service.import_bill(session, bill)
         except BillError as exc:
             print(f"cadence: {exc.message}; nothing stored from it", file=sys.stderr)
             code = BAD_FILE
             continue
-        with db.write() as session:
-            print(service.import_bill(session, bill).sentence())
+        print(imported.sentence())
         if bill.unknown_types:
             print(unknown_notice(bill), file=sys.stderr)
     return code
 
 
-def unknown_notice(bill: Bill) -> str:
+def unknown_notice(bill: BillFile) -> str:
     """The GPU-family instance types of a bill whose lines were not counted as GPU spend."""
     return (
         f"cadence: notice: {bill.source} names instance types the GPU SKU table "
         f"(app/planning/gpu_skus.py) does not know; their lines are not GPU spend: "
-        + ", ".join(bill.unknown_types)
+        + ", ".join(sorted(bill.unknown_types))
     )

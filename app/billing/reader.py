@@ -10,17 +10,18 @@ and skipped: the reconciliation is about GPU spend.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.exceptions import Invalid
+from app.billing.stream import BillError as BillError  # re-exported: callers import it here
+from app.billing.stream import open_rows
 from app.planning.gpu_skus import gpus_per_unit, unknown_gpu_types
 from app.planning.reconcile import resource_tail
 
@@ -61,8 +62,19 @@ HOUR_UNITS = frozenset({"hour", "hours", "hrs", "hr", "1 hour", "gpu-hours", "gp
 PIPELINE_TAG = "cadence_pipeline"
 
 
-class BillError(Invalid):
-    """A bill Cadence cannot import: the message names the file, row and column."""
+# Plausible bounds of one line (docs/finops.md): a line of a billion dollars, or of a
+# million hours of one resource (114 years), is a broken export, not a charge. Refused
+# with the row and the column rather than stored as 1e308 (or Infinity) and printed.
+MONEY_LIMIT = 1e9
+HOURS_LIMIT = 1e6
+YEARS = (2000, 2100)  # charge periods outside these years are not a cloud bill's
+TAGS_LIMIT = 65_536  # characters of one Tags cell
+# What one charge is, whatever the export's shape: two exports (FOCUS 1.0 and 1.2, CSV
+# and Parquet) of one charge give one key; an hourly and a daily export differ in
+# period, and the import replaces the one with the other (app/billing/service.py).
+CHARGE_COLUMNS = ("ProviderName", "BillingAccountId", "SubAccountId", "ResourceId",
+                  "ChargeCategory", "ChargeClass", "CommitmentDiscountId",
+                  "CommitmentDiscountStatus", "SkuId", "SkuPriceId")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,6 @@ class Bill:
     version: str
     rows: int  # every row read
     lines: list[LineItem]  # the GPU ones
-    unknown_types: tuple[str, ...] = ()  # GPU-family instance types the SKU table lacks
 
 
 def focus_version(source: str, header: list[str]) -> str:
@@ -121,6 +132,8 @@ def focus_version(source: str, header: list[str]) -> str:
 
 
 def _text(value: Any) -> str:
+    if type(value) is str:  # nearly every cell of a CSV: the fast path
+        return value.strip()
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, datetime):
@@ -145,36 +158,53 @@ class Row:
     def text(self, column: str) -> str:
         return _text(self.cells.get(column))
 
-    def number(self, column: str, *, required: bool = True) -> float | None:
+    def number(
+        self, column: str, *, required: bool = True, limit: float = MONEY_LIMIT
+    ) -> float | None:
+        """The cell as a finite number within +-``limit``."""
         raw = self.cells.get(column)
-        if isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw):
-            return float(raw)
-        text = _text(raw)
-        if not text:
-            if required:
-                raise self.fail(column, "empty; a number is needed")
-            return None
-        try:
-            value = float(text)
-        except ValueError:
-            raise self.fail(column, f"{text[:40]!r} is not a number") from None
+        value: float | None = None
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            value = float(raw)
+        else:
+            text = _text(raw)
+            if not text:
+                if required:
+                    raise self.fail(column, "empty; a number is needed")
+                return None
+            try:
+                value = float(text)
+            except ValueError:
+                raise self.fail(column, f"{text[:40]!r} is not a number") from None
         if not math.isfinite(value):
-            raise self.fail(column, f"{text!r} is not a finite number")
+            raise self.fail(column, f"{value!r} is not a finite number")
+        if abs(value) > limit:
+            raise self.fail(column, f"{value:g} is beyond +-{limit:g}: not a plausible charge")
         return value
 
     def when(self, column: str) -> datetime:
         raw = self.cells.get(column)
         if isinstance(raw, datetime):
-            return raw.astimezone(UTC) if raw.tzinfo else raw.replace(tzinfo=UTC)
+            try:
+                when = raw.astimezone(UTC) if raw.tzinfo else raw.replace(tzinfo=UTC)
+            except OverflowError:
+                raise self.fail(column, f"{raw} is not a plausible timestamp") from None
+            return self._in_years(column, when)
         text = _text(raw)
         if not text:
             raise self.fail(column, "empty; an ISO 8601 timestamp is needed")
         cleaned = text.removesuffix(" UTC").replace("Z", "+00:00")
         try:
             when = datetime.fromisoformat(cleaned)
-        except ValueError:
+            when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+        except (ValueError, OverflowError):  # year 0001 with an offset: before year 1 in UTC
             raise self.fail(column, f"{text[:40]!r} is not an ISO 8601 timestamp") from None
-        return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+        return self._in_years(column, when)
+
+    def _in_years(self, column: str, when: datetime) -> datetime:
+        if not YEARS[0] <= when.year < YEARS[1]:
+            raise self.fail(column, f"{when.year} is outside {YEARS[0]} to {YEARS[1] - 1}")
+        return when
 
     def tags(self) -> dict[str, str]:
         raw = self.cells.get("Tags")
@@ -183,63 +213,31 @@ class Row:
         text = raw if isinstance(raw, list) else _text(raw)
         if not text:
             return {}
+        if isinstance(text, str) and len(text) > TAGS_LIMIT:
+            raise self.fail("Tags", f"{len(text)} characters; at most {TAGS_LIMIT}")
         try:
             parsed = json.loads(text) if isinstance(text, str) else text
         except json.JSONDecodeError:
             raise self.fail("Tags", "not JSON") from None
+        except RecursionError:
+            raise self.fail("Tags", "nested too deep") from None
+        if parsed is None:
+            return {}
         if isinstance(parsed, dict):
             return {str(k): _text(v) for k, v in parsed.items()}
         # Parquet maps arrive as (key, value) pairs, GCP's as [{"key": .., "value": ..}].
-        pairs = [(p.get("key"), p.get("value")) if isinstance(p, dict) else p for p in parsed]
-        if not isinstance(parsed, list) or any(len(p) != 2 for p in pairs):
+        listed: list[Any] = parsed if isinstance(parsed, list) else [None]
+        pairs = [(p.get("key"), p.get("value")) if isinstance(p, dict) else p for p in listed]
+        if any(not isinstance(p, tuple | list) or len(p) != 2 for p in pairs):
             raise self.fail("Tags", "neither a JSON object nor a list of key-value pairs")
         return {str(k): _text(v) for k, v in pairs}
 
 
-DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
-
-
-def _canonical(value: Any) -> str:
-    """One spelling of a cell however the file wrote it (CSV text, Parquet types), so
-    the same row in a CSV and in a Parquet download has the same key."""
-    if isinstance(value, datetime):
-        when = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-        return when.isoformat()
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int | float):
-        return repr(float(value))
-    if isinstance(value, list) and all(isinstance(p, tuple | list) and len(p) == 2 for p in value):
-        value = dict(value)  # a Parquet map
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True, default=str)
-    text = _text(value)
-    try:
-        return repr(float(text))
-    except ValueError:
-        pass
-    if DATE_LIKE.match(text):
-        try:
-            return _canonical(
-                datetime.fromisoformat(text.removesuffix(" UTC").replace("Z", "+00:00"))
-            )
-        except ValueError:
-            return text
-    if text[:1] == "{":
-        try:
-            return _canonical(json.loads(text))
-        except json.JSONDecodeError:
-            return text
-    return text
-
-
-def row_key(cells: Mapping[str, Any]) -> str:
-    """The bill's own identity of a row: a hash of its FOCUS (non-``x_``) cells that are
-    not empty, each in one spelling (:func:`_canonical`), so the same row read again,
-    from the same file, a re-download or its Parquet twin, is the same key."""
-    parts = sorted((k, _canonical(v)) for k, v in cells.items() if not k.startswith("x_"))
-    kept = [(k, v) for k, v in parts if v not in ("", "{}", "[]", "nan")]
-    return hashlib.sha256(json.dumps(kept).encode()).hexdigest()
+def charge_key(row: Row, start: datetime, end: datetime) -> str:
+    """What one charge is (CHARGE_COLUMNS and its period), hashed: the same charge read
+    from any export of it, FOCUS 1.0 or 1.2, CSV or Parquet, is the same key."""
+    parts = [row.text(c) for c in CHARGE_COLUMNS] + [start.isoformat(), end.isoformat()]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def _pipeline_tag(tags: Mapping[str, str]) -> str | None:
@@ -258,16 +256,28 @@ def _hours(row: Row, start: datetime, end: datetime) -> float:
         ("PricingQuantity", "PricingUnit"),
     ):
         if row.text(unit).lower() in HOUR_UNITS:
-            value = row.number(quantity, required=False)
+            value = row.number(quantity, required=False, limit=HOURS_LIMIT)
             if value is not None:
                 return value
     return (end - start).total_seconds() / 3600.0
 
 
+def _costs(row: Row, in_usd: bool) -> tuple[float, float, float | None]:
+    billed = row.number(USD_COLUMNS["BilledCost"] if in_usd else "BilledCost") or 0.0
+    effective = row.number(USD_COLUMNS["EffectiveCost"] if in_usd else "EffectiveCost") or 0.0
+    return billed, effective, None if in_usd else row.number("ListCost", required=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gpus(texts: tuple[str, ...]) -> int | None:
+    """:func:`gpus_per_unit`, once per SKU text: a bill repeats a few (~40 us each)."""
+    return gpus_per_unit(texts)
+
+
 def line_item(row: Row, version: str, in_usd: bool = False) -> LineItem | None:
     """The row as a GPU line item, None when it names no GPU. ``in_usd``: the costs
     from Azure's ``x_...InUsd`` columns (the bill is in another currency)."""
-    gpus = gpus_per_unit(row.text(c) for c in SKU_TEXT)
+    gpus = _gpus(tuple(row.text(c) for c in SKU_TEXT))
     if gpus is None:
         return None
     start, end = row.when("ChargePeriodStart"), row.when("ChargePeriodEnd")
@@ -276,9 +286,9 @@ def line_item(row: Row, version: str, in_usd: bool = False) -> LineItem | None:
     category = row.text("ChargeCategory")
     if not category:
         raise row.fail("ChargeCategory", "empty")
-    usage = category == "Usage"
+    billed, effective, listed = _costs(row, in_usd)
     return LineItem(
-        row_key=row_key(row.cells),
+        row_key=charge_key(row, start, end),
         focus_version=version,
         provider=row.text("ProviderName")[:100],
         billing_account_id=row.text("BillingAccountId")[:200],
@@ -292,73 +302,86 @@ def line_item(row: Row, version: str, in_usd: bool = False) -> LineItem | None:
         charge_period_start=start,
         charge_period_end=end,
         currency="USD" if in_usd else row.text("BillingCurrency"),
-        billed_cost=row.number(USD_COLUMNS["BilledCost"] if in_usd else "BilledCost") or 0.0,
-        effective_cost=row.number(USD_COLUMNS["EffectiveCost"] if in_usd else "EffectiveCost")
-        or 0.0,
-        list_cost=None if in_usd else row.number("ListCost", required=False),
+        billed_cost=billed,
+        effective_cost=effective,
+        list_cost=listed,
         gpus_per_unit=gpus,
-        gpu_hours=_hours(row, start, end) * gpus if usage else 0.0,
+        gpu_hours=_hours(row, start, end) * gpus if category == "Usage" else 0.0,
         pipeline_tag=(_pipeline_tag(row.tags()) or "")[:63] or None,
     )
 
 
-def _csv_rows(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
-    handle = path.open(encoding="utf-8-sig", newline="")
-    reader = csv.DictReader(handle)
-    header = list(reader.fieldnames or [])
-
-    def rows() -> Iterator[dict[str, Any]]:
-        with handle:
-            yield from reader
-
-    return header, rows()
+Span = tuple[datetime, datetime]
 
 
-def _parquet_rows(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise BillError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from None
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow's errors have no common base worth naming
-        raise BillError(f"{path}: not a readable Parquet file ({exc})") from None
-    return list(table.column_names), iter(table.to_pylist())
+@dataclass
+class BillFile:
+    """One FOCUS file, read as a stream of GPU line items (:meth:`lines`, as often as
+    needed: the import reads it once to check it whole and once to store it). After a
+    whole read: its version, rows, GPU lines, and each resource's span of charge
+    periods (what an import restates), keyed (provider, billing account, resource)."""
+
+    path: Path
+    version: str = ""
+    rows: int = 0
+    gpu_lines: int = 0
+    spans: dict[tuple[str, str, str], Span] = field(default_factory=dict)
+    unknown_types: set[str] = field(default_factory=set)  # GPU-family types not in the table
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
+
+    def lines(self) -> Iterator[LineItem]:
+        """Every GPU line item, checked; a BillError at the first bad row."""
+        source, self.rows, self.gpu_lines, self.spans = self.source, 0, 0, {}
+        self.unknown_types = set()
+        try:
+            header, rows = open_rows(self.path)
+            self.version = focus_version(source, header)
+            has_usd = all(column in header for column in USD_COLUMNS.values())
+            currency = ""
+            for self.rows, cells in enumerate(rows, start=1):
+                row = Row(source, self.rows, cells)
+                currency = _currency(row, currency, has_usd)
+                item = line_item(row, self.version, in_usd=currency != "USD")
+                if item is not None:
+                    self.gpu_lines += 1
+                    self._spread(item)
+                    yield item
+                elif len(self.unknown_types) < MAX_UNKNOWN:
+                    self.unknown_types |= unknown_gpu_types(row.text(c) for c in SKU_TEXT)
+        except OSError as exc:
+            raise BillError(f"cannot read {source}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise BillError(f"{source} is not UTF-8 text: {exc.reason}") from None
+        except csv.Error as exc:
+            raise BillError(f"{source}: not a readable CSV file ({exc})") from None
+
+    def _spread(self, item: LineItem) -> None:
+        key = (item.provider, item.billing_account_id, item.resource_id)
+        start, end = self.spans.get(key, (item.charge_period_start, item.charge_period_end))
+        self.spans[key] = (min(start, item.charge_period_start), max(end, item.charge_period_end))
+
+
+def _currency(row: Row, currency: str, has_usd: bool) -> str:
+    """The row's currency (the file's: one per file), or a BillError."""
+    code = row.text("BillingCurrency")
+    if not code:
+        raise row.fail("BillingCurrency", "empty")
+    if currency and code != currency:
+        raise row.fail("BillingCurrency", f"{code} after {currency} in earlier rows: "
+                       "a file mixes currencies; export one currency per file")  # fmt: skip
+    if code != "USD" and not has_usd:
+        raise row.fail("BillingCurrency", f"{code}: Cadence's figures are USD; export "
+                       "the bill in USD (or with Azure's x_EffectiveCostInUsd and "
+                       "x_BilledCostInUsd columns)")  # fmt: skip
+    return code
 
 
 def read_bill(path: Path) -> Bill:
-    """Every GPU line item of one FOCUS file, or a BillError (nothing half-read)."""
-    source = str(path)
-    try:
-        is_parquet = path.suffix.lower() in (".parquet", ".pq")
-        header, rows = (_parquet_rows if is_parquet else _csv_rows)(path)
-        version = focus_version(source, header)
-        lines: list[LineItem] = []
-        unknown: set[str] = set()
-        currency, count = "", 0
-        has_usd = all(column in header for column in USD_COLUMNS.values())
-        for count, cells in enumerate(rows, start=1):
-            row = Row(source, count, cells)
-            code = row.text("BillingCurrency")
-            if not code:
-                raise row.fail("BillingCurrency", "empty")
-            currency = currency or code
-            if code != currency:
-                raise row.fail("BillingCurrency", f"{code} after {currency} in earlier rows: "
-                               "a file mixes currencies; export one currency per file")  # fmt: skip
-            if code != "USD" and not has_usd:
-                raise row.fail("BillingCurrency", f"{code}: Cadence's figures are USD; export "
-                               "the bill in USD (or with Azure's x_EffectiveCostInUsd and "
-                               "x_BilledCostInUsd columns)")  # fmt: skip
-            item = line_item(row, version, in_usd=code != "USD")
-            if item is not None:
-                lines.append(item)
-            elif len(unknown) < MAX_UNKNOWN:
-                unknown |= unknown_gpu_types(row.text(c) for c in SKU_TEXT)
-    except OSError as exc:
-        raise BillError(f"cannot read {source}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise BillError(f"{source} is not UTF-8 text: {exc.reason}") from None
-    except csv.Error as exc:
-        raise BillError(f"{source}: not a readable CSV file ({exc})") from None
-    return Bill(source, version, count, lines, tuple(sorted(unknown)))
+    """Every GPU line item of one FOCUS file in memory, or a BillError (for tests and
+    small files; the import streams :class:`BillFile` instead)."""
+    bill = BillFile(path)
+    lines = list(bill.lines())
+    return Bill(source=bill.source, version=bill.version, rows=bill.rows, lines=lines)

@@ -26,6 +26,10 @@ class ReconciliationOut(FiguresOut):
     recorded_price_per_gpu_hour: float = Field(
         description="the pipeline's price setting, to hold against the bill's"
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="e.g. the bill explains more GPU-hours than the pipeline's runs recorded",
+    )
 
 
 class PipelineFiguresOut(FiguresOut):
@@ -39,3 +43,7 @@ class OrgReconciliationOut(OutModel):
         description="GPU lines no run named and no cadence_pipeline tag claims (untagged)"
     )
     pipelines: list[PipelineFiguresOut]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="one per pipeline whose explained GPU-hours exceed its runs' own",
+    )

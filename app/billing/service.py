@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -15,7 +17,7 @@ from cadence_client.spreadsheet import cell_from_text
 from sqlalchemy.orm import Session
 
 from app.billing import repository
-from app.billing.reader import Bill
+from app.billing.reader import BillFile
 from app.billing.schemas import (
     FiguresOut,
     OrgReconciliationOut,
@@ -23,9 +25,19 @@ from app.billing.schemas import (
     ReconciliationOut,
 )
 from app.db.engine import WriteSession
+from app.db.memo import kept
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines
-from app.planning.reconcile import BillLine, Figures, Holding, Reconciliation, reconcile
+from app.planning.reconcile import (
+    BillLine,
+    Figures,
+    Holding,
+    Reconciliation,
+    Recorded,
+    over_explained,
+    reconcile,
+    recorded_gpu_hours,
+)
 
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 CSV_COLUMNS = (
@@ -35,6 +47,9 @@ CSV_COLUMNS = (
 )  # fmt: skip
 UNATTRIBUTED = "(unattributed)"
 Out = TypeVar("Out", bound=FiguresOut)
+Reconciled = tuple[Reconciliation, dict[str, float]]
+EMPTY: Reconciled = (Reconciliation(), {})
+KEPT_MONTHS = 1000  # reconciliations from the lines kept per process (memo.kept)
 
 
 @dataclass(frozen=True)
@@ -43,19 +58,54 @@ class Imported:
     version: str
     rows: int
     gpu_lines: int
-    created: int
+    stored: repository.Stored
+    warnings: list[str]
 
     def sentence(self) -> str:
+        s = self.stored
         rows = f"{self.rows} row" + ("" if self.rows == 1 else "s")
-        return (f"{self.source}: FOCUS {self.version}, {rows}, {self.gpu_lines} GPU line "
-                f"items, {self.created} new, {self.gpu_lines - self.created} already "
-                "stored")  # fmt: skip
+        said = (f"{self.source}: FOCUS {self.version}, {rows}, {self.gpu_lines} GPU line "
+                f"items, {s.new} new, {s.same} already stored")  # fmt: skip
+        if s.changed:
+            said += f", {s.changed} stored with other figures (replaced by this file's)"
+        if s.replaced:
+            said += (f"; {s.replaced} lines of earlier imports for the same resources and "
+                     "periods (another export or granularity) replaced by this file's")  # fmt: skip
+        return "\n".join([said, *(f"warning: {w}" for w in self.warnings)])
 
 
-def import_bill(session: WriteSession, bill: Bill) -> Imported:
-    """Store a read bill's GPU lines (those not stored yet)."""
-    created = repository.store_lines(session, bill.source, bill.lines)
-    return Imported(bill.source, bill.version, bill.rows, len(bill.lines), created)
+def import_bill(session: WriteSession, bill: BillFile) -> Imported:
+    """Store a bill, read again from its file (the caller has read it whole once: it
+    is known good), in the caller's transaction: each charge once, the lines of earlier
+    imports it restates replaced, then the totals of every month it touches kept."""
+    repository.lock_imports(session)
+    import_id, stored = uuid.uuid4().hex, repository.Stored()
+    lines = bill.lines()
+    while chunk := list(itertools.islice(lines, repository.CHUNK)):
+        repository.store_chunk(session, import_id, bill.source, chunk, stored)
+    stored.replaced = repository.replace_restated(session, import_id, bill.spans)
+    warnings: list[str] = []
+    for month in _months(bill.spans.values()):
+        warnings += keep_month(session, month_text(month))
+    return Imported(bill.source, bill.version, bill.rows, bill.gpu_lines, stored, warnings)
+
+
+def _months(spans: Iterable[tuple[datetime, datetime]]) -> list[datetime]:
+    """The months (their first instant, UTC) any of these spans reaches into."""
+    months: set[datetime] = set()
+    for start, end in spans:
+        at = datetime(start.year, start.month, 1, tzinfo=UTC)
+        months.add(at)
+        while (at := month_bounds(month_text(at))[1]) < end:
+            months.add(at)
+    return sorted(months)
+
+
+def keep_month(session: WriteSession, month: str) -> list[str]:
+    """Reconcile the month from its lines and keep its totals; its warnings."""
+    result, recorded = live_reconciliation(session, month)
+    repository.keep_totals(session, month_bounds(month)[0].date(), result, recorded)
+    return over_explained(result.pipelines, recorded, month)
 
 
 def month_bounds(month: str) -> tuple[datetime, datetime]:
@@ -85,16 +135,40 @@ def _resources(tag: object) -> list[str]:
     return list(dict.fromkeys(p for p in parts if p))
 
 
-def month_reconciliation(session: Session, month: str, only: str | None = None) -> Reconciliation:
-    """Every pipeline's figures for the month; with ``only``, read just the lines that
-    pipeline's figures depend on (those of the resources its runs named, or tagged for
-    it): its figures are the same, the others are partial."""
+def month_reconciliation(
+    session: Session, month: str, only: str | None = None
+) -> tuple[Reconciliation, dict[str, float]]:
+    """Every pipeline's figures for the month and the GPU-hours its runs recorded: those
+    kept at import while the runs have not moved since, else reconciled from the lines
+    (:func:`live_reconciliation`), once per process while the runs and the bill stay as
+    they are (a bill of this month, imported daily while runs keep arriving, would
+    otherwise be reconciled on every request until the next import)."""
+    found, key = repository.kept_totals(session, month_bounds(month)[0].date(), only)
+    if found is not None:
+        return found
+    made: dict[tuple[str, str | None], tuple[object, Reconciled]] = kept(session, "bill_months")
+    entry = made.get((month, only))
+    if entry is None or entry[0] != key:
+        if len(made) >= KEPT_MONTHS:
+            made.clear()  # a bound: pipelines x months browsed since the runs moved
+        entry = made[(month, only)] = (key, live_reconciliation(session, month, only))
+    return entry[1]
+
+
+def live_reconciliation(
+    session: Session, month: str, only: str | None = None
+) -> tuple[Reconciliation, dict[str, float]]:
+    """:func:`month_reconciliation` from the lines; with ``only``, read just the lines
+    that pipeline's figures depend on (those of the resources its runs named, or tagged
+    for it): its figures are the same, the others are partial."""
     start, end = month_bounds(month)
+    held = repository.holdings_between(session, start, end)
     holdings = [
         Holding(row.name, resource, row.started_at, row.finished_at)
-        for row in repository.holdings_between(session, start, end)
+        for row in held
         for resource in _resources(row.resources)
     ]
+    runs = [Recorded(r.name, r.started_at, r.finished_at, r.gpu_hours or 0.0) for r in held]
     resources = None if only is None else [h.resource_id for h in holdings if h.pipeline == only]
     lines = [
         BillLine(
@@ -109,7 +183,7 @@ def month_reconciliation(session: Session, month: str, only: str | None = None) 
             session, start, end, resources=resources, pipeline=only
         )
     ]
-    return reconcile(lines, holdings, start, end)
+    return reconcile(lines, holdings, start, end), recorded_gpu_hours(runs, start, end)
 
 
 def figures_out(kind: type[Out], f: Figures, **extra: object) -> Out:
@@ -137,13 +211,15 @@ def pipeline_reconciliation(session: Session, name: str, month: str | None) -> R
         latest = repository.latest_line_start(session)
         billed = latest is not None  # no bill imported at all: nothing more to read
         month = month_text(latest or datetime.now(UTC))
-    figures = month_reconciliation(session, month, only=name).of(name) if billed else Figures()
+    result, recorded = month_reconciliation(session, month, only=name) if billed else EMPTY
+    figures = result.of(name)
     return figures_out(
         ReconciliationOut,
         figures,
         pipeline=name,
         month=month,
         recorded_price_per_gpu_hour=pipeline.price_per_gpu_hour,
+        warnings=over_explained({name: figures}, recorded, month),
     )
 
 
@@ -153,7 +229,7 @@ def org_reconciliation(
     """Every pipeline's figures for a month, the unattributed lines and the total. A
     token limited to some pipelines sees only theirs (no total, no unattributed)."""
     month = month or default_month(session)
-    result = month_reconciliation(session, month)
+    result, recorded = month_reconciliation(session, month)
     names = sorted(n for n in result.pipelines if visible is None or n in visible)
     rows = [figures_out(PipelineFiguresOut, result.pipelines[n], pipeline=n) for n in names]
     hidden = visible is not None
@@ -162,6 +238,7 @@ def org_reconciliation(
         total=figures_out(FiguresOut, Figures() if hidden else result.total()),
         unattributed=figures_out(FiguresOut, Figures() if hidden else result.unattributed),
         pipelines=rows,
+        warnings=over_explained({n: result.pipelines[n] for n in names}, recorded, month),
     )
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -77,7 +78,9 @@ class Run(CreatedAt, Base):
     run_id: Mapped[str] = mapped_column(String(200))
     variant: Mapped[str] = mapped_column(String(64), default="baseline")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    finished_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # None while the attempt is running (outcome "running"): it is reported at its start
+    # and completed later under the same run_id; no rollup counts it until then.
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     workers: Mapped[int] = mapped_column(Integer)
     gpu_type: Mapped[str] = mapped_column(String(64), default="")
     gpu_hours: Mapped[float] = mapped_column(Double)
@@ -127,13 +130,27 @@ class Run(CreatedAt, Base):
             "gpu_utilization >= 0 AND gpu_utilization <= 1", name="utilization_fraction"
         ),
         CheckConstraint(
-            "outcome IN ('succeeded', 'failed', 'preempted', 'cancelled')", name="outcome_known"
+            "outcome IN ('succeeded', 'failed', 'preempted', 'cancelled', 'running')",
+            name="outcome_known",
+        ),
+        CheckConstraint(
+            "(outcome = 'running' AND finished_at IS NULL) "
+            "OR (outcome <> 'running' AND finished_at IS NOT NULL)",
+            name="running_unfinished",
+        ),
+        Index(
+            "ix_run_running",
+            "pipeline_id",
+            postgresql_where=text("finished_at IS NULL"),
+            sqlite_where=text("finished_at IS NULL"),
         ),
         Index("ix_run_pipeline_retraining", "pipeline_id", "retraining_id"),
     )
 
     @property
     def wall_clock_hours(self) -> float:
+        if self.finished_at is None:  # running: nothing has finished to measure
+            return 0.0
         return (self.finished_at - self.started_at).total_seconds() / 3600.0
 
 
@@ -330,6 +347,9 @@ class AlertDelivery(CreatedAt, Base):
 
 # Tables kept in a module of their own, named here so every table is in this module's
 # namespace (Alembic's autogenerate, and imports of app.db.models).
+from app.db.models_bills import BillTotal  # noqa: E402
+from app.db.models_forecast import ForecastRecord  # noqa: E402
+from app.db.models_org import OrgSetting  # noqa: E402
 from app.db.models_records import (  # noqa: E402
     BillLine,
     ChangeNote,
@@ -337,4 +357,12 @@ from app.db.models_records import (  # noqa: E402
     RunMeasurementChange,
 )
 
-__all__ = ["BillLine", "ChangeNote", "PipelineChange", "RunMeasurementChange"]
+__all__ = [
+    "BillLine",
+    "BillTotal",
+    "ChangeNote",
+    "ForecastRecord",
+    "OrgSetting",
+    "PipelineChange",
+    "RunMeasurementChange",
+]

@@ -34,9 +34,12 @@ class PipelineChange(CreatedAt, Base):
 
 class BillLine(CreatedAt, Base):
     """One GPU line item of a cloud's FOCUS export (``cadence import focus``): a charge
-    for one resource over one charge period. ``row_key`` is the bill's own row identity
-    (a hash of its FOCUS cells), so importing a file again stores nothing twice. Costs
-    are the bill's, in USD (the importer refuses other currencies)."""
+    for one resource over one charge period. ``row_key`` is the charge's identity (a hash
+    of its resource, accounts, category, commitment, SKU and period:
+    ``app.billing.reader.charge_key``), so any export of one charge is stored once;
+    ``import_id`` names the import that stored it last (the lines of an earlier import
+    that a later one restates are replaced). Costs are the bill's, in USD (the importer
+    refuses other currencies)."""
 
     __tablename__ = "bill_line"
 
@@ -65,9 +68,11 @@ class BillLine(CreatedAt, Base):
     gpu_hours: Mapped[float] = mapped_column(Double)
     # The line's own cadence_pipeline tag (a reservation kept for a pipeline), if any.
     pipeline_tag: Mapped[str | None] = mapped_column(String(63), nullable=True)
+    import_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
     __table_args__ = (
         Index("ix_bill_line_period", "charge_period_start", "charge_period_end"),
+        Index("ix_bill_line_import", "import_id"),
         Index("ix_bill_line_resource_id", "resource_id"),
         Index("ix_bill_line_resource_tail", "resource_tail"),
         CheckConstraint("charge_period_end >= charge_period_start", name="period_ordered"),

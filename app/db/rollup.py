@@ -92,6 +92,16 @@ def add_runs(session: WriteSession, run_ids: Sequence[int]) -> None:
         session.execute(counted, ids)
 
 
+def add_completed(session: WriteSession, run_ids: Sequence[int]) -> None:
+    """Add running attempts that have just finished (their rows updated in place) to
+    their rollup rows. ``run_variant`` counted them at their start already: only their
+    variants' change counters move (:func:`count_changes`), in the same transaction."""
+    if run_ids:
+        rolled, _ = _adding(dialect(session))
+        session.execute(rolled, {"ids": list(run_ids), "first": min(run_ids), "last": max(run_ids)})
+        count_changes(session, run_ids)
+
+
 @functools.cache
 def _adding(backend: str) -> tuple[Any, Any]:
     """The two upserts of :func:`add_runs`, built once per dialect (built per call they
@@ -180,14 +190,19 @@ def _recompute_select(backend: str) -> Any:
     for c in CAUSES:
         sums[f"g_{c}"] = total(causes[c])
         sums[f"u_{c}"] = total(causes[c] * price)
-    return select(
-        Run.pipeline_id,
-        Run.variant,
-        week.label("week_start"),
-        month.label("month_start"),
-        func.count().label("runs"),
-        *[sums[name].label(name) for name in SUMS],
-    ).group_by(Run.pipeline_id, Run.variant, week, month)
+    # A running attempt (no finish yet) adds nothing until it finishes (add_completed).
+    return (
+        select(
+            Run.pipeline_id,
+            Run.variant,
+            week.label("week_start"),
+            month.label("month_start"),
+            func.count().label("runs"),
+            *[sums[name].label(name) for name in SUMS],
+        )
+        .where(Run.finished_at.is_not(None))
+        .group_by(Run.pipeline_id, Run.variant, week, month)
+    )
 
 
 def recompute(session: Session) -> list[dict[str, Any]]:

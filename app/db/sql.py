@@ -24,6 +24,18 @@ def effective_price() -> ColumnElement[float]:
     return func.coalesce(Run.price_per_gpu_hour, Pipeline.price_per_gpu_hour)
 
 
+def explained_hours() -> ColumnElement[float]:
+    """The wall-clock hours a run's stalls, checkpoints and interruptions explain: its
+    wall clock is read as at least this (stored durations were checked against it)."""
+    return (
+        Run.data_stall_hours
+        + Run.checkpoint_hours
+        + Run.lost_progress_hours
+        + Run.resume_hours
+        + Run.reschedule_hours
+    )
+
+
 def recorded_price() -> ColumnElement[float]:
     """The price frozen on the run when it was stored (methodology.md §2): recorded spend."""
     return Run.billed_price_per_gpu_hour.expression

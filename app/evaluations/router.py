@@ -14,10 +14,13 @@ from app.evaluations import service
 from app.evaluations.schemas import EvaluationBatchIn, EvaluationBatchOut, EvaluationPage
 from app.exceptions import Invalid
 from app.runs.router import json_body, parse_body
-from app.schemas_common import slug_or_422
+from app.schemas_common import SLUG_PATTERN, slug_or_422
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["evaluations"])
-NamePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
+NamePath = Annotated[
+    str,
+    Path(description="Pipeline slug", max_length=63, json_schema_extra={"pattern": SLUG_PATTERN}),
+]
 
 
 @router.post(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -174,9 +175,20 @@ def list_page(
 
 def quality_points(session: Session, pipeline: Pipeline) -> list[QualityPoint]:
     """(age in weeks, value) of the pipeline's evaluations of its quality metric."""
+    return quality_points_of(session, pipeline.id, pipeline.quality_metric)
+
+
+def curve_stamps(
+    session: Session, pipeline_ids: Sequence[int] | None
+) -> dict[int, tuple[Any, ...]]:
+    """What each pipeline's value curve depends on (``repository.curve_stamps``): only
+    pipelines with a quality value and evaluations of their metric appear."""
+    return repository.curve_stamps(session, pipeline_ids)
+
+
+def quality_points_of(session: Session, pipeline_id: int, metric: str) -> list[QualityPoint]:
+    """:func:`quality_points` by id and metric (the org plan reads them for a few)."""
     return [
         QualityPoint(age_weeks(at, finished), value)
-        for at, finished, value in repository.ages_and_values(
-            session, pipeline.id, pipeline.quality_metric
-        )
+        for at, finished, value in repository.ages_and_values(session, pipeline_id, metric)
     ]

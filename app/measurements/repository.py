@@ -66,3 +66,7 @@ def changes_of(session: Session, run_pk: int) -> list[RunMeasurementChange]:
             .order_by(RunMeasurementChange.id)
         )
     )
+
+
+def run_pk(session: Session, pipeline: int, run_id: str) -> int | None:
+    return session.scalar(select(Run.id).where(Run.pipeline_id == pipeline, Run.run_id == run_id))

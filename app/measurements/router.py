@@ -1,5 +1,6 @@
 """PATCH /api/v1/pipelines/{name}/runs/{run_id}/measurements and its batch form,
-POST /api/v1/pipelines/{name}/measurements (ingest or admin scope)."""
+POST /api/v1/pipelines/{name}/measurements (ingest or admin scope); the audit of what
+changed, GET /api/v1/pipelines/{name}/runs/{run_id}/measurement-changes (readers)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,30 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.service import TokenInfo
 from app.db.engine import Database
-from app.deps import DatabaseDep, Ingestor
+from app.deps import DatabaseDep, Ingestor, ReadablePipeline
 from app.measurements import service
-from app.measurements.schemas import MeasurementBatchIn, MeasurementsIn, MeasurementsOut
+from app.measurements.schemas import (
+    MeasurementBatchIn,
+    MeasurementChangesOut,
+    MeasurementsIn,
+    MeasurementsOut,
+)
 from app.runs.router import json_body, parse_body
-from app.schemas_common import slug_or_422
+from app.schemas_common import IDENTIFIER_PATTERN, SLUG_PATTERN, slug_or_422
 
 router = APIRouter(prefix="/api/v1/pipelines", tags=["runs"])
-NamePath = Annotated[str, Path(description="Pipeline slug", max_length=63)]
-RunIdPath = Annotated[str, Path(description="The run's run_id", max_length=200)]
+NamePath = Annotated[
+    str,
+    Path(description="Pipeline slug", max_length=63, json_schema_extra={"pattern": SLUG_PATTERN}),
+]
+RunIdPath = Annotated[
+    str,
+    Path(
+        description="The run's run_id",
+        max_length=200,
+        json_schema_extra={"pattern": IDENTIFIER_PATTERN},
+    ),
+]
 
 
 @router.patch(
@@ -61,3 +77,13 @@ def _store(
 ) -> MeasurementsOut:
     with db.write() as session:
         return service.update(session, name, edits, token, single=single)
+
+
+@router.get("/{name}/runs/{run_id}/measurement-changes", response_model=MeasurementChangesOut)
+def measurement_changes(
+    name: ReadablePipeline, run_id: RunIdPath, db: DatabaseDep
+) -> MeasurementChangesOut:
+    """What changed in the run's measurements since ingest (``cadence enrich``, PATCHes):
+    each field's old and new value, who changed it and when, oldest first."""
+    with db.read() as session:
+        return service.changes(session, name, run_id)

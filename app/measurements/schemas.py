@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import Field, field_validator
@@ -63,3 +64,17 @@ class MeasurementsOut(OutModel):
     updated: int = Field(description="Runs with at least one changed field.")
     unchanged: int
     runs: list[MeasuredRun]
+
+
+class MeasurementChangeOut(OutModel):
+    field: str = Field(description="the measurement changed, e.g. gpu_utilization")
+    old_value: str | None = Field(description="as it was, as shown to people")
+    new_value: str | None
+    changed_by: str = Field(description="the token's name (or api/cli)")
+    changed_at: datetime
+
+
+class MeasurementChangesOut(OutModel):
+    pipeline: str
+    run_id: str
+    changes: list[MeasurementChangeOut] = Field(description="oldest first")

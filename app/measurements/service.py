@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from app.auth.service import TokenInfo, check_pipeline_allowed
 from app.db.engine import WriteSession
 from app.db.models import Run
@@ -19,6 +21,8 @@ from app.measurements import repository
 from app.measurements.schemas import (
     MEASUREMENT_FIELDS,
     MeasuredRun,
+    MeasurementChangeOut,
+    MeasurementChangesOut,
     MeasurementsIn,
     MeasurementsOut,
 )
@@ -98,6 +102,8 @@ def _checked(row: Run, sent: MeasurementsIn, prefix: str) -> tuple[dict[str, Any
     given = [f for f in MEASUREMENT_FIELDS if f in sent.model_fields_set]
     if not given:
         return {}, [_error(prefix.rstrip(".") or "body", _NOTHING)]
+    if row.outcome == "running":  # its measurements come with its finish (POST /api/v1/runs)
+        return {}, [_error(name("run_id"), "the attempt is still running: post its finish")]
     new = {f: getattr(sent, f) for f in given}
     errors: Errors = []
     for f in ("data_stall_hours", "checkpoint_hours"):
@@ -147,3 +153,17 @@ def _same(a: Any, b: Any) -> bool:
 
 def _shown(value: Any) -> str | None:
     return None if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+
+
+def changes(session: Session, name: str, run_id: str) -> MeasurementChangesOut:
+    """The run's measurement audit, oldest first; a 404 for an unknown pipeline or run."""
+    pipeline = repository.pipeline_id(session, name)
+    pk = None if pipeline is None else repository.run_pk(session, pipeline, run_id)
+    if pk is None:
+        raise NotFound(f"no run {run_id[:200]!r} in pipeline {name!r}")
+    rows = [
+        MeasurementChangeOut(field=r.field, old_value=r.old_value, new_value=r.new_value,
+                             changed_by=r.changed_by, changed_at=r.created_at)
+        for r in repository.changes_of(session, pk)
+    ]  # fmt: skip
+    return MeasurementChangesOut(pipeline=name, run_id=run_id, changes=rows)

@@ -5,11 +5,13 @@ month to date are kept between scrapes while the pipelines' runs are unchanged
 (``analytics.org_weeks``, ``analytics.costs``, ``analytics.month``), so a warm scrape
 reads the pipelines, their change counters and the delivery counts:
 
-- ``cadence_pipeline_projected_monthly_cost_usd``: the projection that
+- ``cadence_pipeline_expected_bill_usd``: the expected bill of a typical month that
   ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
   pipeline's production variant (calendar months, its newest RUN_WINDOW runs, no
   what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too, the
-  expected bill (the mean retraining cost of the kept windows times the runs a month);
+  expected bill (the mean retraining cost of the kept windows times the runs a month).
+  ``cadence_pipeline_projected_monthly_cost_usd``, its old name, is exported beside it
+  for one release, marked deprecated in its HELP;
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
 - ``cadence_pipeline_weekly_goodput{week}``: overall goodput of the last complete ISO week
   (UTC; the week the review and the overview show), from ``run_rollup`` (the review's
@@ -71,6 +73,7 @@ def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, floa
             yield "budget", p.name, team, p.monthly_budget_usd
         if p.id in costs:
             yield "cost", p.name, team, costs[p.id]
+            yield "cost_deprecated", p.name, team, costs[p.id]
         mtd = this_month[p.id]
         yield "month_spend", p.name, team, mtd.spend_to_date_usd
         yield "month_expected", p.name, team, mtd.expected_end_of_month_usd
@@ -164,8 +167,15 @@ def _families(level: str) -> dict[str, GaugeMetricFamily]:
     each = "the pipeline's" if level == "pipeline" else "summed over the team's pipelines:"
     families = {
         "cost": GaugeMetricFamily(
+            f"cadence_{level}_expected_bill_usd",
+            f"Expected bill (USD) of a typical month at the current cadence, production "
+            f"variant; {each}.",
+            labels=(level,),
+        ),
+        "cost_deprecated": GaugeMetricFamily(
             f"cadence_{level}_projected_monthly_cost_usd",
-            f"Projected monthly cost (USD) at the current cadence, production variant; {each}.",
+            f"DEPRECATED (removed in the next release): use cadence_{level}_expected_bill_usd, "
+            "the same figure.",
             labels=(level,),
         ),
         "budget": GaugeMetricFamily(

@@ -37,8 +37,12 @@ async def metrics(
     request: Request, authorization: Annotated[str | None, Header()] = None
 ) -> Response:
     """Prometheus metrics. ``CADENCE_METRICS_TOKEN_SCOPE`` set: a bearer token with it,
-    whose pipeline limit (if any) filters the per-pipeline gauges."""
-    scope = request.app.state.settings.metrics_token_scope
+    whose pipeline limit (if any) filters the per-pipeline gauges. In token mode
+    (``CADENCE_READ_ACCESS=token``) a ``read`` token at least, unless
+    ``CADENCE_METRICS_PUBLIC=true`` (the gauges name every pipeline and its cost)."""
+    settings = request.app.state.settings
+    closed = settings.read_access == "token" and not settings.metrics_public
+    scope = settings.metrics_token_scope or ("read" if closed else "")
     limit = None
     if scope:
         limit = (await bearer(request, authorization, scope)).pipelines

@@ -54,13 +54,13 @@ class PipelineUpdate(StrictModel):
     quality_metric: Annotated[Identifier, Field(min_length=1, max_length=100)] | None = None
     higher_is_better: bool | None = None
     production_variant: Annotated[Identifier, Field(min_length=1, max_length=64)] | None = Field(
-        None, description="Variant in production: the overview's monthly cost comes from it"
+        None, description="Variant in production: the overview's expected bill comes from it"
     )
     gate_cost_basis: CostBasisIn | None = Field(
         None,
-        description="The bill's figure every budget verdict reads (the decision card, the "
-        "gate's cost criterion, `cadence check`, cost_over_budget alerts): expected_bill or "
-        "p90 ('median', its old name, is refused)",
+        description="The bill's figure the gate's cost criterion shows beside its chance "
+        "over: expected_bill or p90 ('median', its old name, is refused). It decides no "
+        "verdict: every budget word is P(bill > budget) against CADENCE_RISK_TOLERANCE",
     )
     gate_power: Annotated[float, Field(ge=0.5, le=0.99)] | None = Field(
         None, description="Power 'runs still needed' is computed for"

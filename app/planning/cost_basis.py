@@ -1,9 +1,10 @@
-"""The cost basis: which figure of the month's bill is held against a budget.
+"""The cost basis: which figure of the month's bill a budget sentence shows.
 
-A pipeline's ``gate_cost_basis`` setting picks it, and every sentence that says a plan
-"fits" or is "over" reads that one figure (docs/methodology.md §5.7: one basis in
-every sentence): the decision card, the gate's cost criterion, ``cadence check`` (through the
-projection's ``scenario.cost_basis``) and the ``cost_over_budget`` alert.
+A pipeline's ``gate_cost_basis`` setting picks it, and the gate's cost criterion and the
+API's ``scenario.cost_basis`` name it beside the chance of going over. It decides
+nothing: every verdict ("fits", "within", "over") is the one test of
+:func:`app.planning.budget_status.fits_budget`, P(bill > budget) against the risk
+tolerance (docs/methodology.md §5.7).
 
 - ``expected_bill``: E[B], runs in the month x the mean retraining cost;
 - ``p90``: the bill's p90, which 9 months in 10 stay under (the default).

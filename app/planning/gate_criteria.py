@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.planning.cost_basis import BASIS_NAMES, basis_figure
+from app.planning.budget_status import fits_budget
+from app.planning.cost_basis import basis_figure
 from app.planning.gate_types import (
     MAX_REALISTIC_RUNS_PER_ARM,
     CriterionResult,
@@ -185,14 +186,15 @@ def cost_criterion(
     )
     cp = proj.cadences[0]
     value = basis_figure(th.cost_basis, cp.expected_bill_usd, cp.bill_p90_usd)
-    status: Status = "pass" if value <= budget_usd else "fail"
     p_over = cp.p_over_budget if cp.p_over_budget is not None else 0.0
+    # The one test of every budget word, never the figure alone (budget_status.py).
+    status: Status = "pass" if fits_budget(p_over, th.risk_tolerance) else "fail"
     reason = (
         f"At {target_runs_per_week:g} runs/week ({cp.runs_in_month:.3g}/month) the candidate's "
         f"mean ${cp.mean_cost_per_run_usd:,.0f}/run gives an expected bill of "
-        f"${cp.expected_bill_usd:,.0f}/month (p90 ${cp.bill_p90_usd:,.0f}, P(over budget) "
-        f"{p_over:.0%}); the {BASIS_NAMES[th.cost_basis]} ${value:,.0f} against a budget of "
-        f"${budget_usd:,.0f}: {status}."
+        f"${cp.expected_bill_usd:,.0f}/month, p90 bill ${cp.bill_p90_usd:,.0f}; against a "
+        f"budget of ${budget_usd:,.0f} a {p_over:.0%} chance over, the risk tolerance "
+        f"{th.risk_tolerance:.0%}: {status}."
     )
     interval = (cp.bill_p10_usd, cp.bill_p90_usd)
     return CriterionResult(
@@ -205,6 +207,7 @@ def cost_criterion(
         None,
         unit="usd_per_month",
         basis=th.cost_basis,
+        p_over_budget=p_over,
     ), proj
 
 

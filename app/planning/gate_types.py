@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.cost_basis import COST_BASES, CostBasis
 from app.planning.model import PlanningError
 from app.planning.projection import Projection
@@ -30,7 +31,10 @@ class GateThresholds:
     alpha: float = 0.05
     min_runs: int = 3
     power: float = 0.8
-    cost_basis: CostBasis = "p90"
+    cost_basis: CostBasis = "p90"  # the figure the cost criterion shows, never its test
+    # The cost criterion's test (app/planning/budget_status.py, fits_budget): P(bill >
+    # budget) below this tolerance, the CADENCE_RISK_TOLERANCE of every budget word.
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE
     # The quality criterion's sequential design: looks after every run up to this many
     # runs per arm keep its false-pass rate at alpha (app/planning/sequential.py).
     max_runs: int = DEFAULT_MAX_RUNS
@@ -66,6 +70,7 @@ class CriterionResult:
     unit: Unit = "points"
     cannot_pass: bool = False
     basis: str | None = None
+    p_over_budget: float | None = None  # the cost criterion's P(bill > budget)
 
 
 @dataclass(frozen=True)

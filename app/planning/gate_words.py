@@ -16,7 +16,7 @@ from app.planning.gate import MAX_REALISTIC_RUNS_PER_ARM, CriterionResult, GateR
 VERDICT_WORDS = {"PASS": "PASS", "FAIL": "FAIL", "INSUFFICIENT_DATA": "NOT YET"}
 
 LABELS = {
-    "projected_cost": "Monthly cost at the target cadence",
+    "projected_cost": "The bill at the target cadence",
     "quality_non_inferiority": "Quality not worse",
     "utilization_uplift": "Utilization uplift",
 }
@@ -123,13 +123,21 @@ def _cost_words(c: CriterionResult, ctx: GateContext) -> tuple[str, str]:
         return "no candidate runs to project the monthly cost from yet", "the cost is unknown"
     basis = f" ({BASIS_WORDS.get(c.basis, c.basis)})" if c.basis else ""
     budget = dollars(c.threshold)
-    if c.value <= c.threshold:
-        cell = f"{dollars(c.value)}/month of the {budget} budget at {at}{basis}"
-        return cell, f"the candidate fits the {budget} budget at {at} ({dollars(c.value)}/month)"
+    chance = "" if c.p_over_budget is None else f", {c.p_over_budget:.0%} chance over"
+    if c.status == "pass":
+        cell = f"{dollars(c.value)}/month of the {budget} budget at {at}{basis}{chance}"
+        fits = f"the candidate fits the {budget} budget at {at}"
+        return cell, f"{fits} ({dollars(c.value)}/month{chance})"
     # The gap between the rounded figures, so the sentence adds up for the reader.
     over = round(c.value) - round(c.threshold)
-    gap = f"{dollars(over)} over" if over >= 1 else "just over"
-    cell = f"{dollars(c.value)}/month at {at}, {gap} the {budget} budget{basis}"
+    gap = (
+        f"{dollars(over)} over"
+        if over >= 1
+        else "just over"
+        if c.value > c.threshold
+        else "does not fit"
+    )
+    cell = f"{dollars(c.value)}/month at {at}, {gap} the {budget} budget{basis}{chance}"
     return cell, f"the candidate costs {dollars(c.value)}/month at {at}, {gap} the {budget} budget"
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, FailureWindow, forecast_bill
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE, fits_budget
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import ScalingModel
 from app.planning.schedule import CALENDAR as CALENDAR
@@ -17,6 +18,7 @@ from app.planning.schedule import MonthConvention as MonthConvention
 from app.planning.schedule import runs_per_month as runs_per_month
 from app.planning.schedule import typical_month_runs
 from app.planning.schedule import weeks_per_month as weeks_per_month
+from app.planning.verdict import bill_at_risk
 from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 
 
@@ -24,17 +26,16 @@ from app.planning.whatif import AdjustedRun, WhatIf, apply_what_if
 class CadenceProjection:
     """Projected spend at one cadence.
 
-    The bill (methodology.md §5.3, :func:`app.planning.bill.forecast_bill` over the
-    typical month): ``expected_bill_usd`` = ``runs_in_month`` x mean cost per run, exact;
-    ``bill_p10/p50/p90_usd`` and ``p_over_budget`` (None without a budget) from the
-    bootstrap of the month's bill.
+    The bill (:func:`app.planning.bill.forecast_bill`, typical month): ``expected_bill_usd``
+    = ``runs_in_month`` x mean cost per run, exact; ``bill_p10/p50/p90_usd``,
+    ``p_over_budget`` (None without a budget) and ``bill_at_risk_usd`` from its draws.
 
     The monthly figure everywhere is that bill: ``monthly_cost_usd`` is
     ``expected_bill_usd``, its band (``monthly_cost_p10/p90_usd``) the bill's p10..p90,
-    and ``headroom_usd``/``within_budget`` compare the expected bill with the budget.
-    Per-run figures are the typical (median) run of the window, shown as "a typical
-    retraining costs $X", never as the month. ``vs_current_ratio`` = monthly cost /
-    today's expected bill.
+    ``headroom_usd`` is budget - expected bill, and ``within_budget`` is the one test
+    (:func:`app.planning.budget_status.fits_budget`), never the expected bill alone.
+    Per-run figures are the typical (median) run of the window ("a typical retraining
+    costs $X"), never the month. ``vs_current_ratio`` = monthly cost / today's bill.
     """
 
     runs_per_week: float
@@ -57,6 +58,7 @@ class CadenceProjection:
     bill_p10_usd: float = 0.0
     bill_p50_usd: float = 0.0
     bill_p90_usd: float = 0.0
+    bill_at_risk_usd: float = 0.0  # the (1 - risk tolerance) quantile: p90 at 10%
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ def project_costs(
     scaling_model: ScalingModel | None = None,
     seed: int = 0,
     current_runs: Sequence[RunFacts] | None = None,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> Projection:
     """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
@@ -104,10 +107,9 @@ def project_costs(
       the mean retraining's GPU-hours;
     - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
       bootstrap months of :func:`app.planning.bill.forecast_bill`;
-    - headroom = budget - expected bill, within_budget = expected bill <= budget;
+    - headroom = budget - expected bill; within_budget = the one test (budget_status);
     - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
-      ``runs``, as observed, no what-ifs, at ``current_runs_per_week``). Pass the
-      baseline's runs as ``current_runs`` when projecting a candidate variant.
+      ``runs``, as observed, at ``current_runs_per_week``: production's for a candidate).
 
     Without runs: :class:`PlanningError` (see :func:`project_from_inputs`)."""
     if not runs:
@@ -125,7 +127,7 @@ def project_costs(
         bill = forecast_bill(
             window, typical_month_runs(k, convention), budget_usd=budget_usd, seed=seed
         )
-        return _at_cadence(k, convention, bill, typical, budget_usd, today)
+        return _at_cadence(k, convention, bill, typical, (budget_usd, risk_tolerance), today)
 
     return Projection(
         convention=convention,
@@ -196,11 +198,12 @@ def _at_cadence(
     convention: str,
     bill: BillForecast,
     typical: _Typical,
-    budget_usd: float | None,
+    budget: tuple[float | None, float],
     current: tuple[float | None, float | None],
 ) -> CadenceProjection:
-    """One cadence's projection from its bill; ``current`` is (today's runs per week,
-    today's expected bill)."""
+    """One cadence's projection from its bill; ``budget`` is (budget, risk tolerance),
+    ``current`` (today's runs per week, today's expected bill)."""
+    budget_usd, tolerance = budget
     m = runs_per_month(k, convention)
     monthly = bill.expected_bill_usd
     working = [
@@ -211,11 +214,12 @@ def _at_cadence(
     ]
     headroom = within = None
     if budget_usd is not None:
-        headroom, within = budget_usd - monthly, monthly <= budget_usd
-        verdict = "within" if within else "over"
+        p_over = bill.p_over_budget or 0.0
+        headroom, within = budget_usd - monthly, fits_budget(p_over, tolerance)
         working.append(
-            f"Budget ${budget_usd:,.0f}: the expected bill is {verdict} it by "
-            f"${abs(headroom):,.0f}."
+            f"Budget ${budget_usd:,.0f}: {p_over:.0%} chance the bill is over it, "
+            f"{'below' if within else 'not below'} the {tolerance:.0%} risk tolerance: "
+            f"{'fits' if within else 'does not fit'}."
         )
     ratio = None
     current_runs_per_week, current_cost = current
@@ -240,6 +244,7 @@ def _at_cadence(
         within_budget=within,
         vs_current_ratio=ratio,
         working=tuple(working),
+        bill_at_risk_usd=bill_at_risk(bill.draws, tolerance),
         **_bill_fields(bill),
     )
 

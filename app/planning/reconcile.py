@@ -185,3 +185,48 @@ def reconcile(
         if not shares:
             _add(out.unattributed, cost, gpu_hours, 1.0, 0.0)
     return out
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A run's own GPU-hours, over its start to finish."""
+
+    pipeline: str
+    start: datetime
+    end: datetime
+    gpu_hours: float
+
+
+def recorded_gpu_hours(
+    runs: Iterable[Recorded], month_start: datetime, month_end: datetime
+) -> dict[str, float]:
+    """Per pipeline, the GPU-hours its runs recorded within [month_start, month_end): a
+    run's hours times the share of its start-to-finish inside the month."""
+    out: dict[str, float] = {}
+    for r in runs:
+        whole = hours(r.start, r.end)
+        inside = hours(max(r.start, month_start), min(r.end, month_end))
+        share = inside / whole if whole > 0 else float(month_start <= r.start < month_end)
+        out[r.pipeline] = out.get(r.pipeline, 0.0) + r.gpu_hours * share
+    return out
+
+
+SLACK = 1.01  # the bill's hours round to the hour or the second; a 1% excess is rounding
+
+
+def over_explained(
+    figures: Mapping[str, Figures], recorded: Mapping[str, float], month: str
+) -> list[str]:
+    """A warning per pipeline whose explained GPU-hours exceed (by more than SLACK) the
+    GPU-hours its runs recorded: a charge stored twice, or a resource its runs named
+    that had more GPUs than they used. E.g. 472 explained against 246 recorded."""
+    out = []
+    for name in sorted(figures):
+        explained, own = figures[name].explained_gpu_hours, recorded.get(name, 0.0)
+        if explained > own * SLACK and explained > 0.5:
+            out.append(
+                f"{name}: the bill explains {explained:,.0f} GPU-hours in {month}, more than "
+                f"the {own:,.0f} its runs recorded: a charge imported twice, or runs that "
+                "used fewer GPUs than the resources they name"
+            )
+    return out

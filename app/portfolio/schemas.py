@@ -12,13 +12,25 @@ from app.schemas_common import OutModel
 class PortfolioTotalsOut(OutModel):
     pipelines: int = Field(description="Visible pipelines (of the team, when filtered)")
     monthly_spend_usd: float = Field(
-        description="Sum of the projected months at current cadences (pipelines that have one)"
+        description="Sum of the expected bills of a typical month at current cadences "
+        "(pipelines that have one): budgeted_monthly_usd + unbudgeted_monthly_usd"
     )
-    budget_usd: float = Field(description="Sum of the monthly budgets that are set")
+    budget_usd: float = Field(
+        description="Sum of the budgets compared: those of budgeted pipelines with an "
+        "expected bill (held against budgeted_monthly_usd)"
+    )
     month_to_date_usd: float = Field(description="Recorded spend this calendar month (UTC)")
-    over_budget: int = Field(description="Pipelines whose projected month is above budget")
-    over_budget_usd: float = Field(description="Sum of the amounts over budget")
-    budgeted_monthly_usd: float = Field(description="The monthly figures of budgeted pipelines")
+    over_budget: int = Field(
+        description="Budgeted pipelines that do not fit: status other than within (the one "
+        "test, P(bill > budget) against CADENCE_RISK_TOLERANCE), whatever the expected bill"
+    )
+    over_budget_usd: float = Field(
+        description="Sum of those pipelines' expected bills above their budgets (0 for one "
+        "whose expected bill is under its budget but whose chance over is too high)"
+    )
+    budgeted_monthly_usd: float = Field(
+        description="The expected bills of budgeted pipelines, against budget_usd"
+    )
     unbudgeted_monthly_usd: float = Field(
         description="The monthly figures of pipelines without a budget (never held against "
         "the others' budgets)"
@@ -32,11 +44,19 @@ class PortfolioRowOut(OutModel):
     name: str
     owner: str
     monthly_cost_usd: float | None = Field(
-        description="Projected month at the current cadence (production variant); the "
-        "pipeline page's and /metrics' figure. Null: no runs of the production variant"
+        description="The expected bill of a typical month at the current cadence (production "
+        "variant); the pipeline page's and /metrics' figure. Null: no runs of the "
+        "production variant"
+    )
+    expected_bill_usd: float | None = Field(
+        description="The same figure as monthly_cost_usd, under its name: the expected bill "
+        "of a typical month at the current cadence (monthly_cost_usd stays one release)"
     )
     budget_usd: float | None
-    over_budget_usd: float | None = Field(description="Projected month minus budget")
+    over_budget_usd: float | None = Field(
+        description="Expected bill minus budget (positive = above it; a sort key, not a "
+        "verdict: the verdict is status)"
+    )
     month_to_date_usd: float
     status: BudgetStatus | None = Field(
         description="This month's budget status (the same word as the pipeline page, the "

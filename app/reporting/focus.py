@@ -305,6 +305,8 @@ def write_focus(
     writer.writeheader()
     count = 0
     for run in runs:
+        if not run.get("finished_at"):  # still running: its charge is not known until it ends
+            continue
         writer.writerows(focus_rows(run, provider=provider, version=version))
         count += 1
     return count

@@ -50,17 +50,24 @@ class PipelineInfo:
 
 @dataclass(frozen=True)
 class MonthSpend:
-    """The budget cell: recorded spend from the 1st of the week's month to the end of
-    the week (every variant, at each run's frozen price), and the projected month at the
-    current cadence from the production variant (the overview's figure; None without
-    runs of that variant)."""
+    """The budget cell and the typical month, two questions kept apart.
+
+    ``month_to_date_usd``: recorded spend from the 1st of the week's month to the end of
+    the week (every variant, at each run's frozen price). ``month_usd``: the figure the
+    budget word is about: this month's expected bill at its end (spend plus the rest,
+    app.analytics.month) for the current month, the recorded spend for a past one.
+    ``p_over_budget``: this month's P(bill > budget) (None for a past month or without a
+    budget). ``expected_bill_usd``: a typical month at the current cadence from the
+    production variant (the overview's figure; None without runs of that variant)."""
 
     month_to_date_usd: float = 0.0
-    projected_month_usd: float | None = None
-    # The budget word: this month's status (app.analytics.month, the same as every page)
-    # when the week is in the current month; for a past month, over or within by what
-    # was recorded. None without a budget.
+    expected_bill_usd: float | None = None
+    # The budget word of month_usd: this month's status (the one test, the same word as
+    # every page) or, for a past month, over or within by what was recorded. None
+    # without a budget.
     status: str | None = None
+    month_usd: float | None = None
+    p_over_budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,10 +99,10 @@ class ReviewLine:
 
     @property
     def over_budget_usd(self) -> float | None:
-        """Projected month minus budget (positive = over), None without either: the
-        same comparison as the overview's card."""
-        projected, budget = self.month.projected_month_usd, self.monthly_budget_usd
-        return None if projected is None or budget is None else projected - budget
+        """The month's figure (the one its word is about) minus the budget: positive =
+        above the budget, as every signed money column; None without either."""
+        figure, budget = self.month.month_usd, self.monthly_budget_usd
+        return None if figure is None or budget is None else figure - budget
 
 
 def lines_of(
@@ -119,18 +126,29 @@ def _impact(line: ReviewLine) -> tuple[float, float, str]:
 
 
 def total_of(
-    last_week: WeekSummary, this_week: WeekSummary, months: Iterable[MonthSpend]
+    last_week: WeekSummary,
+    this_week: WeekSummary,
+    months: Iterable[MonthSpend],
+    budgets: Sequence[float | None] | None = None,
 ) -> ReviewLine:
     """All the pipelines together, from their summed (week before, week): sums of
     GPU-hours, dollars and goodput terms (so the total goodput is GPU-hour weighted, not a
-    mean of the pipelines' goodputs), month to date and projected months (of the
-    pipelines that have a projection)."""
+    mean of the pipelines' goodputs), month to date and typical-month expected bills (of
+    the pipelines that have one). The budget compared is the sum of the budgets of the
+    budgeted lines, against the sum of their months' figures (``budgets``: a budget per
+    line, None when unset); unbudgeted lines stay out of that comparison. Check: budgets
+    $1,400 and none, months $1,128 and $300: $1,128 against $1,400."""
     spends = list(months)
-    projected = [m.projected_month_usd for m in spends if m.projected_month_usd is not None]
+    pairs = list(zip(spends, budgets if budgets is not None else [None] * len(spends), strict=True))
+    typical = [m.expected_bill_usd for m in spends if m.expected_bill_usd is not None]
+    compared = [(m, b) for m, b in pairs if b is not None and m.month_usd is not None]
     month = MonthSpend(
-        sum(m.month_to_date_usd for m in spends), sum(projected) if projected else None
+        sum(m.month_to_date_usd for m in spends),
+        sum(typical) if typical else None,
+        month_usd=sum(m.month_usd or 0.0 for m, _ in compared) if compared else None,
     )
-    return ReviewLine(None, this_week, last_week, None, month)
+    budget = sum(b for _, b in compared) if compared else None
+    return ReviewLine(None, this_week, last_week, budget, month)
 
 
 EXPORT_FIELDS = (
@@ -149,11 +167,26 @@ EXPORT_FIELDS = (
     *(f"{c}_usd" for c in BADPUT_CAUSES),
     "badput_usd",
     "month_to_date_usd",
-    "projected_month_usd",
+    "month_usd",
     "monthly_budget_usd",
     "over_budget_usd",
+    "p_over_budget",
     "budget_status",
+    "expected_bill_usd",
 )
+EXPORT_CONVENTIONS = (
+    "Money columns are US dollars. Amounts (spend, waste, month_to_date_usd, month_usd, "
+    "monthly_budget_usd, expected_bill_usd) are never negative. Differences are the first "
+    "figure minus the second, positive = more: spend_change_usd = this week - the week "
+    "before; over_budget_usd = month_usd - monthly_budget_usd (positive = above the "
+    "budget). month_usd is the figure budget_status is about: this month's expected bill "
+    "at its end (the current month) or the recorded spend (a past month), with "
+    "p_over_budget its chance of ending over. expected_bill_usd answers the other "
+    "question: a typical month at the current cadence. The TOTAL row compares the "
+    "budgeted pipelines' month_usd with the sum of their budgets."
+)
+"""How the export's columns are signed, stated once: the JSON carries it and the docs
+(docs/dashboard.md) quote it."""
 
 
 def week_in_one_line(line: ReviewLine, previous_week: str) -> str:
@@ -210,8 +243,10 @@ def export_row(line: ReviewLine, monday: date) -> dict[str, Any]:
         row[f"{c}_usd"] = round(this.usd_by_cause.get(c, 0.0), 2)
     row["badput_usd"] = round(line.badput_usd, 2)
     row["month_to_date_usd"] = round(line.month.month_to_date_usd, 2)
-    row["projected_month_usd"] = _rounded(line.month.projected_month_usd, 2)
+    row["month_usd"] = _rounded(line.month.month_usd, 2)
     row["monthly_budget_usd"] = line.monthly_budget_usd
     row["over_budget_usd"] = _rounded(line.over_budget_usd, 2)
+    row["p_over_budget"] = _rounded(line.month.p_over_budget, 4)
     row["budget_status"] = line.month.status
+    row["expected_bill_usd"] = _rounded(line.month.expected_bill_usd, 2)
     return row

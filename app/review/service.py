@@ -92,22 +92,28 @@ def _review(given: OrgInputs, month: date, current: dict[int, MonthToDate] | Non
     previous = monday - timedelta(weeks=1)
     infos = [info(p) for p in rows]
     weeks = {p.name: (window.summary(p.id, previous), window.summary(p.id, monday)) for p in rows}
-    spends = {
-        p.name: MonthSpend(
-            window.month_usd(p.id, month),
-            given.costs.get(p.id),
-            _status(current[p.id]) if current else past_status(window.month_usd(p.id, month), p),
-        )
-        for p in rows
-    }
+    spends = {p.name: _spend(given, p, month, current) for p in rows}
     trend = window.together()
-    total = total_of(trend[-2], trend[-1], spends.values())
+    budgets = [p.monthly_budget_usd for p in rows]
+    total = total_of(trend[-2], trend[-1], spends.values(), budgets)
     lines = lines_of(infos, weeks, spends)
     return ReviewData(infos, weeks, given.teams, spends, month, trend, lines, total)
 
 
-def _status(m: MonthToDate) -> str | None:
-    return m.status.value if m.status else None
+def _spend(
+    given: OrgInputs, p: pipelines.Brief, month: date, current: dict[int, MonthToDate] | None
+) -> MonthSpend:
+    """One pipeline's budget cell: this month's expected bill with its word and chance
+    (``current``), or a past month's recorded spend with its word."""
+    spent = given.window.month_usd(p.id, month)
+    typical = given.costs.get(p.id)
+    m = current.get(p.id) if current else None
+    if m is None:
+        recorded = past_status(spent, p)
+        return MonthSpend(spent, typical, recorded, spent if recorded else None)
+    status = m.status.value if m.status else None
+    figure = m.expected_end_of_month_usd if status else None
+    return MonthSpend(spent, typical, status, figure, m.p_over_budget)
 
 
 def past_status(spent: float, p: pipelines.Brief) -> str | None:

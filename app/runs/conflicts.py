@@ -1,7 +1,10 @@
 """A run sent again against the stored one: which fields differ, and the 409 naming them.
 
 An identical retry is a no-op; a changed one is a conflict whose reasons say what was
-sent and what is stored (a field the retry left out takes its default).
+sent and what is stored (a field the retry left out takes its default). A measurement
+changed since ingest (``cadence enrich prometheus``, a measurements PATCH; recorded in
+run_measurement_change) is not a conflict: the run posted again as first sent is the
+same run, and the stored, enriched value stays.
 """
 
 from __future__ import annotations
@@ -44,17 +47,28 @@ def raise_conflicts(
     existing: dict[tuple[int, str], Run],
     prefix: Callable[[int], str],
     first: dict[tuple[str, str], int],
+    changed: Callable[[list[int]], dict[int, set[str]]] = lambda _: {},
 ) -> None:
     """A 409 naming each field in which a run differs from the stored run of its key
-    (``existing``: the stored runs by (pipeline id, run_id)); nothing if none differs."""
-    fields = []
+    (``existing``: the stored runs by (pipeline id, run_id)); nothing if none differs.
+    ``changed``: the fields changed since ingest of these stored runs (read only when
+    some run differs), which are not conflicts."""
+    found = []
     for run in runs:
         row = existing.get((pipelines[run.pipeline].id, run.run_id))
         if row is None:
             continue
+        if run.outcome == "running" and row.outcome != "running":
+            _raise_finished(run, row, prefix(first[(run.pipeline, run.run_id)]))
         metric = pipelines[run.pipeline].quality_metric
         stored = _row_values(row)
         differing = differences(stored, row, run, default_metric=metric)
+        if differing:
+            found.append((run, row, stored, differing))
+    since = changed([row.id for _, row, _, _ in found]) if found else {}
+    fields = []
+    for run, row, stored, every in found:
+        differing = [name for name in every if name not in since.get(row.id, set())]
         if differing:
             index = first[(run.pipeline, run.run_id)]
             fields += [
@@ -72,6 +86,21 @@ def raise_conflicts(
             else "some runs already exist with different values: " + message,
             fields=fields,
         )
+
+
+def _raise_finished(run: RunIn, row: Run, prefix: str) -> None:
+    """A report of an attempt's start after its finish: the stored finish stands."""
+    finished = row.finished_at.isoformat() if row.finished_at else "?"
+    raise Conflict(
+        f"run {run.run_id!r} of pipeline {run.pipeline!r} has already finished "
+        f"({row.outcome} at {finished}): a 'running' report after its finish is refused",
+        fields=[
+            {
+                "field": prefix + "outcome",
+                "reason": f"the stored attempt finished ({row.outcome}); it cannot run again",
+            }
+        ],
+    )
 
 
 def _row_values(row: Run) -> dict[str, Any]:

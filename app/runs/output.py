@@ -95,12 +95,17 @@ def out_dict(row: Sequence[Any], interruptions: list[Any]) -> dict[str, Any]:
         ],
         "tags": tags,
         "created_at": created_at,
-        "wall_clock_hours": (finished_at - started_at).total_seconds() / 3600.0,
+        # None while the attempt runs (no finish yet; its cost so far is month to date's).
+        "wall_clock_hours": (
+            None if finished_at is None else (finished_at - started_at).total_seconds() / 3600.0
+        ),
         "effective_price_per_gpu_hour": price,
         "cost_usd": gpu_hours * price,
         # Unknown without a utilization figure; all of a failed attempt's hours are idle.
         "idle_gpu_hours": (
-            gpu_hours
+            None
+            if outcome == "running"
+            else gpu_hours
             if outcome != "succeeded"
             else None
             if gpu_utilization is None

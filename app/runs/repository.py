@@ -15,11 +15,24 @@ from app.db import rollup
 from app.db.base import utcnow
 from app.db.copy import copy_rows, copy_tuples, driver_cursor
 from app.db.engine import WriteSession
-from app.db.models import Interruption, Pipeline, Run
+from app.db.models import Interruption, Pipeline, Run, RunMeasurementChange
 from app.db.sql import dialect, effective_price, in_ids, upsert_insert
 
 RUN_TABLE = cast(Table, Run.__table__)
 INTERRUPTION_TABLE = cast(Table, Interruption.__table__)
+
+
+def measurements_changed(session: Session, run_pks: Sequence[int]) -> dict[int, set[str]]:
+    """The fields of these runs changed since ingest (the measurement audit)."""
+    rows = session.execute(
+        select(RunMeasurementChange.run_pk, RunMeasurementChange.field)
+        .where(RunMeasurementChange.run_pk.in_(list(run_pks)))
+        .distinct()
+    )
+    out: dict[int, set[str]] = {}
+    for pk, name in rows:
+        out.setdefault(pk, set()).add(name)
+    return out
 
 
 def runs_by_key(session: Session, keys: Sequence[tuple[int, str]]) -> dict[tuple[int, str], Run]:

@@ -43,8 +43,11 @@ UtilizationSource = Literal[
 
 # An attempt's outcome (methodology.md §2): every attempt is paid for; only a succeeded
 # one delivers a model. Kubernetes' and spot reclaimers' SIGTERM is "preempted".
-OUTCOMES = ("succeeded", "failed", "preempted", "cancelled")
-Outcome = Literal["succeeded", "failed", "preempted", "cancelled"]
+# "running": an attempt reported at its start, without finished_at, completed later by
+# a post of the same (pipeline, run_id) with its finish and final outcome.
+OUTCOMES = ("succeeded", "failed", "preempted", "cancelled", "running")
+FINAL_OUTCOMES = OUTCOMES[:4]
+Outcome = Literal["succeeded", "failed", "preempted", "cancelled", "running"]
 
 
 class InterruptionIn(StrictModel):
@@ -65,13 +68,19 @@ class RunIn(StrictModel):
     )
     variant: Annotated[Identifier, Field(min_length=1, max_length=64)] = "baseline"
     started_at: Timestamp
-    finished_at: Timestamp
+    finished_at: Timestamp | None = Field(
+        None,
+        description="When the attempt ended. Required, except for an attempt reported at "
+        "its start (outcome 'running'), which has none yet.",
+    )
     workers: int = Field(ge=1, le=100_000)
     gpu_type: Annotated[Identifier, Field(max_length=64)] = ""
     outcome: Outcome = Field(
         "succeeded",
         description="How the attempt ended. Failed, preempted and cancelled attempts are "
-        "paid for too: they count in spend and as badput ('failed attempts').",
+        "paid for too: they count in spend and as badput ('failed attempts'). 'running' "
+        "reports an attempt at its start (no finished_at, gpu_hours or utilization yet); "
+        "post the same run_id again with finished_at and the final outcome to complete it.",
     )
     retraining_id: Annotated[Identifier, Field(min_length=1, max_length=200)] | None = Field(
         None,
@@ -136,7 +145,7 @@ class RunOut(OutModel):
     run_id: str
     variant: str
     started_at: datetime
-    finished_at: datetime
+    finished_at: datetime | None = Field(description="None while the attempt is running.")
     workers: int
     gpu_type: str
     outcome: str
@@ -155,7 +164,7 @@ class RunOut(OutModel):
     tags: dict[str, str]
     created_at: datetime
     # Derived
-    wall_clock_hours: float
+    wall_clock_hours: float | None = Field(description="None while the attempt is running.")
     effective_price_per_gpu_hour: float
     cost_usd: float
     idle_gpu_hours: float | None
@@ -171,10 +180,14 @@ class BatchItem(OutModel):
     id: int
     run_id: str
     pipeline: str
-    status: str = Field(description="`created`, or `existing` for an identical retry.")
+    status: str = Field(
+        description="`created`, `existing` for an identical retry, or `completed` for a "
+        "running attempt this post finished."
+    )
 
 
 class BatchOut(OutModel):
     created: int
     existing: int
+    completed: int = Field(0, description="Running attempts this batch completed.")
     runs: list[BatchItem]

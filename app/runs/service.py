@@ -19,7 +19,7 @@ from app.db.engine import WriteSession
 from app.db.models import Run
 from app.exceptions import Invalid, NotFound
 from app.pipelines.service import Named, PipelineRef
-from app.runs import conflicts, repository
+from app.runs import completion, conflicts, repository
 from app.runs.output import ROW_FIELDS, to_out
 from app.runs.schemas import RunIn, RunOut
 from app.runs.validation import (
@@ -39,6 +39,7 @@ class Ingested:
     created: bool
     pipeline: PipelineRef
     created_at: datetime | None = None
+    completed: bool = False  # a running attempt this post finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +55,12 @@ class Checked:
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """What :func:`store` wrote: {key: (id, created_at)}, and the runs already stored."""
+    """What :func:`store` wrote: {key: (id, created_at)}, the runs already stored, and
+    the keys of the running attempts it completed."""
 
     inserted: dict[tuple[int, str], tuple[int, datetime]]
     existing: dict[tuple[int, str], Run]
+    completed: frozenset[tuple[int, str]] = frozenset()
 
 
 def check_batch_size(runs: list[RunIn], settings: Settings) -> None:
@@ -123,11 +126,18 @@ def store(session: WriteSession, checked: Checked, pipelines: dict[str, Pipeline
     inserted = repository.insert_runs(session, values)
     skipped = [r for r in unique if (pipelines[r.pipeline].id, r.run_id) not in inserted]
     existing: dict[tuple[int, str], Run] = {}
+    done: dict[tuple[int, str], Run] = {}
     if skipped:  # retries (or a racing request that stored them first): same body or 409
         existing = repository.runs_by_key(
             session, [(pipelines[r.pipeline].id, r.run_id) for r in skipped]
         )
-        conflicts.raise_conflicts(skipped, pipelines, existing, checked.prefix, checked.first)
+        # A running attempt's finish completes it; its earlier copies in the batch too.
+        done = completion.complete(session, skipped, pipelines, existing)
+        rest = [r for r in skipped if (pipelines[r.pipeline].id, r.run_id) not in done]
+        conflicts.raise_conflicts(
+            rest, pipelines, existing, checked.prefix, checked.first,
+            lambda pks: repository.measurements_changed(session, pks),
+        )  # fmt: skip
     repository.insert_interruptions(
         session,
         [
@@ -137,7 +147,7 @@ def store(session: WriteSession, checked: Checked, pipelines: dict[str, Pipeline
             for v in interruption_values(r)
         ],
     )
-    return Stored(inserted, existing)
+    return Stored(inserted, existing, frozenset(done))
 
 
 def roll_up(session: WriteSession, stored: Stored) -> None:
@@ -158,7 +168,8 @@ def outcomes(checked: Checked, pipelines: dict[str, PipelineRef], stored: Stored
         else:
             row = stored.existing[db_key]
             pk, created_at, created = row.id, row.created_at, False
-        out.append(Ingested(i, run, pk, created, pipeline, created_at))
+        done = db_key in stored.completed and checked.first[(run.pipeline, run.run_id)] == i
+        out.append(Ingested(i, run, pk, created, pipeline, created_at, done))
     return out
 
 
@@ -170,18 +181,20 @@ def batch_json(results: list[Ingested]) -> tuple[bytes, int, int]:
     tests/runs/test_batch_and_list.py).
     """
     created = sum(r.created for r in results)
-    existing = len(results) - created
+    completed = sum(r.completed for r in results)
+    existing = len(results) - created - completed
     items = [
         {
             "index": r.index,
             "id": r.pk,
             "run_id": r.run.run_id,
             "pipeline": r.run.pipeline,
-            "status": "created" if r.created else "existing",
+            "status": "created" if r.created else "completed" if r.completed else "existing",
         }
         for r in results
     ]
-    return to_json({"created": created, "existing": existing, "runs": items}), created, existing
+    body = {"created": created, "existing": existing, "completed": completed, "runs": items}
+    return to_json(body), created, existing
 
 
 def billed_price(run: RunIn, pipeline: PipelineRef) -> float:
@@ -226,7 +239,7 @@ def created_out(item: Ingested) -> RunOut:
         "billed_price_per_gpu_hour": billed_price(item.run, item.pipeline),
         "pipeline_metric": item.pipeline.quality_metric,
         "started_at": item.run.started_at.astimezone(UTC),
-        "finished_at": item.run.finished_at.astimezone(UTC),
+        "finished_at": item.run.finished_at and item.run.finished_at.astimezone(UTC),
         "created_at": item.created_at or utcnow(),
     }
     interruptions = [SimpleNamespace(**v) for v in interruption_values(item.run)]

@@ -13,7 +13,25 @@ GPU_HOURS_TOLERANCE = 0.01
 
 
 def wall_clock_hours(run: RunIn) -> float:
+    """The attempt's wall clock; 0 for a running one (it has not finished)."""
+    if run.finished_at is None:
+        return 0.0
     return (run.finished_at - run.started_at).total_seconds() / 3600.0
+
+
+def running_errors(run: RunIn) -> list[tuple[str, str]]:
+    """A running attempt has no finish, billed hours or utilization yet; every other
+    outcome has a finish."""
+    if run.outcome != "running":
+        if run.finished_at is None:
+            return [("finished_at", "required unless outcome is 'running' (an attempt's start)")]
+        return []
+    sent = [
+        (name, "a running attempt has none yet: send it with the final outcome")
+        for name in ("finished_at", "gpu_hours", "gpu_utilization")
+        if getattr(run, name) is not None
+    ]
+    return sent
 
 
 def future_start_error(run: RunIn, now: datetime, tolerance_hours: float) -> tuple[str, str] | None:
@@ -33,7 +51,9 @@ def future_start_error(run: RunIn, now: datetime, tolerance_hours: float) -> tup
 
 def cross_field_errors(run: RunIn) -> list[tuple[str, str]]:
     """(field, reason) for every rule broken between fields; empty when the run is sound."""
-    errors: list[tuple[str, str]] = []
+    errors = running_errors(run)
+    if errors or run.outcome == "running":
+        return errors
     hours = wall_clock_hours(run)
     if hours <= 0:
         errors.append(("finished_at", "must be after started_at"))

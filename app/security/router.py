@@ -137,9 +137,13 @@ async def login(request: Request) -> Response:
     secret = form.get("token", "").strip().removeprefix("Bearer ").strip()
     if not secret or len(secret) > MAX_TOKEN_CHARS:
         return login_page(request, security, target, error="Enter an API token.", status=401)
+    client = request.client.host if request.client else "-"
+    if wait := security.sign_ins.wait(client):
+        return _throttled(request, security, target, wait)
     try:
         token: TokenInfo = await run_in_threadpool(verify, request.app.state.database, secret)
     except Unauthorized as exc:
+        security.sign_ins.add(client)
         message = f"Sign-in failed: {exc.message}. Check the token and try again."
         return login_page(request, security, target, error=message, status=401)
     if not security.token_mode and "admin" not in token.scopes:
@@ -159,6 +163,16 @@ async def login(request: Request) -> Response:
     security.set_session(response, request, security.issue(token, hash_token(secret)))
     # A new CSRF value with the new session: a value planted before sign-in is useless.
     security.set_csrf(response, request, security.new_csrf())
+    return response
+
+
+def _throttled(request: Request, security: Security, target: str, wait: int) -> Response:
+    """429: this client sent too many wrong tokens in the last minute."""
+    limit = security.settings.login_failures_per_minute
+    message = (f"Too many wrong tokens from this address ({limit} a minute, "
+               f"CADENCE_LOGIN_FAILURES_PER_MINUTE): try again in {wait} s.")  # fmt: skip
+    response = login_page(request, security, target, error=message, status=429)
+    response.headers["Retry-After"] = str(wait)
     return response
 
 

@@ -29,6 +29,7 @@ from fastapi import Request, Response
 
 from app.auth.service import TokenInfo
 from app.security.signing import Signer
+from app.security.throttle import Throttle
 from app.settings import Settings
 
 SESSION_COOKIE = "cadence_session"
@@ -83,6 +84,10 @@ class Security:
         self.sessions = Signer(settings.secret_key, "session")
         self.csrf = Signer(settings.secret_key, "csrf")
         self.max_age = max(1, int(settings.session_hours * 3600))
+        # Wrong sign-in tokens per client, test sends per alert rule: a sliding minute
+        # each, in one small bounded structure (app/security/throttle.py).
+        self.sign_ins = Throttle(settings.login_failures_per_minute)
+        self.alert_tests = Throttle(settings.alert_tests_per_minute)
 
     @property
     def token_mode(self) -> bool:

@@ -234,7 +234,12 @@ class Filler:
         self.asked = self.found = 0
 
     def __call__(self, chunk: list[Mapped]) -> None:
-        runs = [m.payload for m in chunk if m.payload and m.payload.get("gpu_utilization") is None]
+        # A running attempt has no window yet (and takes no utilization until it finishes).
+        runs = [
+            m.payload
+            for m in chunk
+            if m.payload and m.payload.get("gpu_utilization") is None and "finished_at" in m.payload
+        ]
         try:
             found, unread = measure(self.prom, self.template, runs, 4)
         except PrometheusError as exc:  # unreachable or refused: the import stops here

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.planning.gpu_shares import ShareError
+from app.planning.gpu_shares import Gpus, ShareError
 from app.sources.kueue import condition as _condition
 from app.sources.kueue import gpus_of, split
 from app.sources.kueue import parse_time as _time
@@ -174,23 +174,20 @@ def map_job(
     uid = meta.get("uid")
     if not uid:
         return Mapped(where, reason="no metadata.uid")
-    result = outcome(job, pods, workloads)
+    start = _time(status.get("startTime"))
+    # An active Job that has started is a running attempt; the next import completes it.
+    result = outcome(job, pods, workloads) or _running(job, start)
     if result is None:
         state = "suspended" if job.get("spec", {}).get("suspend") else "active"
         return Mapped(where, reason=f"not finished ({state}: no Complete or Failed condition)")
-    start = _time(status.get("startTime"))
     failed = _condition(job, "Failed") or {}
     end = _time(status.get("completionTime")) or _time(failed.get("lastTransitionTime"))
-    if start is None or end is None or end <= start:
+    if result != "running" and (start is None or end is None or end <= start):
         return Mapped(where, reason=f"{result}, but no usable status.startTime/completionTime")
-    spec = (
-        pods[0].get("spec", {}) if pods else job.get("spec", {}).get("template", {}).get("spec", {})
-    )
-    parallelism = int(job.get("spec", {}).get("parallelism") or 1)
+    if start is None:  # (never: checked above, and for a running Job by _running)
+        return Mapped(where, reason="no status.startTime")
     try:
-        gpus = gpus_of(
-            workloads[0] if workloads else None, [(parallelism, spec)], options.shares_per_gpu
-        )
+        gpus = _gpus(job, pods, workloads, options)
     except ShareError as exc:
         return Mapped(where, reason=str(exc))
     if gpus.devices < 1:
@@ -206,14 +203,15 @@ def map_job(
         "outcome": result,
         "variant": options.variant,
         "started_at": start.isoformat(),
-        "finished_at": end.isoformat(),
         "workers": gpus.devices,
         "scheduling_wait_hours": round(hours(created, queued), 6) if created and queued else 0.0,
-        "interruptions": interruptions(pods),
         "tags": _tags(job),
     }
-    if gpus.share:  # MIG slices or time-sliced shares: priced as their fraction
-        payload["gpu_hours"] = round(float(gpus.whole) * hours(start, end), 6)
+    if end is not None and result != "running":  # a running Job's restarts come with its end
+        payload.update(finished_at=end.isoformat(), interruptions=interruptions(pods))
+        if gpus.share:  # MIG slices or time-sliced shares: priced as their fraction
+            payload["gpu_hours"] = round(float(gpus.whole) * hours(start, end), 6)
+    if gpus.share:
         payload["tags"]["gpu_share"] = gpus.share[:200]
     retraining = retraining_id(job, options)
     if retraining:
@@ -222,6 +220,28 @@ def map_job(
     if gpu_type:
         payload["gpu_type"] = gpu_type
     return Mapped(where, payload)
+
+
+def _gpus(
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    workloads: list[dict[str, Any]],
+    options: Options,
+) -> Gpus:
+    """What Kueue admitted, else one pod's (else the template's) GPUs x parallelism."""
+    template = job.get("spec", {}).get("template", {}).get("spec", {})
+    spec = pods[0].get("spec", {}) if pods else template
+    parallelism = int(job.get("spec", {}).get("parallelism") or 1)
+    held = workloads[0] if workloads else None
+    return gpus_of(held, [(parallelism, spec)], options.shares_per_gpu)
+
+
+def _running(job: dict[str, Any], start: datetime | None) -> str | None:
+    """The outcome "running" for a Job that started, is not suspended and has active pods."""
+    active = int(job.get("status", {}).get("active") or 0)
+    if start is None or job.get("spec", {}).get("suspend") or active < 1:
+        return None
+    return "running"
 
 
 def _tags(job: dict[str, Any]) -> dict[str, str]:

@@ -78,10 +78,11 @@ class Tally:
     created: int = 0
     existing: int = 0
     enriched: int = 0  # stored, with measurements filled in since
+    completed: int = 0  # stored as running by an earlier import, finished now
 
     @property
     def stored(self) -> int:
-        return self.created + self.existing + self.enriched
+        return self.created + self.existing + self.enriched + self.completed
 
 
 def tags(values: dict[str, Any]) -> dict[str, str]:
@@ -134,7 +135,8 @@ def summary_table(payloads: Iterable[dict[str, Any]]) -> str:
 
 def attempt_of(payload: dict[str, Any]) -> Attempt:
     start = datetime.fromisoformat(payload["started_at"])
-    end = datetime.fromisoformat(payload["finished_at"])
+    # A running attempt (no finish yet) has no GPU-hours to count.
+    end = datetime.fromisoformat(payload.get("finished_at") or payload["started_at"])
     return Attempt(
         pipeline=payload["pipeline"],
         retraining=payload.get("retraining_id", payload["run_id"]),
@@ -253,6 +255,7 @@ def _post_chunk(client: Any, chunk: list[Mapped], tally: Tally) -> None:
     if result is not None:
         tally.created += result.created
         tally.existing += result.existing
+        tally.completed += result.completed
 
 
 def measurement_only_conflicts(fields: list[dict[str, Any]]) -> set[int]:
@@ -277,6 +280,7 @@ def _done(check: Check, tally: Tally) -> None:
         f"read {check.read}, imported {tally.stored} ({tally.created} created / "
         f"{tally.existing + tally.enriched} already there"
         + (f", {tally.enriched} of them enriched since" if tally.enriched else "")
+        + (f" / {tally.completed} running before, finished now" if tally.completed else "")
         + f"), could not read {check.skipped}"
     )
 

@@ -137,14 +137,17 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
     if not attempt.job_id:
         return Mapped(where or "a record", reason="no job id")
     state = attempt.state.upper()
-    if state in UNFINISHED:
+    # A job running now is a running attempt (no finish yet); the next import, once the
+    # job has ended, completes it under the same run_id.
+    running = state == "RUNNING" and attempt.start is not None
+    if state in UNFINISHED and not running:
         return Mapped(where, reason=f"not finished (State {state})")
-    outcome = OUTCOMES.get(state)
+    outcome = "running" if running else OUTCOMES.get(state)
     if outcome is None:
         return Mapped(where, reason=f"State {state or '(empty)'} is not a finished state")
-    if attempt.start is None or attempt.end is None:
+    if attempt.start is None or (attempt.end is None and not running):
         return Mapped(where, reason=f"{outcome}, but never started (no Start or End)")
-    if attempt.end <= attempt.start:
+    if attempt.end is not None and not running and attempt.end <= attempt.start:
         return Mapped(where, reason="End is not after Start")
     problem = gpu_count_problem(attempt)
     if problem is not None:
@@ -166,7 +169,6 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
         "outcome": outcome,
         "variant": options.variant,
         "started_at": attempt.start.isoformat(),
-        "finished_at": attempt.end.isoformat(),
         "workers": workers,
         "scheduling_wait_hours": round(hours(queued_from, attempt.start), 6)
         if queued_from
@@ -178,6 +180,9 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
         payload["tags"]["slurm_failed_steps"] = ",".join(attempt.failed_steps)[:500] or "?"
     if gpu_type:
         payload["gpu_type"] = gpu_type[:64]
+    if running or attempt.end is None:  # (never None when not running: checked above)
+        return Mapped(where, payload)  # its utilization comes with its finish
+    payload["finished_at"] = attempt.end.isoformat()
     notes: tuple[str, ...] = ()
     utilization = plausible_utilization(attempt.gpu_util)
     if utilization is not None:

@@ -35,7 +35,7 @@ NOT_ADMIN = (
     "(and, if it is limited to some pipelines, includes this one)."
 )
 KIND_LABELS = {
-    AlertKind.COST_OVER_BUDGET: "Projected month over the budget (threshold: % of budget)",
+    AlertKind.COST_OVER_BUDGET: "The p90 bill (the bill at risk) over the budget (threshold: %)",
     AlertKind.GOODPUT_DROP: "Weekly goodput drops (threshold: percentage points)",
     AlertKind.UTILIZATION_FLOOR: "A run's GPU utilization below (threshold: a fraction, 0.4)",
     AlertKind.BUDGET_LIKELY_OVER: "This month likely over budget (threshold: % chance, 50)",
@@ -158,6 +158,18 @@ def _act(db: Database, name: str, rule_id: int, action: str, who: str) -> None:
         service.forget_rule_index(db)
 
 
+def _test_throttled(request: Request, rule: str) -> Response | None:
+    """429 when the rule was test-sent CADENCE_ALERT_TESTS_PER_MINUTE times in the last
+    minute (each sends a webhook: a free way to flood its target); else count this one."""
+    throttle = security_of(request).alert_tests
+    if wait := throttle.wait(rule):
+        message = (f"This rule was sent {throttle.limit} tests in the last minute "
+                   f"(CADENCE_ALERT_TESTS_PER_MINUTE): try again in {wait} s.")  # fmt: skip
+        return render_error_page(request, 429, message, headers={"Retry-After": str(wait)})
+    throttle.add(rule)
+    return None
+
+
 @router.post("/pipelines/{name}/alerts/{rule_id}", response_class=HTMLResponse)
 async def change_rule(
     request: Request,
@@ -175,5 +187,7 @@ async def change_rule(
         return render_error_page(
             request, 422, f"Unknown action {action[:40]!r}: use one of the buttons."
         )
+    if action == "test" and (refused := _test_throttled(request, f"{name}/{rule_id}")):
+        return refused
     await run_in_threadpool(_act, db, name, rule_id, action, viewer.name)
     return RedirectResponse(f"/pipelines/{name}/alerts?done={action}#rules", status_code=303)

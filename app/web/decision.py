@@ -9,8 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.planning.cost_basis import BASIS_NAMES, basis_figure
-
 VERDICT_WORDS = {"PASS": "PASS", "FAIL": "FAIL", "INSUFFICIENT_DATA": "NOT YET"}
 
 
@@ -25,10 +23,16 @@ class Decision:
     tone: str = "neutral"
 
 
-# The figure that decides "fits", the same one the gate's cost criterion reads
-# (the pipeline's gate_cost_basis): the expected bill, or its p90.
-def _figure(row: Mapping[str, Any], basis: str) -> float:
-    return basis_figure(basis, float(row["monthly_cost_usd"]), float(row["p90"]))
+# Whether a row fits: the one test (P(bill > budget) below the risk tolerance), which
+# the projection already applied (``within_budget``), so the card, the gate and the
+# portfolio never disagree (app/planning/budget_status.py).
+def _fits(row: Mapping[str, Any]) -> bool:
+    return bool(row.get("within_budget"))
+
+
+def _chance(row: Mapping[str, Any]) -> float:
+    p = row.get("p_over_budget")
+    return 0.0 if p is None else float(p)
 
 
 def cadence_words(runs_per_week: float) -> str:
@@ -49,7 +53,8 @@ def _option(row: Mapping[str, Any], describe: Mapping[str, str]) -> str:
     name = row["variant"]
     about = describe.get(name)
     label = f"{name} ({about})" if about else name
-    return f"{label}: {_usd(row['monthly_cost_usd'])}/month expected, p90 {_usd(row['p90'])}"
+    chance = "" if row.get("p_over_budget") is None else f", {_chance(row):.0%} chance over"
+    return f"{label}: {_usd(row['monthly_cost_usd'])} expected bill, p90 {_usd(row['p90'])}{chance}"
 
 
 def decide(
@@ -61,9 +66,9 @@ def decide(
     basis: str = "p90",
 ) -> Decision:
     """Word the scenario's outcome. ``headline``: one row per variant (monthly cost = the
-    expected bill, its p90); ``gate``: a ``GateOut`` or None; ``basis``: which of the two
-    decides "fits" (the gate's cost basis, so one sentence never says "fits" on one
-    figure and "over" on the other)."""
+    expected bill, its p90, P(bill > budget) and ``within_budget``, the one test);
+    ``gate``: a ``GateOut`` or None. ``basis`` is kept for callers and decides nothing:
+    "fits" is P(bill > budget) below the risk tolerance, as in the gate."""
     describe = descriptions or {}
     when = cadence_words(runs_per_week)
     verdict = reason = None
@@ -81,21 +86,19 @@ def decide(
         options = "; ".join(_option(r, describe) for r in headline)
         cost = f"{when} costs {options}. No budget is set to compare with."
     else:
-        on = BASIS_NAMES.get(basis, "expected bill")
-        fits = [r for r in headline if _figure(r, basis) <= budget]
+        fits = [r for r in headline if _fits(r)]
         affordable = bool(fits)
         if len(fits) == len(headline):
-            cost = f"{when} fits the {_usd(budget)} budget ({on}) with every variant: "
+            cost = f"{when} fits the {_usd(budget)} budget with every variant: "
             cost += "; ".join(_option(r, describe) for r in fits)
         elif fits:
-            cost = f"{when} fits the {_usd(budget)} budget ({on}) only with "
+            cost = f"{when} fits the {_usd(budget)} budget only with "
             cost += "; ".join(_option(r, describe) for r in fits)
         else:
-            cheapest = min(headline, key=lambda r: _figure(r, basis))
-            over = _figure(cheapest, basis) - budget
+            safest = min(headline, key=_chance)
             cost = (
-                f"{when} does not fit the {_usd(budget)} budget: the cheapest, "
-                f"{_option(cheapest, describe)}, is {_usd(over)} over on its {on}"
+                f"{when} does not fit the {_usd(budget)} budget: the likeliest to stay "
+                f"within it, {_option(safest, describe)}"
             )
         cost += "."
     safe = f" Gate: {verdict}, {reason}" if verdict else " Gate: no candidate to test yet."

@@ -48,9 +48,9 @@ def cadence_label(runs_per_week: float) -> str:
 
 
 _CADENCE_HOVER = (
-    "%{x}: %{y:$,.0f} per month"
+    "%{x}: %{y:$,.0f} expected bill"
     "<br>p10–p90 %{customdata[0]:$,.0f} – %{customdata[1]:$,.0f}"
-    "<br>%{customdata[2]:.4g} runs/month × %{customdata[3]:$,.2f} per run"
+    "<br>%{customdata[2]:.4g} runs/month × %{customdata[3]:$,.2f} mean retraining"
     "<br>%{customdata[4]:,.1f} GPU-hours per month"
     "<extra>%{fullData.name}</extra>"
 )
@@ -77,14 +77,14 @@ def cost_projection_figure(
     wpm = {p.weeks_per_month for p in projections.values()}
     month = f"{wpm.pop():.4g}" if len(wpm) == 1 else "52/12 or 4"
     note = (
-        f"Monthly cost = runs per week × {month} weeks per month × median cost per run "
-        "(GPU-hours × USD per GPU-hour); error bars are the bootstrap p10–p90 of the median."
+        f"Expected bill = runs per week × {month} weeks per month × the mean retraining cost "
+        "(failed attempts included); error bars are the p10–p90 of the simulated months' bills."
     )
     return {
         "data": data,
         "layout": layout(
             "cost_projection",
-            "Monthly cost by cadence",
+            "Expected bill by cadence",
             note,
             barmode="group",
             xaxis=axis(
@@ -102,7 +102,7 @@ def cost_projection_figure(
 def _variant_bars(
     index: int, variant: str, xs: list[str], projection: Projection
 ) -> dict[str, Any]:
-    """One variant's bars: the median monthly cost per cadence, its p10–p90 as error bars."""
+    """One variant's bars: the expected bill per cadence, its p10–p90 as error bars."""
     cads = projection.cadences
     ys = [c.monthly_cost_usd for c in cads]
     return {
@@ -126,7 +126,7 @@ def _variant_bars(
                 c.monthly_cost_p10_usd,
                 c.monthly_cost_p90_usd,
                 c.runs_per_month,
-                c.cost_per_run_usd,
+                c.mean_cost_per_run_usd,
                 c.monthly_gpu_hours,
             ]
             for c in cads

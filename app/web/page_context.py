@@ -20,11 +20,13 @@ from app.analytics import month, weekly
 from app.analytics.reads import RunReads, read_runs, signature
 from app.billing import service as billing
 from app.billing.schemas import ReconciliationOut
+from app.db.engine import status_thresholds_of
 from app.db.memo import kept
 from app.db.models import Pipeline
 from app.evaluations.service import quality_points
 from app.pipelines.notes import ChangePoint, change_points
 from app.pipelines.service import get_by_name, settings_key
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.decay import QualityPoint
 from app.planning.month_to_date import MonthToDate
 from app.planning.scenario import Scenario
@@ -57,6 +59,8 @@ class PipelinePageContext:
     bill: ReconciliationOut  # the newest billed month's reconciliation
     price_note: str | None  # the words for a price taken from the bill
     query: dict[str, str]
+    # P(bill > budget) below which a plan fits: the one test of every budget word.
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE
     changes: tuple[ChangePoint, ...] = ()  # declared changes and price changes, oldest first
 
     @property
@@ -114,6 +118,7 @@ def build(
         bill=bill,
         price_note=price_note,
         query=query,
+        risk_tolerance=status_thresholds_of(session).risk_tolerance,
         changes=tuple(change_points(session, pipeline)),
     )
 

@@ -19,11 +19,13 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, visible_pipelines
+from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, Viewer
 from app.exceptions import Invalid
 from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week, monday_of, week_monday
 from app.review.lines import (
     CAUSE_LABELS,
+    EXPORT_CONVENTIONS,
     EXPORT_FIELDS,
     ReviewLine,
     export_row,
@@ -100,6 +102,7 @@ def weekly_review(
     with db.read() as session:
         review = build(session, viewer, week, team)
         actions: list[Action] = top_actions(session, review.lines)
+        tolerance = status_thresholds_of(session).risk_tolerance
     monday = review.monday
     following = monday + timedelta(weeks=1)
     latest = monday_of(datetime.now(UTC).date())
@@ -127,6 +130,7 @@ def weekly_review(
             "next": iso_week(following) if following <= latest else None,
             "trend": review_trend_figure(weeks) if any(w.runs for w in weeks) else None,
             "export_query": {k: v for k, v in (("week", review.week), ("team", team)) if v},
+            "risk_tolerance": tolerance,
         },
     )
 
@@ -139,7 +143,17 @@ def exported(
         return build(session, viewer, week, team)
 
 
+def exported_with_actions(
+    db: DatabaseDep, viewer: Viewer, week: WeekQuery = None, team: TeamQuery = None
+) -> tuple[Review, list[Action]]:
+    """The review and its top actions (the page's), for the JSON export."""
+    with db.read() as session:
+        review = build(session, viewer, week, team)
+        return review, top_actions(session, review.lines)
+
+
 Exported = Annotated[Review, Depends(exported)]
+ExportedWithActions = Annotated[tuple[Review, list[Action]], Depends(exported_with_actions)]
 
 
 def export_rows(review: Review) -> list[dict[str, Any]]:
@@ -154,10 +168,34 @@ def export_rows(review: Review) -> list[dict[str, Any]]:
 
 
 @router.get("/review.json")
-def review_json(review: Exported) -> JSONResponse:
-    """A row per pipeline (impact order), then the totals row (``pipeline`` = TOTAL)."""
+def review_json(found: ExportedWithActions) -> JSONResponse:
+    """The week's summary line and top actions (the page's), the columns' sign
+    convention, then a row per pipeline (impact order) and the totals row (``pipeline``
+    = TOTAL)."""
+    review, actions = found
     rows = export_rows(review)
-    return JSONResponse({"week": rows[-1]["week"], "timezone": "UTC", "rows": rows})
+    previous = iso_week(review.monday - timedelta(weeks=1))
+    return JSONResponse(
+        {
+            "week": rows[-1]["week"],
+            "timezone": "UTC",
+            "summary": week_in_one_line(review.total, previous),
+            "top_actions": [action_row(a) for a in actions],
+            "conventions": EXPORT_CONVENTIONS,
+            "rows": rows,
+        }
+    )
+
+
+def action_row(a: Action) -> dict[str, Any]:
+    """One top action as the JSON export has it (the page's words and dollars)."""
+    return {
+        "pipeline": a.pipeline.name,
+        "label": a.label,
+        "remedy": a.remedy,
+        "usd_per_month": round(a.usd_per_month, 2),
+        "saving_usd_per_month": round(a.saving_usd_per_month, 2),
+    }
 
 
 @router.get("/review.csv")

@@ -12,18 +12,22 @@ from app.alerts.service import page_section as alerts_section
 from app.analytics.scenario import ScenarioDep
 from app.auth.service import visible_pipelines
 from app.billing import service as billing
+from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
 from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week, last_complete_week
 from app.planning.welch import ALPHA_MIN
+from app.portfolio.plan_schemas import Budget, Risk
 from app.portfolio.service import load_portfolio
 from app.runs import listing
 from app.templating import templates
 from app.web import page_context, views
 from app.web.decision import decide
 from app.web.figures import to_json
+from app.web.plan_view import plan_section
+from app.web.record_view import org_record_sentence, record_section
 from app.web.value_view import value_section
 
 router = APIRouter(include_in_schema=False)
@@ -61,8 +65,12 @@ def overview(
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
     team: Annotated[str | None, Query(max_length=200)] = None,
     sort: Annotated[str, Query(pattern="^(name|spend|over_budget|goodput_change)$")] = "name",
+    plan: bool = False,
+    budget: Budget = None,
+    risk: Risk = None,
 ) -> HTMLResponse:
-    """The portfolio: totals of every visible pipeline first, then a page of cards."""
+    """The portfolio: totals of every visible pipeline first, the cadence plan (folded
+    unless ``plan=1``), then a page of cards."""
     today = datetime.now(UTC).date()
     with db.read() as session:
         portfolio = load_portfolio(session, visible_pipelines(viewer), team or None, today)
@@ -73,6 +81,10 @@ def overview(
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
         months = {r.name: r.month_to_date for r in shown}
         bill = billing.overview_reconciliation(session, visible_pipelines(viewer))
+        record = org_record_sentence(session, [r.name for r in portfolio.rows])
+        planned = plan_section(session, visible_pipelines(viewer), team or None,
+                               opened=plan, budget=budget, risk=risk)  # fmt: skip
+        tolerance = status_thresholds_of(session).risk_tolerance
     return templates.TemplateResponse(
         request,
         "overview.html",
@@ -90,6 +102,9 @@ def overview(
             "query": dict(request.query_params),
             "month": today.strftime("%B %Y"),
             "bill": bill,
+            "org_record": record,
+            "plan": planned,
+            "risk_tolerance": tolerance,
         },
     )
 
@@ -132,6 +147,7 @@ def pipeline_page(
                 "history": pipeline_changes.recent(session, pipeline.id, limit=5),
                 "observed_utilization": views.observed_utilization(ctx),
                 "alerts": alerts_section(session, pipeline),
+                "forecast_record": record_section(session, pipeline),
             }
         )
         scaling, context["scaling_out"] = views.scaling_section(ctx)
@@ -178,6 +194,8 @@ def _whatif_context(ctx: page_context.PipelinePageContext) -> dict[str, Any]:
         "value": value_section(ctx, variant=about),
         "bill": ctx.bill,
         "price_note": ctx.price_note,
+        "risk_tolerance": ctx.risk_tolerance,
+        "month_name": datetime.now(UTC).strftime("%B"),
     }
 
 

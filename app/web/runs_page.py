@@ -56,6 +56,11 @@ def rows(run: RunOut) -> list[tuple[str, str, Any]]:
 
 def cost_working(run: RunOut) -> str:
     """The cost as arithmetic a reader can check: GPU-hours x price = cost."""
+    if run.outcome == "running":
+        return (
+            "Still running: its GPU-hours and cost are known when it finishes (this month's "
+            "spend counts it at workers × hours so far × price)."
+        )
     return (
         f"{run.gpu_hours:,.2f} GPU-hours × ${run.effective_price_per_gpu_hour:,.2f} per "
         f"GPU-hour = ${run.cost_usd:,.2f}"

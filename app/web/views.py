@@ -27,6 +27,7 @@ from app.db import memo
 from app.db.models import Pipeline
 from app.pipelines import service as pipelines_service
 from app.pipelines.notes import ChangePoint
+from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.economics import badput
 from app.planning.model import PlanningError
 from app.planning.scenario import Scenario
@@ -84,6 +85,7 @@ def projection_section(ctx: PipelinePageContext) -> tuple[Section, ProjectionOut
             cadences=cadences,
             scenario=s,
             month_to_date=ctx.month_to_date,
+            risk_tolerance=ctx.risk_tolerance,
         )
     except PlanningError as exc:
         return Section(empty=sentence(exc)), None
@@ -186,11 +188,15 @@ def run_sections(ctx: PipelinePageContext) -> dict[str, Section]:
 
 
 def gate_section(ctx: PipelinePageContext) -> tuple[GateOut | None, str | None]:
-    return gate_answer(ctx.pipeline, ctx.runs, ctx.gate, ctx.scenario)
+    return gate_answer(ctx.pipeline, ctx.runs, ctx.gate, ctx.scenario, ctx.risk_tolerance)
 
 
 def gate_answer(
-    pipeline: Pipeline, runs: RunReads, g: GateParams, s: Scenario
+    pipeline: Pipeline,
+    runs: RunReads,
+    g: GateParams,
+    s: Scenario,
+    risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
 ) -> tuple[GateOut | None, str | None]:
     """The gate, or the sentence saying what it still needs."""
     names = runs.names
@@ -208,6 +214,7 @@ def gate_answer(
             min_uplift_points=g.min_uplift_points,
             quality_margin=g.quality_margin,
             alpha=g.alpha,
+            risk_tolerance=risk_tolerance,
         )
         out = analytics.gate(
             pipeline,

@@ -58,7 +58,7 @@ def test_transition_fires_on_change_only(was: bool, now: bool | None, event: str
 
 def test_metric_values() -> None:
     m = rules.Metrics(
-        projected_monthly_cost_usd=2456.0,
+        bill_at_risk_usd=2456.0,
         budget_usd=1400.0,
         goodput_latest=0.60,
         goodput_previous=0.75,
@@ -67,12 +67,12 @@ def test_metric_values() -> None:
     assert m.value("cost_over_budget") == pytest.approx(175.43, abs=0.01)
     assert m.value("goodput_drop") == pytest.approx(15.0)
     assert m.value("utilization_floor") == 0.3
-    assert rules.Metrics(projected_monthly_cost_usd=10).value("cost_over_budget") is None
+    assert rules.Metrics(bill_at_risk_usd=10).value("cost_over_budget") is None
     assert rules.Metrics(goodput_latest=0.5).value("goodput_drop") is None
 
 
 def test_payload_text_is_slack_compatible() -> None:
-    m = rules.Metrics(projected_monthly_cost_usd=2456.0, budget_usd=1400.0)
+    m = rules.Metrics(bill_at_risk_usd=2456.0, expected_bill_usd=2300.0, budget_usd=1400.0)
     body = rules.payload(
         pipeline="recsys-ranker",
         rule_id=7,
@@ -84,8 +84,9 @@ def test_payload_text_is_slack_compatible() -> None:
         at="t",
     )
     assert body["text"] == (
-        "[Cadence] recsys-ranker: the expected bill at the current cadence, $2,456 a "
-        "month, is 175% of the $1,400 budget (threshold 100%)"
+        "[Cadence] recsys-ranker: at the current cadence the expected bill is $2,300 a "
+        "month and the p90 bill $2,456, 175% of the $1,400 budget (threshold 100%): the "
+        "month does not fit the budget at a 10% risk tolerance"
     )
     assert body["pipeline"] == "recsys-ranker" and body["event"] == "firing"
     assert body["kind"] == "cost_over_budget" and body["threshold"] == 100.0
@@ -238,8 +239,9 @@ def test_cost_over_budget_fires_once_and_resolves(
     assert len(receiver.requests) == 1
     [hook] = receiver.requests
     assert hook["text"] == (
-        "[Cadence] ranker: the p90 bill at the current cadence, $1,400 a month, is 140% of "
-        "the $1,000 budget (threshold 100%)"
+        "[Cadence] ranker: at the current cadence the expected bill is $1,213 a month and "
+        "the p90 bill $1,400, 140% of the $1,000 budget (threshold 100%): the month does "
+        "not fit the budget at a 10% risk tolerance"
     )
     assert hook["pipeline"] == "ranker" and hook["kind"] == "cost_over_budget"
     assert hook["event"] == "firing" and hook["threshold"] == 100
@@ -272,7 +274,9 @@ def test_cost_over_budget_fires_once_and_resolves(
     drain(c)
     assert len(receiver.requests) == 2
     assert receiver.requests[1]["event"] == "resolved"
-    assert receiver.requests[1]["text"].startswith("[Cadence] ranker: resolved: the p90 bill")
+    assert receiver.requests[1]["text"].startswith(
+        "[Cadence] ranker: resolved: at the current cadence the expected bill"
+    )
     # Evaluating again changes nothing.
     c.post("/api/v1/pipelines/ranker/alerts/evaluate", headers=admin_headers)
     assert drain(c) == {}
@@ -450,7 +454,7 @@ def test_pipeline_page_shows_alerts(
     assert 'id="alerts"' in html and 'data-state="firing"' in html
     assert "firing</strong> since" in html and "140% of budget" in html
     assert 'data-status="delivered"' in html
-    assert "the p90 bill at the current cadence, $1,400 a month, is 140% of the $1,000" in html
+    assert "the p90 bill $1,400, 140% of the $1,000 budget" in html
     assert "<script>x</script>" not in html
 
 

@@ -145,7 +145,7 @@ def test_bug9_production_variant_drives_monthly_cost_everywhere(
     # the candidate's cheaper runs would give a lower median ($216 x 4.333 = $936).
     def overview_cost() -> str:
         html = ranker.get("/").text
-        return re.search(r'class="spend[^"]*">(\$[\d,]+)', html).group(1)  # type: ignore[union-attr]
+        return re.search(r'data-amount="expected-bill">(\$[\d,]+)', html).group(1)  # type: ignore[union-attr]
 
     assert overview_cost() == "$1,213"
     week = "2026-W45"
@@ -155,16 +155,18 @@ def test_bug9_production_variant_drives_monthly_cost_everywhere(
     # (Sunday Nov 8): baseline runs on Nov 2, 5, 8 ($280 each) and candidate runs on the
     # same days ($152): 3 x 280 + 3 x 152 = $1,296. The projected month is the overview's.
     assert "$1,296 spent" in cell and "2026-11-08" in cell
-    assert "projected month" in cell and "$1,213" in cell and "within" in cell
+    # W45 is a past month's week here: the cell says what November recorded against the
+    # budget, and the typical month ($1,213, the overview's) stands in its own cell.
+    assert "of $1,400" in cell and 'data-budget-status="within"' in cell
+    typical = re.search(r'data-testid="typical-cell">(.*?)</td>', review, re.S).group(1)  # type: ignore[union-attr]
+    assert "$1,213" in typical and "expected bill" in typical
     ranker.put(
         "/api/v1/pipelines/ranker", json={"production_variant": "candidate"}, headers=admin_headers
     )
     # Candidate in production: 52/12 x $152 = $658.67.
     assert overview_cost() == "$659"
     metrics = ranker.get("/metrics").text
-    assert re.search(
-        r'cadence_pipeline_projected_monthly_cost_usd\{pipeline="ranker"\} 658\.66', metrics
-    )
+    assert re.search(r'cadence_pipeline_expected_bill_usd\{pipeline="ranker"\} 658\.66', metrics)
 
 
 def _page_value(html: str, testid: str, variant: str | None = None) -> list[str]:
@@ -260,13 +262,14 @@ def test_gate_sentence_in_dollars_and_points(ranker: TestClient) -> None:
     # $1,400 (expected bill 8.667 x 152 = $1,317.33); uplift 70 - 38 = 32 points.
     gate = ranker.get("/api/v1/pipelines/ranker/gate").json()
     assert gate["headline"] == (
-        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,368/month), quality is not "
-        "worse and utilization is up 32 points."
+        "PASS: the candidate fits the $1,400 budget at 2×/week ($1,368/month, 0% chance "
+        "over), quality is not worse and utilization is up 32 points."
     )
     cost = gate["result"]["criteria"][2]
-    assert cost["label"] == "Monthly cost at the target cadence"
+    assert cost["label"] == "The bill at the target cadence"
     assert cost["plain"] == (
-        "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)"
+        "$1,368/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less), "
+        "0% chance over"
     )
     # $1,000 budget: $1,368 - $1,000 = $368 over.
     gate = ranker.get("/api/v1/pipelines/ranker/gate", params={"budget": 1000}).json()

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.billing.command import import_files
-from app.billing.reader import BillError, read_bill
+from app.billing.reader import read_bill
+from app.billing.stream import BillError
 from app.db.engine import Database
 from app.db.models import BillLine
 from app.planning.gpu_skus import gpus_per_unit

@@ -64,6 +64,8 @@ def runs(draw: Any) -> dict[str, Any]:
 operations = st.lists(
     st.one_of(
         st.tuples(st.just("ingest"), st.lists(runs(), min_size=1, max_size=12)),
+        # Reported at their start first (outcome "running"), then completed or left running.
+        st.tuples(st.just("start"), st.lists(runs(), min_size=1, max_size=9), st.booleans()),
         st.tuples(st.just("delete"), st.integers(0, 1000)),
         st.tuples(st.just("price"), st.sampled_from(PIPELINES), st.floats(0.1, 9)),
         st.tuples(st.just("production"), st.sampled_from(PIPELINES), st.sampled_from(VARIANTS)),
@@ -89,6 +91,8 @@ def test_rollups_equal_a_recomputation(client: TestClient, db: Database, ops: li
             else:
                 r = client.post("/api/v1/runs/batch", json={"runs": batch}, headers=headers)
             assert r.status_code in (200, 201), r.text
+        elif op[0] == "start":
+            _start_then_finish(client, db, headers, op[1], finish=op[2])
         elif op[0] == "delete":
             listed = client.get("/api/v1/runs?limit=1000", headers=headers).json()["runs"]
             if listed:
@@ -103,6 +107,30 @@ def test_rollups_equal_a_recomputation(client: TestClient, db: Database, ops: li
             r = client.put(f"/api/v1/pipelines/{op[1]}", json=body, headers=headers)
             assert r.status_code == 200, r.text
     assert_rollups_match(db)
+
+
+def _start_then_finish(
+    client: TestClient, db: Database, headers: dict[str, str], batch: list[Any], finish: bool
+) -> None:
+    """Post the runs' starts: the rollups do not move. Then, if ``finish``, their finishes:
+    each start completed (200), the rollups what a recomputation makes them."""
+    with db.read() as s:
+        before = rollups.stored(s)
+    drop = ("finished_at", "gpu_utilization", "mfu")
+    starts = [
+        {**{k: v for k, v in r.items() if k not in drop}, "outcome": "running"} for r in batch
+    ]
+    r = client.post("/api/v1/runs/batch", json={"runs": starts}, headers=headers)
+    assert r.status_code == 201, r.text
+    with db.read() as s:
+        assert rollups.stored(s) == before  # a running attempt adds nothing
+    assert_rollups_match(db)
+    if finish:
+        for run in batch[:1]:  # the single-run path for the first
+            assert client.post("/api/v1/runs", json=run, headers=headers).status_code == 200
+        if batch[1:]:
+            r = client.post("/api/v1/runs/batch", json={"runs": batch[1:]}, headers=headers)
+            assert r.status_code == 200 and r.json()["completed"] == len(batch) - 1, r.text
 
 
 def test_a_week_across_two_months_splits_into_two_rows(client: TestClient, db: Database) -> None:

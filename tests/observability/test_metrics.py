@@ -105,8 +105,13 @@ def test_business_gauges_match_the_api(
     goodput = client.get("/api/v1/pipelines/ranker/goodput?weeks=8").json()
     samples = scrape(client)
     assert value(samples, "cadence_database_up") == 1
-    got = value(samples, "cadence_pipeline_projected_monthly_cost_usd", pipeline="ranker")
-    assert got == pytest.approx(expected["monthly_cost_usd"])
+    got = value(samples, "cadence_pipeline_expected_bill_usd", pipeline="ranker")
+    assert got == pytest.approx(expected["expected_bill_usd"])
+    # The old name is kept one release, the same figure, its HELP saying it is deprecated.
+    old = value(samples, "cadence_pipeline_projected_monthly_cost_usd", pipeline="ranker")
+    assert old == got
+    help_text = client.get("/metrics").text
+    assert "# HELP cadence_pipeline_projected_monthly_cost_usd DEPRECATED" in help_text
     assert got != pytest.approx(
         client.get("/api/v1/pipelines/ranker/projection?cadences=1").json()["projections"][
             "baseline"
@@ -173,11 +178,18 @@ def test_token_protected_metrics(db: Database, settings: Settings, read_access: 
         assert scrape(c, headers=read)
 
 
-def test_token_mode_metrics_follow_their_own_setting(db: Database, settings: Settings) -> None:
+def test_token_mode_closes_metrics_unless_made_public(db: Database, settings: Settings) -> None:
+    # In token mode /metrics names every pipeline and its cost: a read token, unless
+    # CADENCE_METRICS_PUBLIC=true opens it for a Prometheus that has no token.
     token_mode = settings.model_copy(update={"read_access": "token"})
+    read = {"Authorization": f"Bearer {make_token(db, 'read')}"}
     with TestClient(create_app(token_mode, database=db)) as c:
         assert c.get("/api/v1/pipelines").status_code == 401  # the gate is on
-        assert scrape(c)  # /metrics with CADENCE_METRICS_TOKEN_SCOPE="" is open
+        assert c.get("/metrics").status_code == 401
+        assert scrape(c, headers=read)
+    public = token_mode.model_copy(update={"metrics_public": True})
+    with TestClient(create_app(public, database=db)) as c:
+        assert scrape(c)
 
 
 def access_lines(err: str) -> list[dict[str, object]]:

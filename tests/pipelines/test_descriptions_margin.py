@@ -90,11 +90,11 @@ def test_descriptions_are_shown_where_the_variant_is_named(demo: TestClient) -> 
     page = demo.get("/pipelines/recsys-ranker", headers=HTML).text
     decision = page.split('data-testid="decision"', 1)[1].split("</p>", 1)[0]
     assert "candidate (sharded input + async checkpoints)" in decision
-    assert "baseline (the current job) at 2×/week" in page  # the cost card (target cadence)
+    assert "baseline (the current job): a typical month at 2×/week" in page  # the cost card
     assert "<td>candidate (sharded input + async checkpoints)</td>" in page  # runs table
     run = re.search(r'href="/runs/(\d+)"', page)
     assert run is not None
     run_page = demo.get(f"/runs/{run.group(1)}", headers=HTML).text
     assert "(sharded input + async checkpoints)" in run_page or "(the current job)" in run_page
     overview = demo.get("/", headers=HTML).text
-    assert "baseline (the current job) at 1×/week" in overview
+    assert "baseline (the current job)" in overview and "at 1×/week: " in overview

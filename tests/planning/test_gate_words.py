@@ -98,7 +98,7 @@ def test_pass_names_cost_quality_and_utilization() -> None:
             "pass",
         ),
         "projected_cost": (
-            "Monthly cost at the target cadence",
+            "The bill at the target cadence",
             "$1,309/month of the $1,400 budget at 2×/week (p90: 9 months in 10 cost less)",
             "pass",
         ),
@@ -329,7 +329,8 @@ def test_real_gate_results_in_words() -> None:
     words = gate_words(r, GateContext(2.0, 1.0, "accuracy"))
     assert {c.name for c in r.criteria} <= set(LABELS)  # every criterion has a people's name
     assert words.headline == (
-        "PASS: the candidate fits the $1,200 budget at 2×/week ($1,094/month), quality is "
+        "PASS: the candidate fits the $1,200 budget at 2×/week ($1,094/month, 0% chance "
+        "over), quality is "
         "not worse and utilization is up 32 points."
     )
     # Margin 0.01: quality needs 12 more runs per arm at 80% power (test_gate.py works it

@@ -30,10 +30,13 @@ def test_rows_and_totals_agree_with_the_page_and_the_projection(demo: TestClient
         projection = demo.get(
             f"/api/v1/pipelines/{name}/projection", params={"variant": variant}
         ).json()
+        assert row["expected_bill_usd"] == row["monthly_cost_usd"]  # the name, and the old one
         assert row["monthly_cost_usd"] == pytest.approx(
             projection["projections"][variant]["current_monthly_cost_usd"], rel=1e-9
         )
-        shown = re.search(rf'data-pipeline="{name}".*?class="spend[^"]*">\$([\d,]+)', page, re.S)
+        shown = re.search(
+            rf'data-pipeline="{name}".*?data-amount="expected-bill">\$([\d,]+)', page, re.S
+        )
         assert shown is not None
         assert float(shown.group(1).replace(",", "")) == round(row["monthly_cost_usd"])
 

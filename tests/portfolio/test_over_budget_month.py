@@ -64,7 +64,7 @@ def test_the_portfolio_api_says_over_and_counts_it(month: TestClient) -> None:
 def test_the_pipeline_and_portfolio_pages_say_over(month: TestClient) -> None:
     page = month.get(f"/pipelines/{NAME}").text
     assert 'data-month-status="over"' in page
-    assert "$2,028 spent ($881 of it experiments and probes, 43%)" in page
+    assert "$2,028 spent so far, $881 of it experiments and probes, 43%" in page
     overview = month.get("/").text
     card = re.search(rf'<article class="card" data-pipeline="{NAME}">.*?</article>', overview, re.S)
     assert card is not None

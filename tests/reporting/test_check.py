@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 from cadence_client.commands.check import run_check
@@ -97,27 +99,32 @@ def set_budget(client: TestClient, db: Database, usd: float) -> None:
 def test_the_pipelines_budget_is_judged_by_default(
     seeded: TestClient, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Judged on the pipeline's cost basis, the p90 bill by default. Twice weekly: 9 runs
-    # in a month with probability 2/3, else 8, each $280: p90 9 x 280 = $2,520 (expected
-    # $2,426.67), over a $2,000 budget; once weekly (5 runs w.p. 1/3: p90 $1,400) within.
+    # Judged by the one test, P(bill > budget) against the 10% risk tolerance. Twice
+    # weekly: 9 runs in a month with probability 2/3, else 8, each $280: $2,240 or $2,520,
+    # both over a $2,000 budget (P = 100%); the bill at risk (p90) is 9 x 280 = $2,520.
+    # Once weekly (4 or 5 runs: at most $1,400) P = 0: within.
     set_budget(seeded, db, 2000)
     assert check(seeded, "--cadence", "2") == 1
     out = capsys.readouterr().out
-    assert "the proposed p90 bill $2,520.00 a month is over the pipeline's $2,000.00" in out
-    assert "judged on the p90 bill (the pipeline's cost basis): $2,520.00 a month." in out
+    assert (
+        "the proposed month has a 100% chance of going over the pipeline's $2,000.00 budget "
+        "(the risk tolerance is 10%; bill at risk $2,520.00)"
+    ) in out
+    assert "a ceiling is held against the bill at risk $2,520.00 a month." in out
     assert check(seeded, "--cadence", "1") == 0
     assert "**PASS**: within the limits (budget $2,000.00/month)." in capsys.readouterr().out
     assert check(seeded, "--cadence", "2", "--no-budget") == 0  # asked not to judge it
     assert "none given" in capsys.readouterr().out
-    # On the expected bill basis, a $2,450 budget holds twice weekly ($2,426.67), which
-    # the p90 bill ($2,520) would not.
+    # The expected-bill basis no longer changes the verdict: at $2,450 the expected bill
+    # $2,426.67 is under the budget, but 9 runs ($2,520, probability 2/3) go over it:
+    # P = 2/3 >= 10%, so twice weekly does not fit, as the pages and the gate say.
     headers = {"Authorization": f"Bearer {make_token(db, 'admin', name='basis-admin')}"}
     body = {"monthly_budget_usd": 2450, "gate_cost_basis": "expected_bill"}
     assert seeded.put(f"/api/v1/pipelines/{PIPE}", json=body, headers=headers).is_success
-    assert check(seeded, "--cadence", "2") == 0
-    assert "judged on the expected bill (the pipeline's cost basis): $2,426.67" in (
-        capsys.readouterr().out
-    )
+    assert check(seeded, "--cadence", "2") == 1
+    # (the simulated months give about 2/3: 66% or 67%)
+    said = capsys.readouterr().out
+    assert re.search(r"a 6[67]% chance of going over the pipeline's \$2,450\.00 budget", said)
 
 
 def test_variant_projects_that_variants_runs(
@@ -136,6 +143,10 @@ def test_variant_projects_that_variants_runs(
     out = capsys.readouterr().out
     assert "### Cadence cost check: `check-pipe` (variant `candidate`)" in out
     assert "| Proposed | 1×/week | $2,426.67 |" in out
+    # Today is production's (baseline, $280 a run: 52/12 x 280 = $1,213.33), as the page
+    # measures it, not the candidate's own: +$1,213.33, +100.0%.
+    assert "| Today | 1×/week, as recorded | $1,213.33 |" in out
+    assert "+$1,213.33 (+100.0%)" in out
     assert check(seeded, "--variant", "nope", "--cadence", "1") == 2
 
 

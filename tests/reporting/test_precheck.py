@@ -53,6 +53,9 @@ CASES: list[dict[str, Any]] = [
     {"data_stall_hours": -1},
     {"outcome": "exploded"},
     {"outcome": "failed"},
+    {"outcome": "running"},  # with a finish and a utilization: refused by both
+    {"outcome": "running", "finished_at": None, "gpu_utilization": None},  # a start: taken
+    {"finished_at": None},  # no finish and not running: refused by both
     {"utilization_source": "guess"},
     {"pipeline": "Not A Slug"},
     {"run_id": "x" * 201},

@@ -4,6 +4,7 @@ tests/fixtures/kubernetes (see its README for how it was written), paged."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import threading
@@ -128,10 +129,7 @@ def test_mapping_of_the_recorded_objects() -> None:
     options = Options(pipeline_label="cadence.dev/pipeline")
     mapped = map_all(items("jobs.json"), items("pods.json"), items("workloads.json"), options)
     unread = {m.source: m.reason for m in mapped if m.payload is None}
-    assert unread == {
-        "Job ml/vision-train-7": "not finished (active: no Complete or Failed condition)",
-        "Job ml/etl-nightly": "no nvidia.com/gpu limit on its pods",
-    }
+    assert unread == {"Job ml/etl-nightly": "no nvidia.com/gpu limit on its pods"}
     runs = {m.payload["run_id"]: m for m in mapped if m.payload}
     a = runs[A].payload
     assert (a["pipeline"], a["outcome"], a["workers"]) == ("ranker", "succeeded", 8)  # 2 pods x 4
@@ -167,6 +165,29 @@ def test_mapping_of_the_recorded_objects() -> None:
     rows = totals([attempt_of(runs[k].payload) for k in (A, B, C)])
     assert rows["ranker"].gpu_hours == pytest.approx(112 + 115 / 60 + 2)
     assert totals([attempt_of(runs[F].payload)])["vision"].gpu_hours == pytest.approx(16.0)
+    # The active Job is a running attempt: no finish or restarts until the next import.
+    running = runs["0a1b2c3d-0000-4000-8000-00000000000d"].payload
+    assert (running["outcome"], running["started_at"]) == ("running", "2026-11-04T09:01:00+00:00")
+    assert "finished_at" not in running and "interruptions" not in running
+
+
+def test_the_active_job_once_complete_maps_to_the_same_run_finished() -> None:
+    options = Options(pipeline_label="cadence.dev/pipeline")
+    jobs = [j for j in items("jobs.json") if j["metadata"]["name"] == "vision-train-7"]
+    done = copy.deepcopy(jobs)
+    done[0]["status"].update(
+        active=0, completionTime="2026-11-04T11:01:00Z",
+        conditions=[{"type": "Complete", "status": "True",
+                     "lastTransitionTime": "2026-11-04T11:01:00Z"}],
+    )  # fmt: skip
+    [before] = map_all(jobs, items("pods.json"), items("workloads.json"), options)
+    [after] = map_all(done, items("pods.json"), items("workloads.json"), options)
+    assert before.payload and after.payload
+    assert before.payload["run_id"] == after.payload["run_id"]
+    assert (after.payload["outcome"], after.payload["finished_at"]) == (
+        "succeeded",
+        "2026-11-04T11:01:00+00:00",
+    )
 
 
 def test_dry_run_through_the_real_client_and_a_kubeconfig(
@@ -182,7 +203,8 @@ def test_dry_run_through_the_real_client_and_a_kubeconfig(
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
     # PIPELINE RETRAININGS ATTEMPTS OK FAILED PREEMPT CANCEL GPU-HOURS NO-UTIL
     assert rows["ranker"] == ["2", "3", "2", "0", "1", "0", "115.92", "3"]
-    assert rows["vision"] == ["1", "1", "0", "0", "0", "1", "16.00", "1"]
+    # vision: the cancelled Job F and the running one (no GPU-hours until it ends).
+    assert rows["vision"] == ["2", "2", "0", "0", "0", "1", "16.00", "2"]
     assert "not imported: Job ml/etl-nightly: no nvidia.com/gpu limit on its pods" in err
 
 
@@ -234,9 +256,9 @@ def test_import_then_reimport_stores_nothing_twice(
         kubeconfig(tmp_path, api), "--pipeline-label", "cadence.dev/pipeline", "--token", token
     )
     assert kubernetes_command.run_import(argv, transport=through(client, [])) == 0
-    assert "(4 created / 0 already there)" in capsys.readouterr().out
+    assert "(5 created / 0 already there)" in capsys.readouterr().out  # one running
     assert kubernetes_command.run_import(argv, transport=through(client, [])) == 0
-    assert "(0 created / 4 already there)" in capsys.readouterr().out
+    assert "(0 created / 5 already there)" in capsys.readouterr().out
 
 
 def test_prometheus_url_fills_utilization_before_posting(

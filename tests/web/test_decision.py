@@ -7,8 +7,16 @@ from types import SimpleNamespace
 from app.web.decision import cadence_words, decide
 
 
-def row(variant: str, cost: float, p90: float, within: bool | None) -> dict[str, object]:
-    return {"variant": variant, "monthly_cost_usd": cost, "p90": p90, "within_budget": within}
+def row(
+    variant: str, cost: float, p90: float, within: bool | None, p_over: float | None = None
+) -> dict[str, object]:
+    return {
+        "variant": variant,
+        "monthly_cost_usd": cost,
+        "p90": p90,
+        "within_budget": within,
+        "p_over_budget": p_over,
+    }
 
 
 def gate(verdict: str, summary: str) -> SimpleNamespace:
@@ -23,26 +31,29 @@ def test_fits_only_with_the_candidate_and_the_gate_passes() -> None:
         2.0,
         {"candidate": "sharded input + async checkpoints"},
     )
-    # On the p90 basis (the default, the gate's): $1,314.20 <= $1,400 fits.
+    # The projection's one test (within_budget) decides; the sentence names the figure.
     assert d.sentence == (
-        "Twice weekly fits the $1,400 budget (p90 bill) only with candidate (sharded input "
-        "+ async checkpoints): $1,309/month expected, p90 $1,314. Gate: PASS, every "
+        "Twice weekly fits the $1,400 budget only with candidate (sharded input "
+        "+ async checkpoints): $1,309 expected bill, p90 $1,314. Gate: PASS, every "
         "criterion passed."
     )
     assert d.affordable is True and d.verdict == "PASS" and d.tone == "good"
 
 
-def test_does_not_fit_names_the_cheapest_and_by_how_much() -> None:
+def test_does_not_fit_names_the_likeliest_to_fit_with_its_chance() -> None:
     d = decide(
-        [row("baseline", 2000.0, 2100.0, False), row("candidate", 1500.0, 1600.0, False)],
+        [
+            row("baseline", 2000.0, 2100.0, False, 0.95),
+            row("candidate", 1500.0, 1600.0, False, 0.6),
+        ],
         1400.0,
         gate("INSUFFICIENT_DATA", "quality: about 12 more runs per arm needed."),
         2.0,
     )
-    # cheapest on the p90 basis: $1,600 - budget $1,400 = $200 over
+    # the smaller P(bill > budget) of the two: the candidate's 60%
     assert d.sentence.startswith(
-        "Twice weekly does not fit the $1,400 budget: the cheapest, candidate: "
-        "$1,500/month expected, p90 $1,600, is $200 over on its p90 bill."
+        "Twice weekly does not fit the $1,400 budget: the likeliest to stay within it, "
+        "candidate: $1,500 expected bill, p90 $1,600, 60% chance over."
     )
     assert d.verdict == "NOT YET" and d.affordable is False and d.tone == "bad"
     assert d.sentence.endswith("Gate: NOT YET, quality: about 12 more runs per arm needed.")
@@ -50,7 +61,7 @@ def test_does_not_fit_names_the_cheapest_and_by_how_much() -> None:
 
 def test_without_budget_gate_or_runs() -> None:
     assert decide([row("baseline", 900.0, 950.0, None)], None, None, 1.0).sentence == (
-        "Weekly costs baseline: $900/month expected, p90 $950. No budget is set to compare "
+        "Weekly costs baseline: $900 expected bill, p90 $950. No budget is set to compare "
         "with. Gate: no candidate to test yet."
     )
     assert decide([], 100.0, None, 3.0).affordable is None
@@ -70,17 +81,20 @@ def test_the_gate_reason_is_the_gate_sections_own_sentence() -> None:
     assert "All three criteria" not in d.sentence
 
 
-def test_one_basis_in_the_sentence_and_the_colour_follows_the_verdict() -> None:
-    """At the edge of the budget: expected $1,390, p90 $1,403 on $1,400. On the p90 basis
-    it does not fit ($3 over), as the gate's cost criterion says; on the expected-bill
-    basis it fits. Either way the card never says "fits" beside a FAIL in green."""
-    edge = [row("candidate", 1390.0, 1403.0, True)]
-    fail = gate("FAIL", "cost: the p90 bill $1,403 is $3 over the $1,400 budget.")
-    on_p90 = decide(edge, 1400.0, fail, 2.0, basis="p90")
-    assert "does not fit" in on_p90.sentence and "$3 over on its p90 bill" in on_p90.sentence
-    assert on_p90.tone == "bad"
-    on_expected = decide(edge, 1400.0, gate("PASS", "all pass"), 2.0, basis="expected_bill")
-    assert "fits the $1,400 budget (expected bill)" in on_expected.sentence
-    assert on_expected.tone == "good"
-    # Affordable on its basis, but the gate fails on quality: not green.
-    assert decide(edge, 1400.0, gate("FAIL", "quality"), 2.0, basis="expected_bill").tone == "bad"
+def test_one_test_in_the_sentence_and_the_colour_follows_the_verdict() -> None:
+    """At the edge of the budget: expected $1,390, p90 $1,403 on $1,400, a 12% chance over
+    (above the 10% tolerance, so the projection says it does not fit). The card says
+    "does not fit" whatever the basis, as the gate's cost criterion does: the expected
+    bill below the budget never makes it "fit"."""
+    edge = [row("candidate", 1390.0, 1403.0, False, 0.12)]
+    fail = gate("FAIL", "cost: does not fit the $1,400 budget, 12% chance over.")
+    for basis in ("p90", "expected_bill"):
+        d = decide(edge, 1400.0, fail, 2.0, basis=basis)
+        assert "does not fit" in d.sentence and "12% chance over" in d.sentence
+        assert d.tone == "bad" and d.affordable is False
+    inside = [row("candidate", 1390.0, 1398.0, True, 0.08)]
+    fits = decide(inside, 1400.0, gate("PASS", "all pass"), 2.0, basis="expected_bill")
+    assert "fits the $1,400 budget" in fits.sentence and "8% chance over" in fits.sentence
+    assert fits.tone == "good"
+    # Affordable, but the gate fails on quality: not green.
+    assert decide(inside, 1400.0, gate("FAIL", "quality"), 2.0).tone == "bad"

@@ -46,6 +46,7 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "scaling",
         "runs",
         "value",
+        "record",
     ):
         assert f'id="{section}"' in html, section
     figures = re.findall(r'<script type="application/json" id="(fig-[a-z_]+)">', html)
@@ -61,6 +62,7 @@ def test_pipeline_page_sections(demo: TestClient) -> None:
         "fig-scaling",
         "fig-cadence_value",
         "fig-decay",
+        "fig-record",  # the demo's runs span closed months: the forecast's record
     }
     assert re.search(r'src="/static/vendor/plotly-basic\.min\.js\?v=[0-9a-f]{12}"', html)
     assert "cdn" not in html.lower()
@@ -96,18 +98,25 @@ def test_whatif_fragment_changes_cost(demo: TestClient) -> None:
     assert r.status_code == 422
 
 
-MANAGER_FIRST = (
-    "decision", "projection", "levers", "gate", "value",  # the answer, cost, what to fix
-    "checkpoints", "goodput", "badput", "reconciliation", "quality", "scaling", "alerts",
-    "runs",  # engineers (reconciliation: the cloud bill beside where the GPU time went)
+MANAGER_FIRST = ("decision", "projection", "gate", "record")  # answer, cost, gate, record
+ENGINEERING = (
+    "levers", "checkpoints", "value", "goodput", "badput", "reconciliation", "quality",
+    "scaling", "alerts", "runs",  # (reconciliation: the cloud bill beside the GPU time)
     "changes",
 )  # fmt: skip
 
 
 def test_pipeline_page_puts_the_managers_sections_first(demo: TestClient) -> None:
     html = demo.get("/pipelines/recsys-ranker").text
-    ids = re.findall(r'<section class="panel[^"]*" id="([a-z_]+)"', html)
-    assert ids == list(MANAGER_FIRST)
+    manager, _, engineering = html.partition('id="signpost"')
+    section = r'<section class="panel[^"]*" id="([a-z_]+)"'
+    assert re.findall(section, manager) == list(MANAGER_FIRST)
+    # The signpost ends the manager's part and lists every engineering section; they
+    # follow it, folded in one <details> (open from 600 px).
+    assert re.findall(section, engineering) == list(ENGINEERING)
+    toc = re.findall(r'<li><a href="#([a-z_]+)">', engineering.split("</nav>")[0])
+    assert toc == [s for s in ENGINEERING if s != "changes"]
+    assert '<details class="engineering" id="engineering" data-open-from="600">' in engineering
 
 
 def test_whatif_fragment_re_renders_the_checkpoint_section_too(demo: TestClient) -> None:
@@ -245,14 +254,15 @@ def test_demo_shows_what_retraining_more_often_buys(demo: TestClient) -> None:
 
 def test_portfolio_totals_filter_and_sort(demo: TestClient) -> None:
     html = demo.get("/").text
-    assert "data-totals" in html and "Monthly spend at current cadences" in html
+    assert "data-totals" in html and "Expected bill at current cadences" in html
     assert 'data-total="over_budget"' in html and "data-spark-values" in html
     team = demo.get("/", params={"team": "risk-ml"}).text
     assert 'data-pipeline="fraud-detector"' in team and 'data-pipeline="recsys-ranker"' not in team
     by_spend = demo.get("/", params={"sort": "spend"}).text
     order = re.findall(r'<article class="card" data-pipeline="([^"]+)"', by_spend)
     spends = [
-        float(v.replace(",", "")) for v in re.findall(r'class="spend[^"]*">\$([\d,]+)', by_spend)
+        float(v.replace(",", ""))
+        for v in re.findall(r'data-amount="expected-bill">\$([\d,]+)', by_spend)
     ]
     assert len(order) == 2 and spends == sorted(spends, reverse=True)
     assert demo.get("/", params={"sort": "colour"}).status_code == 422

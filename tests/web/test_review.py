@@ -63,10 +63,15 @@ def summed(rows: Iterable[WeekTotals], monday: date) -> list[WeekTotals]:
     return [WeekTotals(monday, g, sum(r.cost_usd for r in mine), hours, usd)]
 
 
-def totals_line(data: Data, months: Mapping[str, MonthSpend] | None = None) -> ReviewLine:
+def totals_line(
+    data: Data,
+    months: Mapping[str, MonthSpend] | None = None,
+    budgets: Mapping[str, float] | None = None,
+) -> ReviewLine:
     rows = [r for name in data for r in data[name]]
     before, this = weeks(summed(rows, PREV) + summed(rows, MON))
-    return total_of(before, this, [(months or {}).get(n, MonthSpend()) for n in data])
+    spends = [(months or {}).get(n, MonthSpend()) for n in data]
+    return total_of(before, this, spends, [(budgets or {}).get(n) for n in data])
 
 
 def test_monday_morning_opens_on_the_week_that_ended() -> None:
@@ -88,18 +93,27 @@ def test_lines_are_sorted_by_waste_in_dollars_and_every_cause_is_kept() -> None:
     assert big.badput_usd == 52.0
     assert set(big.this.usd_by_cause) >= {"data_stall", "checkpoint", "failure", "other_idle"}
     assert big.spend_change_usd == 20.0  # 120 - 100
-    # Without a projection there is nothing to compare with the budget.
+    # Without the month's figure there is nothing to compare with the budget.
     assert big.over_budget_usd is None and lines[2].this.goodput.overall is None
-    months = {"big": MonthSpend(300.0, 520.0)}
+    # The budget compares the month's own figure (the one its word is about), never
+    # the typical month's expected bill: this month $460 expected against $400 = +$60,
+    # though a typical month's expected bill is $520.
+    months = {"big": MonthSpend(300.0, 520.0, "likely_over", 460.0, 0.7)}
     big = review_lines([info("big", 400.0)], data, months)[0]
-    assert big.over_budget_usd == 120.0  # projected 520 against a 400 budget
+    assert big.over_budget_usd == 60.0
 
 
 def test_totals_are_sums_and_goodput_is_gpu_hour_weighted() -> None:
     data = {"a": [totals(MON, 1, 10, 40, 4)], "b": [totals(MON, 3, 30, 120, 6)]}
-    months = {"a": MonthSpend(100.0, None), "b": MonthSpend(50.0, 900.0)}
-    total = totals_line(data, months)
-    assert total.month == MonthSpend(150.0, 900.0)  # sums; "a" has no projection
+    months = {
+        "a": MonthSpend(100.0, None, "within", 300.0, 0.0),
+        "b": MonthSpend(50.0, 900.0, None, None, None),
+    }
+    total = totals_line(data, months, {"a": 400.0})
+    # sums: month to date 100 + 50; typical months 900 ("a" has none); the budget
+    # compared is a's $400 against a's month $300 ("b" has no budget: apart)
+    assert total.month == MonthSpend(150.0, 900.0, None, 300.0, None)
+    assert total.monthly_budget_usd == 400.0 and total.over_budget_usd == -100.0
     assert total.this.runs == 4 and total.this.cost_usd == 160.0
     assert total.this.usd_by_cause["data_stall"] == 10.0
     # program share 0.5 on both: (5 + 15) / (10 + 30) = 0.5

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from cadence_client.commands import check, evaluations, export, report
+from cadence_client.commands import check, evaluations, export, plan, report
 from cadence_client.commands.report import (
     OK,
     UNAVAILABLE,
@@ -101,6 +101,7 @@ BUILTIN: tuple[AddParsers, ...] = (
     export.add_parser,  # export
     evaluations.add_parser,  # report-evaluations
     check.add_parser,  # check
+    plan.add_parser,  # plan
     mlflow_command.add_parsers,  # import mlflow
     add_spool_parser,  # spool flush, spool list
 )

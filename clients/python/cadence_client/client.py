@@ -69,7 +69,8 @@ class BatchResult:
 
     ``ids`` are the server's ids in the order of the runs you passed; ``items`` are the
     server's per-run entries (``index`` into your list, ``id``, ``run_id``,
-    ``pipeline``, ``status``: ``created`` or ``existing`` for an identical retry).
+    ``pipeline``, ``status``: ``created``, ``existing`` for an identical retry, or
+    ``completed`` for a running attempt the post finished).
     """
 
     created: int = 0
@@ -77,6 +78,7 @@ class BatchResult:
     ids: list[int] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
     batches: int = 0
+    completed: int = 0  # running attempts these posts finished (servers since issue 34)
 
     @property
     def created_ids(self) -> list[int]:
@@ -175,7 +177,7 @@ class CadenceClient:
         """
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        created = existing = batches = 0
+        created = existing = batches = completed = 0
         ids: list[int] = []
         items: list[dict[str, Any]] = []
         for offset in range(0, len(runs), batch_size):
@@ -189,14 +191,16 @@ class CadenceClient:
             body = self._json_object(response)
             created += int(body.get("created", 0))
             existing += int(body.get("existing", 0))
+            completed += int(body.get("completed", 0))
             batches += 1
             for item in sorted(body.get("runs", []), key=lambda i: int(i.get("index", 0))):
                 item = {**item, "index": int(item.get("index", 0)) + offset}
                 items.append(item)
                 ids.append(int(item["id"]))
         return BatchResult(
-            created=created, existing=existing, ids=ids, items=items, batches=batches
-        )
+            created=created, existing=existing, ids=ids, items=items, batches=batches,
+            completed=completed,
+        )  # fmt: skip
 
     def post_evaluations(
         self, pipeline: str, evaluations: Sequence[Mapping[str, Any]]
@@ -247,11 +251,14 @@ class CadenceClient:
         strict: bool = False,
         spool: Spool | str | Path | None = None,
         handle_sigterm: bool = True,
+        report_start: bool = True,
         **fields: Any,
     ) -> TrackedRun:
         """A context manager that records one training attempt and posts it on exit.
 
-        ``started_at`` is read on entry and ``finished_at`` on exit; ``fields`` are any
+        ``started_at`` is read on entry and reported at once (``outcome: "running"``:
+        this month's spend counts the run while it runs; ``report_start=False`` posts
+        only the finish), and ``finished_at`` on exit completes it; ``fields`` are any
         other run fields (``variant``, ``retraining_id``, ``gpu_utilization``, ``tags``...),
         and the job can add or change them with ``run.set(...)``. The outcome is
         recorded whatever happens: an exception is ``failed`` (tag ``cadence_error`` =
@@ -278,6 +285,7 @@ class CadenceClient:
             strict=strict,
             spool=spool,
             handle_sigterm=handle_sigterm,
+            report_start=report_start,
         )
 
     def list_runs(
@@ -326,6 +334,12 @@ class CadenceClient:
         }
         path = f"/api/v1/pipelines/{pipeline}/projection"
         return self._json_object(self._request("GET", path, params=query))
+
+    def org_plan(self, **params: Any) -> dict[str, Any]:
+        """``GET /api/v1/portfolio/plan`` (``budget``, ``risk``, ``team``; ``None`` values
+        are left out): the organisation's cadence plan."""
+        query = {k: _query_value(v) for k, v in params.items() if v is not None}
+        return self._json_object(self._request("GET", "/api/v1/portfolio/plan", params=query))
 
     def health(self) -> bool:
         """Whether the service is ready (``/readyz``: database reachable, schema at head).

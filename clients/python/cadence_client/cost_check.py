@@ -2,10 +2,12 @@
 limits a team set and the pipeline's budget? Pure: the monthly costs and the limits in, a
 verdict with reasons out.
 
-The rises compare expected bills (today's and the proposal's). The ceiling and the
-budget are judged on the pipeline's cost basis, the figure the server's decision card,
-gate and alerts read (``scenario.cost_basis`` of the projection: the p90 bill or the
-expected bill), and each sentence names it.
+The rises compare expected bills (today's, production's at its current cadence, and the
+proposal's). The budget is judged by the server's one test, the word every page says:
+P(bill > budget) against the risk tolerance (the projection's ``within_budget`` and
+``p_over_budget``, ``scenario.risk_tolerance``), never by a single figure. The ceiling
+(``--max-monthly-usd``) is held against the bill at risk (``bill_at_risk_usd``: the p90
+at a 10% tolerance), and each sentence names the figure it judged.
 
 It lives in the client, not app/planning/, because ``cadence check`` runs from the
 client's install alone; it imports nothing, and tests/planning/test_cost_check.py
@@ -16,7 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BASIS_NAMES = {"expected_bill": "expected bill", "p90": "p90 bill"}  # app/planning/cost_basis.py
+# app/planning/cost_basis.py, and the bill at risk of app/planning/verdict.py
+BASIS_NAMES = {"expected_bill": "expected bill", "p90": "p90 bill", "at_risk": "bill at risk"}
+
+
+@dataclass(frozen=True)
+class BudgetTest:
+    """The server's one test for the proposal: fits (P below the tolerance) or not."""
+
+    fits: bool
+    p_over_budget: float
+    risk_tolerance: float
 
 
 @dataclass(frozen=True)
@@ -51,10 +63,13 @@ def check_cost(
     *,
     judged_usd: float | None = None,
     basis: str = "expected_bill",
+    budget_test: BudgetTest | None = None,
 ) -> CostCheck:
     """increase = proposed - today (expected bills); increase % = 100 x increase / today.
     The ceiling and the budget are judged on ``judged_usd``, the proposal's figure on
-    ``basis`` (default: the expected bill, ``proposed_usd``).
+    ``basis`` (default: the expected bill, ``proposed_usd``); with ``budget_test`` (a
+    server that says it) the budget is the one test: breached when the proposal does
+    not fit, whatever ``judged_usd`` says.
 
     A limit is breached when the figure is strictly above it (equal passes). A
     percentage limit with today's cost at 0 is breached by any increase (any rise from
@@ -82,7 +97,14 @@ def check_cost(
             f"the proposed {name} ${judged:,.2f} a month is over the "
             f"${limits.max_monthly_usd:,.2f} limit"
         )
-    if limits.budget_usd is not None and judged > limits.budget_usd:
+    if limits.budget_usd is not None and budget_test is not None:
+        if not budget_test.fits:
+            breaches.append(
+                f"the proposed month has a {budget_test.p_over_budget:.0%} chance of going "
+                f"over the pipeline's ${limits.budget_usd:,.2f} budget (the risk tolerance "
+                f"is {budget_test.risk_tolerance:.0%}; {name} ${judged:,.2f})"
+            )
+    elif limits.budget_usd is not None and judged > limits.budget_usd:
         breaches.append(
             f"the proposed {name} ${judged:,.2f} a month is over the pipeline's "
             f"${limits.budget_usd:,.2f} budget"

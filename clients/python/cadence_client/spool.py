@@ -75,7 +75,7 @@ class Spool:
 
     def write(self, runs: Sequence[Mapping[str, Any]]) -> Path:
         """Write ``runs`` (JSON-ready payloads) as one new file; returns its path."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        _private_directory(self.directory)
         text = "".join(
             json.dumps(dict(r), allow_nan=False, ensure_ascii=False, sort_keys=True) + "\n"
             for r in runs
@@ -99,7 +99,13 @@ class Spool:
         """The files waiting to be posted, oldest first (temporary files excluded)."""
         if not self.directory.is_dir():
             return []
-        return sorted(p for p in self.directory.glob(f"*{SUFFIX}") if not p.name.startswith("."))
+        # A symlink placed in the spool is never read (it could name any file the user
+        # can read, which a flush would post) nor written through.
+        return sorted(
+            p
+            for p in self.directory.glob(f"*{SUFFIX}")
+            if not p.name.startswith(".") and not p.is_symlink() and p.is_file()
+        )
 
     def pending(self) -> list[dict[str, Any]]:
         """Every spooled run, oldest first."""
@@ -140,20 +146,55 @@ class Spool:
 
     def _reject(self, path: Path, reason: str, result: FlushResult) -> None:
         folder = self.directory / REJECTED
-        folder.mkdir(exist_ok=True)
+        if folder.is_symlink():
+            log.error("cadence: %s is a symlink: not moving %s through it", folder, path)
+            return
+        _private_directory(folder)
         target = folder / path.name
         try:
-            os.replace(path, target)
+            os.replace(path, target)  # replaces a symlink at target, never follows it
         except FileNotFoundError:
             return
-        target.with_suffix(".reason").write_text(reason + "\n", encoding="utf-8")
+        _write_new(target.with_suffix(".reason"), reason + "\n")
         log.error("cadence: spooled runs in %s refused, moved to %s: %s", path, target, reason)
         result.rejected.append(str(target))
 
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows has no symlinks to fear here
+
+
+def _private_directory(directory: Path) -> None:
+    """Make ``directory`` (and its parents) if missing; one this makes is 0700: the runs
+    it holds name pipelines, costs and tags that other users of the machine need not
+    read."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(directory, 0o700)  # whatever the umask
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write a new file at ``path``, replacing a file or symlink there, never writing
+    through a symlink."""
+    path.unlink(missing_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    except OSError as exc:  # a symlink planted between the unlink and the open
+        log.error("cadence: not writing %s: %s", path, exc)
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def _read(path: Path) -> list[dict[str, Any]]:
     runs = []
-    with path.open(encoding="utf-8") as handle:
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"not a plain file ({exc.strerror})") from None
+    with os.fdopen(fd, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

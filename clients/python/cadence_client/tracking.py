@@ -1,6 +1,8 @@
 """``client.track_run(...)``: record one training run around the code that does it.
 
-Every outcome is recorded: the block ending is ``succeeded``, an exception ``failed``,
+The start is reported on entry (``outcome: "running"``, so this month's spend counts the
+run while it runs), and the finish completes it. Every outcome is recorded: the block
+ending is ``succeeded``, an exception ``failed``,
 KeyboardInterrupt ``cancelled``, and SIGTERM (what Kubernetes and spot reclaimers send
 before killing a job) ``preempted``, posted from the signal handler at once, within the
 grace period. A Cadence problem never replaces the job's own exception and never fails
@@ -35,6 +37,9 @@ T = TypeVar("T")
 
 ERROR_TAG = "cadence_error"
 SUCCEEDED, FAILED, PREEMPTED, CANCELLED = "succeeded", "failed", "preempted", "cancelled"
+RUNNING = "running"
+# What a start report cannot carry: the server wants them with the finish.
+NOT_AT_START = frozenset({"finished_at", "gpu_hours", "gpu_utilization", "outcome"})
 # Set by the tracker itself: the job cannot override them with set().
 MANAGED = frozenset({"pipeline", "run_id", "started_at", "finished_at", "outcome"})
 
@@ -58,8 +63,11 @@ class TrackedRun:
         strict: bool = False,
         spool: Spool | str | Path | None = None,
         handle_sigterm: bool = True,
+        report_start: bool = True,
     ) -> None:
         self._client = client
+        self.report_start = report_start
+        self.start_spooled: Path | None = None
         self.fields: dict[str, Any] = dict(fields)
         self.fields["tags"] = dict(self.fields.get("tags") or {})
         self.sampler = sampler or (NvmlSampler(sample_interval) if sample_gpu else None)
@@ -143,8 +151,43 @@ class TrackedRun:
 
     # -- the block -------------------------------------------------------------------
 
+    def start_payload(self) -> dict[str, Any]:
+        """The start report: the run so far with ``outcome: "running"`` and no finish,
+        billed hours or utilization (the finish brings them)."""
+        body = {k: _jsonable(v) for k, v in self.fields.items() if k not in NOT_AT_START}
+        if not body.get("tags"):
+            body.pop("tags", None)
+        body["outcome"] = RUNNING
+        return body
+
+    def _report_start(self) -> None:
+        """Post the start, quickly (the job is waiting); spool it when the server cannot
+        be reached. An older server answers 422 (no "running" outcome): the finish is
+        then posted as before, alone. Never raises: the start is a courtesy."""
+        payload = self.start_payload()
+        name = f"{payload.get('pipeline')}/{payload.get('run_id')}"
+        try:
+            with self._client.hurried():
+                self._client.post_run(payload)
+        except ValidationFailed as exc:
+            log.info("cadence: the server does not take a start report for %s (%s)", name, exc)
+        except ConflictError as exc:
+            log.warning("cadence: start of run %s refused: %s", name, exc)
+        except Exception as exc:  # ServiceUnavailable, a refused token, a bad URL...
+            self.start_spooled = self.spool.write([payload])
+            log.warning("cadence: start of run %s not posted (%s); spooled", name, exc)
+
+    def _drop_spooled_start(self) -> None:
+        """The finish supersedes a start still waiting in the spool: sent after the
+        finish, the start would be refused (a start after a finish is a 409)."""
+        if self.start_spooled is not None:
+            self.start_spooled.unlink(missing_ok=True)
+            self.start_spooled = None
+
     def __enter__(self) -> TrackedRun:
         self.fields["started_at"] = self._client.now()
+        if self.report_start:
+            self._report_start()
         if self.sampler is not None:
             self.sampler.start()
         self._install_sigterm()
@@ -186,6 +229,7 @@ class TrackedRun:
                 self.fields.setdefault("utilization_source", "nvml_gpu_util")
         if exc_type is not None:
             self.fields["tags"][ERROR_TAG] = exc_type.__name__[:500]
+        self._drop_spooled_start()
         self._deliver(self.payload(), hurried)
 
     def _deliver(self, payload: dict[str, Any], hurried: bool) -> None:

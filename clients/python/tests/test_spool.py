@@ -141,3 +141,29 @@ def test_spool_flush_exit_codes_say_what_is_left(
     monkeypatch.delenv("CADENCE_TOKEN", raising=False)
     no_token = parser(extensions=[]).parse_args(["spool", "flush", "--dir", str(tmp_path)])
     assert run_spool_flush(no_token) == 2
+
+
+def test_the_spool_directory_is_private_and_follows_no_symlink(tmp_path: Path) -> None:
+    spool, store = Spool(tmp_path / "cache" / "spool"), Store()
+    spool.write([make_run(run_id="a")])
+    assert spool.directory.stat().st_mode & 0o777 == 0o700
+    # A symlink planted in the spool, named like a spooled file, is never read or sent.
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps(make_run(run_id="stolen")) + "\n", encoding="utf-8")
+    (spool.directory / "0-planted.jsonl").symlink_to(secret)
+    # And a refusal's .reason is never written through a symlink planted for it.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    bad = make_run(run_id="bad")
+    del bad["workers"]
+    refused = spool.write([bad])
+    rejected = spool.directory / "rejected"
+    rejected.mkdir(mode=0o700)
+    rejected.joinpath(refused.name).with_suffix(".reason").symlink_to(victim)
+    with client(store) as cadence:
+        done = spool.flush(cadence)
+    assert list(store.rows) == [("ranker", "a")]  # not ("ranker", "stolen")
+    assert victim.read_text(encoding="utf-8") == "keep me\n"
+    reason = rejected / refused.with_suffix(".reason").name
+    assert not reason.is_symlink() and "422" in reason.read_text(encoding="utf-8")
+    assert len(done.rejected) == 1

@@ -30,10 +30,11 @@ class Server:
     def __init__(self, status: int = 201) -> None:
         self.status = status
         self.bodies: list[dict[str, Any]] = []
+        self.starts: list[dict[str, Any]] = []  # start reports (outcome "running")
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
-        self.bodies.append(body)
+        (self.starts if body.get("outcome") == "running" else self.bodies).append(body)
         if self.status == 422:
             error = {"code": "validation_error", "message": "bad", "fields": []}
             return httpx.Response(422, json={"error": error})
@@ -194,7 +195,11 @@ def test_an_unreachable_server_spools_the_run_and_the_next_post_sends_it(tmp_pat
     with client_for(up) as cadence:
         with cadence.track_run(pipeline="ranker", run_id="r8", workers=1, spool=tmp_path):
             pass
-    assert [b["run_id"] for b in up.singles] == ["r8"]
+    # The start report of r8, then its finish.
+    assert [(b["run_id"], b.get("outcome")) for b in up.singles] == [
+        ("r8", "running"),
+        ("r8", None),
+    ]
     assert [r["run_id"] for r in up.batched] == ["r7"]  # drained after the success
     assert Spool(tmp_path).files() == []
 
@@ -349,3 +354,85 @@ def test_sampled_utilization_fills_the_run_and_names_its_source() -> None:
     # samples 0.3 (start) and 0.5 (stop): mean 0.4
     assert server.bodies[0]["gpu_utilization"] == pytest.approx(0.4)
     assert server.bodies[0]["utilization_source"] == "nvml_gpu_util"
+
+
+class OldServer(Server):
+    """A server from before running attempts: "running" is not an outcome it knows."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if body.get("outcome") == "running":
+            self.starts.append(body)
+            error = {"code": "validation_error", "message": "bad outcome", "fields": []}
+            return httpx.Response(422, json={"error": error})
+        return super().__call__(request)
+
+
+def test_the_start_is_reported_on_entry_and_the_finish_completes_it() -> None:
+    server = Server()
+    with client_for(server) as cadence:
+        with cadence.track_run(
+            pipeline="ranker", run_id="r20", workers=8, variant="candidate",
+            gpu_utilization=0.4, tags={"team": "ranking"},
+        ) as run:  # fmt: skip
+            assert len(server.starts) == 1 and server.bodies == []  # reported at once
+    [start] = server.starts
+    assert start["outcome"] == "running" and start["started_at"] == "2026-11-30T08:00:00+00:00"
+    assert (start["variant"], start["workers"], start["tags"]) == (
+        "candidate",
+        8,
+        {"team": "ranking"},
+    )
+    # No finish, billed hours or utilization at the start: the finish brings them.
+    assert not {"finished_at", "gpu_hours", "gpu_utilization"} & set(start)
+    [finish] = server.bodies
+    assert finish["finished_at"] == "2026-11-30T22:00:00+00:00" and "outcome" not in finish
+    assert finish["gpu_utilization"] == 0.4 and run.result is not None
+
+
+def test_an_older_server_refusing_the_start_still_gets_the_finished_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = OldServer()
+    with client_for(server) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r21", workers=1, strict=True) as run:
+            pass
+    assert len(server.starts) == 1  # tried once (a 422 is not retried)
+    [finish] = server.bodies
+    assert finish["run_id"] == "r21" and run.result is not None
+    assert "refused, not recorded" not in caplog.text
+
+
+def test_a_start_the_server_could_not_take_is_spooled_and_dropped_by_the_finish(
+    tmp_path: Path,
+) -> None:
+    # Down at the start: the start is spooled. Up at the finish: the finish is posted and
+    # the spooled start removed (sent after the finish it would be refused, a 409).
+    answers = iter([503, 503, 201])
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        status = next(answers, 201)
+        if status == 503:
+            return httpx.Response(503, json={"error": {"code": "x", "message": "down"}})
+        return httpx.Response(201, json={"id": 1, **body})
+
+    cadence = CadenceClient(
+        BASE, "cad_x", transport=httpx.MockTransport(flaky), now=lambda: START,
+        max_attempts=2, backoff_max=0.01,
+    )  # fmt: skip
+    with cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r22", workers=1, spool=tmp_path) as run:
+            assert run.start_spooled is not None
+            [spooled] = Spool(tmp_path).pending()
+            assert spooled["outcome"] == "running"
+    assert run.start_spooled is None and run.result is not None
+    assert Spool(tmp_path).files() == []
+
+
+def test_report_start_false_posts_only_the_finish() -> None:
+    server = Server()
+    with client_for(server) as cadence:
+        with cadence.track_run(pipeline="ranker", run_id="r23", workers=1, report_start=False):
+            pass
+    assert server.starts == [] and len(server.bodies) == 1

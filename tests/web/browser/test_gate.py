@@ -33,6 +33,13 @@ def headline(page):
     return page.locator(".gate-verdict .summary")
 
 
+def open_gate_settings(page) -> None:
+    """The gate's settings are folded under the verdict (the manager's part stays short)."""
+    settings = page.locator("#gate details.gate-settings")
+    if settings.get_attribute("open") is None:
+        settings.locator("summary").click()
+
+
 def submit_gate(page) -> None:
     with page.expect_navigation():
         page.locator(".gate-form").get_by_role("button", name="Evaluate gate").click()
@@ -50,7 +57,8 @@ def test_demo_gate_passes_in_large_type(page, problems, live_server):
     expect(headline(page)).to_have_text(api["headline"])
     expect(headline(page)).to_have_text(
         re.compile(
-            r"^PASS: the candidate fits the \$1,400 budget at 2×/week \(\$[\d,]+/month\), "
+            r"^PASS: the candidate fits the \$1,400 budget at 2×/week \(\$[\d,]+/month, "
+            r"\d+% chance over\), "
             r"quality is not worse and utilization is up \d+ points\.$"
         )
     )
@@ -63,7 +71,7 @@ def test_demo_gate_passes_in_large_type(page, problems, live_server):
     assert labels == [
         "Utilization uplift",
         "Quality not worse",
-        "Monthly cost at the target cadence",
+        "The bill at the target cadence",
     ]
     expect(page.locator(".gate-verdict")).to_contain_text("against the $1,400/month budget")
     # Both arms are named with the runs they come from.
@@ -75,7 +83,7 @@ def test_demo_gate_passes_in_large_type(page, problems, live_server):
         re.compile(r"Baseline: variant baseline, \d+ newest baseline runs")
     )
     # The statistics are there, but folded away behind a disclosure.
-    stats = page.locator("#gate details")
+    stats = page.locator("#gate details.gate-statistics")
     expect(stats.locator("summary")).to_have_text("Statistics behind the verdict")
     expect(stats.locator("table")).to_be_hidden()
     for plain in (page.locator(".gate-verdict"), page.locator("#gate .gate-table")):
@@ -115,7 +123,7 @@ def test_a_budget_below_the_projection_fails_the_gate(page, problems, live_serve
     expect(row.locator("td").nth(0)).to_contain_text(f"${over:,} over the $100 budget")
     expect(page.locator(".gate-verdict")).to_contain_text("against the $100/month budget")
     # The cost card compares with the same budget.
-    expect(page.locator("#projection .budget").first).to_contain_text("over budget")
+    expect(page.locator("#projection .budget").first).to_contain_text("does not fit the budget")
     problems.assert_clean()
 
 
@@ -124,6 +132,7 @@ def test_a_candidate_that_cannot_pass_says_so(page, problems, live_server):
     # baseline's (no realistic number of runs clears +10 points) and they report no
     # quality value. The gate says both, instead of "not yet decided".
     page.goto(live_server.url(f"/pipelines/{RANKER}"))
+    open_gate_settings(page)
     page.locator(".gate-form").get_by_role(
         "combobox", name=re.compile(r"^Candidate")
     ).select_option("scaling-probe")
@@ -154,6 +163,7 @@ def test_gate_form_keeps_the_what_if_view(page, live_server):
     expect(page.locator("#whatif-status")).to_have_text("Updated")
     cost = page.locator("[data-testid=monthly-cost]").first.inner_text()
     set_budget(page, "100")
+    open_gate_settings(page)
     page.locator(".gate-form").get_by_label("Alpha").fill("0.1")
     submit_gate(page)
     expect(verdict(page)).to_have_text("FAIL")

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fixtures.axe import axe_violations
 from tests.fixtures.browser import EMPTY_PIPELINE, FRAUD, RANKER, wait_for_charts
 
 pytestmark = pytest.mark.browser
 
-# axe-core 4.14.1 from the npm registry (`npm pack axe-core@4.14.1`), vendored for the
-# tests only: the app never serves it.
-AXE_JS = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
-WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 PAGES = [
     "/",
     f"/pipelines/{RANKER}/settings",
@@ -66,23 +62,6 @@ def test_a_cold_portfolio_transfers_under_100_kb(page, problems, live_server):
     assert not [u for u in sizes if ".js" in u], sizes
     assert 0 < total < 100_000, sizes
     problems.assert_clean()
-
-
-def axe_violations(page: Any) -> list[dict[str, Any]]:
-    # Evaluated through the DevTools protocol, so the page's CSP (script-src 'self')
-    # does not block it; nothing is added to the page's own scripts.
-    page.evaluate(AXE_JS)
-    result = page.evaluate(
-        "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", WCAG_TAGS
-    )
-    return [
-        {
-            "id": v["id"],
-            "help": v["help"],
-            "nodes": [n["target"] for n in v["nodes"]][:5],
-        }
-        for v in result["violations"]
-    ]
 
 
 @pytest.mark.parametrize("path", PAGES)

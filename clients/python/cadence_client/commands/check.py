@@ -4,9 +4,12 @@ and with the pipeline's budget, prints a Markdown summary for a pull-request com
 and exits 1 when over a limit or the budget.
 
 The proposed cost is the projection's ``expected_bill_usd`` when the server gives one
-(the bill including failed attempts), else its ``monthly_cost_usd``; the ceiling and the
-budget are judged on the pipeline's cost basis (``scenario.cost_basis``: ``p90`` reads
-``bill_p90_usd``), as the server's decision card, gate and alerts are."""
+(the bill including failed attempts), else its ``monthly_cost_usd``; today is the
+production variant's bill at its current cadence (``current_monthly_cost_usd``, also
+with ``--variant``). The budget is the server's one test (``within_budget``: P(bill >
+budget) against the risk tolerance), the word its pages say; the ceiling is held against
+the bill at risk (``bill_at_risk_usd``, the p90 at 10%). Older servers: the pipeline's
+cost basis (``scenario.cost_basis``)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from cadence_client.commands.report import (
     _connection_args,
     client_for,
 )
-from cadence_client.cost_check import BASIS_NAMES, CostCheck, CostLimits, check_cost
+from cadence_client.cost_check import BASIS_NAMES, BudgetTest, CostCheck, CostLimits, check_cost
 from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
 from cadence_client.refusal import print_refusal
 
@@ -125,11 +128,45 @@ def run_check(
     budget = None if args.no_budget else scenario.get("budget_usd")
     limits = CostLimits(*limits_given(args), budget_usd=budget)
     cost = proposed.get("expected_bill_usd", proposed["monthly_cost_usd"])
-    basis = scenario.get("cost_basis", "expected_bill")  # servers before the basis: expected
-    judged = proposed.get("bill_p90_usd", cost) if basis == "p90" else cost
-    result = check_cost(float(today), float(cost), limits, judged_usd=float(judged), basis=basis)
+    basis, judged, test = judged_on(scenario, proposed, cost)
+    result = check_cost(
+        float(today), float(cost), limits, judged_usd=float(judged), basis=basis, budget_test=test
+    )
     print(summary(args, result, projection, proposed, limits))
     return OK if result.passed else OVER
+
+
+def judged_on(
+    scenario: dict[str, Any], proposed: dict[str, Any], cost: float
+) -> tuple[str, float, BudgetTest | None]:
+    """(basis, the figure judged, the one test) from what the server says: a server with
+    the risk tolerance judges the budget itself (``within_budget``) and names the bill at
+    risk; an older one, the pipeline's cost basis."""
+    tolerance = scenario.get("risk_tolerance")
+    if tolerance is not None and "bill_at_risk_usd" in proposed:
+        fits, p_over = proposed.get("within_budget"), proposed.get("p_over_budget")
+        test = None if fits is None or p_over is None else BudgetTest(fits, p_over, tolerance)
+        return "at_risk", float(proposed["bill_at_risk_usd"]), test
+    basis = scenario.get("cost_basis", "expected_bill")  # servers before the basis: expected
+    judged = proposed.get("bill_p90_usd", cost) if basis == "p90" else cost
+    return basis, float(judged), None
+
+
+def judged_words(result: CostCheck, proposed: dict[str, Any]) -> str:
+    """How the proposal was judged, in one sentence of the summary."""
+    name = BASIS_NAMES.get(result.basis, "expected bill")
+    if result.basis == "at_risk":
+        p_over = proposed.get("p_over_budget")
+        chance = "" if p_over is None else f", a {p_over:.0%} chance of going over the budget"
+        return (
+            f"The budget is judged by the chance of going over it against the server's risk "
+            f"tolerance, as every page of the server is{chance}; a ceiling is held against the "
+            f"{name} ${result.judged_usd:,.2f} a month."
+        )
+    return (
+        f"Limits on the monthly cost and the budget are judged on the {name} (the "
+        f"pipeline's cost basis): ${result.judged_usd:,.2f} a month."
+    )
 
 
 def limits_given(args: argparse.Namespace) -> tuple[float | None, float | None, float | None]:
@@ -179,9 +216,7 @@ def summary(
         f"${proposed['monthly_cost_p90_usd']:,.2f} a month, from {projection['runs_used']} "
         f"recent runs ({args.weeks_per_month.replace('_', '-')} months).",
         "",
-        f"Limits on the monthly cost and the budget are judged on the "
-        f"{BASIS_NAMES.get(result.basis, 'expected bill')} (the pipeline's cost basis): "
-        f"${result.judged_usd:,.2f} a month.",
+        judged_words(result, proposed),
         "",
     ]
     given = [

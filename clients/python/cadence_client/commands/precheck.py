@@ -21,8 +21,10 @@ from cadence_client.commands.records import FLOAT_FIELDS, RUN_FIELDS, Record
 
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$")
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-REQUIRED = ("pipeline", "run_id", "started_at", "finished_at", "workers")
-OUTCOMES = ("succeeded", "failed", "preempted", "cancelled")
+REQUIRED = ("pipeline", "run_id", "started_at", "workers")
+# "running": an attempt reported at its start (no finished_at, gpu_hours, utilization).
+OUTCOMES = ("succeeded", "failed", "preempted", "cancelled", "running")
+NOT_WHILE_RUNNING = ("finished_at", "gpu_hours", "gpu_utilization")
 SOURCES = (
     "nvml_gpu_util",
     "dcgm_gpu_util",
@@ -59,6 +61,11 @@ def problems(run: dict[str, Any], now: datetime) -> list[str]:
     """``field: reason`` for each rule of the server's the run breaks."""
     found = [f"{name}: unknown field" for name in run if name not in RUN_FIELDS]
     found += [f"{name}: required" for name in REQUIRED if run.get(name) is None]
+    if run.get("outcome") == "running":
+        found += [f"{name}: a running attempt has none yet" for name in NOT_WHILE_RUNNING
+                  if run.get(name) is not None]  # fmt: skip
+    elif run.get("finished_at") is None:
+        found.append("finished_at: required unless outcome is 'running'")
     found += _text_problems(run)
     found += _number_problems(run)
     workers = run.get("workers")
