@@ -86,4 +86,15 @@ def import_files(db: Database, files: Sequence[Path]) -> int:
             code = BAD_FILE
             continue
         print(imported.sentence())
+        if bill.unknown_types:
+            print(unknown_notice(bill), file=sys.stderr)
     return code
+
+
+def unknown_notice(bill: BillFile) -> str:
+    """The GPU-family instance types of a bill whose lines were not counted as GPU spend."""
+    return (
+        f"cadence: notice: {bill.source} names instance types the GPU SKU table "
+        f"(app/planning/gpu_skus.py) does not know; their lines are not GPU spend: "
+        + ", ".join(sorted(bill.unknown_types))
+    )

@@ -22,7 +22,7 @@ from typing import Any
 
 from app.billing.stream import BillError as BillError  # re-exported: callers import it here
 from app.billing.stream import open_rows
-from app.planning.gpu_skus import gpus_per_unit
+from app.planning.gpu_skus import gpus_per_unit, unknown_gpu_types
 from app.planning.reconcile import resource_tail
 
 NEEDED = (
@@ -57,6 +57,7 @@ SKU_TEXT = (
 )
 # Azure's exports in a local currency carry the USD amounts beside it.
 USD_COLUMNS = {"BilledCost": "x_BilledCostInUsd", "EffectiveCost": "x_EffectiveCostInUsd"}
+MAX_UNKNOWN = 50  # instance types named in the notice, at most
 HOUR_UNITS = frozenset({"hour", "hours", "hrs", "hr", "1 hour", "gpu-hours", "gpu hours"})
 PIPELINE_TAG = "cadence_pipeline"
 
@@ -325,6 +326,7 @@ class BillFile:
     rows: int = 0
     gpu_lines: int = 0
     spans: dict[tuple[str, str, str], Span] = field(default_factory=dict)
+    unknown_types: set[str] = field(default_factory=set)  # GPU-family types not in the table
 
     @property
     def source(self) -> str:
@@ -333,6 +335,7 @@ class BillFile:
     def lines(self) -> Iterator[LineItem]:
         """Every GPU line item, checked; a BillError at the first bad row."""
         source, self.rows, self.gpu_lines, self.spans = self.source, 0, 0, {}
+        self.unknown_types = set()
         try:
             header, rows = open_rows(self.path)
             self.version = focus_version(source, header)
@@ -346,6 +349,8 @@ class BillFile:
                     self.gpu_lines += 1
                     self._spread(item)
                     yield item
+                elif len(self.unknown_types) < MAX_UNKNOWN:
+                    self.unknown_types |= unknown_gpu_types(row.text(c) for c in SKU_TEXT)
         except OSError as exc:
             raise BillError(f"cannot read {source}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:

@@ -19,6 +19,7 @@ from app.billing.reader import LineItem, Span
 from app.db.engine import WriteSession
 from app.db.models import BillLine, BillTotal, Pipeline, Run, RunRollup
 from app.planning.reconcile import Figures, Reconciliation
+from app.planning.resource_ids import short_id
 
 CHUNK = 500
 RESOURCE_TAG = "cloud_resource_id"
@@ -130,11 +131,13 @@ def lines_between(
         b.resource_id, b.pipeline_tag,
     ).where(b.charge_period_start < end, b.charge_period_end > start)  # fmt: skip
     if resources is not None:
-        named = sorted(set(resources))
+        # Every form that may join (app.planning.resource_ids), without case: a wider
+        # read than the join, which the reconciliation narrows.
+        named = sorted({k.lower() for r in resources for k in (r, short_id(r))})
         statement = statement.where(
             or_(
-                BillLine.resource_id.in_(named),
-                BillLine.resource_tail.in_(named),
+                func.lower(BillLine.resource_id).in_(named),
+                func.lower(BillLine.resource_tail).in_(named),
                 BillLine.pipeline_tag == pipeline,
             )
         )

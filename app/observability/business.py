@@ -16,7 +16,7 @@ reads the pipelines, their change counters and the delivery counts:
 - ``cadence_pipeline_weekly_goodput{week}``: overall goodput of the last complete ISO week
   (UTC; the week the review and the overview show), from ``run_rollup`` (the review's
   kept window); absent for a pipeline with no runs that week;
-- ``cadence_pipeline_weekly_badput_gpu_hours{cause,week}``: that week's idle GPU-hours by
+- ``cadence_pipeline_weekly_badput_gpu_seconds{cause,week}``: that week's idle GPU-time by
   cause;
 - ``cadence_alert_deliveries_total{status}``: webhook notifications stored, delivered or
   failed, counted from the database (so every replica reports the same total; deleting
@@ -55,6 +55,7 @@ from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+SECONDS_PER_HOUR = 3600.0  # Prometheus names time in seconds (promtool's lint)
 log = logging.getLogger("cadence.observability")
 
 
@@ -86,7 +87,8 @@ def gauges(session: Session, monday: date) -> Iterator[tuple[str, str, str, floa
         if overall is not None:
             yield "goodput", p.name, team, overall
         for cause in BADPUT_CAUSES:
-            yield f"badput:{cause}", p.name, team, week.gpu_hours_by_cause.get(cause, 0.0)
+            idle = week.gpu_hours_by_cause.get(cause, 0.0)
+            yield f"badput:{cause}", p.name, team, idle * SECONDS_PER_HOUR  # base unit
 
 
 def by_team(rows: Iterable[tuple[str, str, str, float]]) -> dict[tuple[str, str], float]:
@@ -207,8 +209,9 @@ def _families(level: str) -> dict[str, GaugeMetricFamily]:
         labels=(level, "status"),
     )
     families["badput"] = GaugeMetricFamily(
-        f"cadence_{level}_weekly_badput_gpu_hours",
-        f"Idle GPU-hours of the last complete ISO week (UTC), by cause; {each}.",
+        f"cadence_{level}_weekly_badput_gpu_seconds",
+        "Idle GPU-seconds (GPU-hours x 3600, Prometheus's base unit) of the last complete "
+        f"ISO week (UTC), by cause; {each}.",
         labels=(level, "cause", "week"),
     )
     if level == "team":

@@ -68,3 +68,43 @@ def choose(profiling: float | None, gpu_util_percent: float | None) -> Choice:
     if util is not None:
         return Choice(round(util, 6), "dcgm_gpu_util", "no profiling series: used GPU_UTIL")
     return Choice(None, None, "no DCGM series in the run's window")
+
+
+MIN_COVERAGE = 0.90  # series covering less of the run's wall clock are flagged
+
+
+def choose_gpus(gpus: list[tuple[float | None, float | None]]) -> Choice:
+    """Each GPU's choice first (so a silent zero on one GPU of two is caught), then the
+    mean of the GPUs'. Worked: GPU 0 profiling 0.80; GPU 1 profiling 0.00 while its
+    GPU_UTIL reads 90 %: (0.80 + 0.90) / 2 = 0.85, noted, where the mean of the
+    profiling series, (0.80 + 0.00) / 2 = 0.40, would have hidden it."""
+    picks = [choose(p, u) for p, u in gpus]
+    got = [c for c in picks if c.utilization is not None]
+    if not got:
+        return Choice(None, None, "no DCGM series in the run's window")
+    mean = round(sum(c.utilization or 0.0 for c in got) / len(got), 6)
+    silent = [i for i, c in enumerate(picks) if c.note and "silently" in c.note]
+    engine = all(c.source == "dcgm_gr_engine_active" for c in got)
+    source = "dcgm_gr_engine_active" if engine else "dcgm_gpu_util"
+    if silent:
+        note = (
+            f"DCGM_FI_PROF_GR_ENGINE_ACTIVE reads about 0 on {len(silent)} of {len(picks)} "
+            "GPUs while their DCGM_FI_DEV_GPU_UTIL is above 50% (dcgm-exporter #662): "
+            "used DCGM_FI_DEV_GPU_UTIL for them"
+        )
+        return Choice(mean, source, note)
+    return Choice(mean, source, "" if engine else got[0].note)
+
+
+def coverage_note(points: list[int], expected: int) -> str:
+    """A note when the GPUs' series cover less than ``MIN_COVERAGE`` of the window.
+    Worked: 2 GPUs with 60 and 60 of 121 points: 120 / 242 = 50%: flagged."""
+    if expected <= 0 or not points:
+        return ""
+    share = sum(min(p, expected) for p in points) / (expected * len(points))
+    if share >= MIN_COVERAGE:
+        return ""
+    return (
+        f"the DCGM series cover {share:.0%} of the run's wall clock (below "
+        f"{MIN_COVERAGE:.0%}): the mean is of that part only"
+    )

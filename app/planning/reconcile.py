@@ -28,6 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from app.planning.resource_ids import holding_keys, line_keys
+from app.planning.resource_ids import resource_tail as resource_tail  # re-exported
+
 HOUR = 3600.0
 
 
@@ -93,13 +96,6 @@ class Reconciliation:
         return out
 
 
-def resource_tail(resource_id: str) -> str:
-    """The last segment of a resource id: ``i-0abc`` of an AWS instance ARN, the VM name
-    of an Azure ARM path, the instance of a GCP URI. A run may name a resource by it (tag
-    values are short; ARNs are long), so a line matches its full id or its tail."""
-    return resource_id.rstrip("/").rsplit("/", 1)[-1]
-
-
 def hours(start: datetime, end: datetime) -> float:
     return max(0.0, (end - start).total_seconds() / HOUR)
 
@@ -140,9 +136,10 @@ def _add(figures: Figures, cost: float, gpu_hours: float, billed: float, explain
 def _users(
     spans: Mapping[str, dict[str, list[tuple[datetime, datetime]]]], resource_id: str
 ) -> dict[str, list[tuple[datetime, datetime]]]:
-    """Per pipeline, the intervals its runs held ``resource_id``, named in full or by tail."""
+    """Per pipeline, the intervals its runs held ``resource_id`` (the forms that join:
+    ``app.planning.resource_ids``)."""
     users: dict[str, list[tuple[datetime, datetime]]] = {}
-    for key in dict.fromkeys((resource_id, resource_tail(resource_id))):
+    for key in sorted(line_keys(resource_id)):
         for pipeline, intervals in spans.get(key, {}).items():
             users.setdefault(pipeline, []).extend(intervals)
     return users
@@ -157,7 +154,8 @@ def reconcile(
     """Every pipeline's billed and explained GPU spend in [month_start, month_end)."""
     spans: dict[str, dict[str, list[tuple[datetime, datetime]]]] = {}
     for h in holdings:
-        spans.setdefault(h.resource_id, {}).setdefault(h.pipeline, []).append((h.start, h.end))
+        for key in holding_keys(h.resource_id):
+            spans.setdefault(key, {}).setdefault(h.pipeline, []).append((h.start, h.end))
     out = Reconciliation()
     for line in lines:
         start, end = max(line.start, month_start), min(line.end, month_end)

@@ -33,6 +33,7 @@ from app.sources.prometheus import (
     Window,
     check_template,
     choice,
+    expected_points,
     window,
 )
 from app.sources.prometheus_api import PrometheusClient, PrometheusError
@@ -51,7 +52,7 @@ def add_parser(sub: Any) -> None:
         help="utilization from DCGM metrics in Prometheus",
         description="For each stored run lacking utilization, the mean over its window of "
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE (else DCGM_FI_DEV_GPU_UTIL / 100) over the GPUs "
-        "--match selects. A profiling metric at ~0 while GPU_UTIL is above 50%% uses "
+        "--match selects. A profiling metric at ~0 while GPU_UTIL is above 50% uses "
         "GPU_UTIL, and says so.",
         epilog="example:\n  cadence enrich prometheus --prometheus-url http://127.0.0.1:9090 "
         '\\\n    --match \'pod=~"{run_id}-.*", namespace="{namespace}"\' --pipeline ranker',
@@ -163,7 +164,7 @@ def _ask(prom: PrometheusClient, w: Window) -> Choice | str:
     or holding values that are not measurements); a fatal error (unreachable, refused)
     stops all."""
     try:
-        return choice(prom.query_range(w))
+        return choice(prom.query_range(w), expected_points(w))
     except PrometheusError as exc:
         if exc.fatal:
             raise

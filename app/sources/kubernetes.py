@@ -18,11 +18,14 @@ id, so re-imports store nothing twice.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.planning.gpu_shares import Gpus, ShareError
+from app.sources.kueue import condition as _condition
+from app.sources.kueue import gpus_of, split
+from app.sources.kueue import parse_time as _time
 from app.sources.posting import Mapped
 from app.sources.posting import tags as clean_tags
 from app.sources.slurm import hours, slug
@@ -32,7 +35,6 @@ SCHEDULED = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 DISRUPTED_REASONS = {"Evicted", "Preempting", "DeletionByTaintManager", "Terminated"}
 MAX_INTERRUPTIONS = 1000
-QUANTITY = re.compile(r"^(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Options:
     pipeline_label: str | None = None
     retraining_label: str = "cadence.dev/retraining"
     variant: str = "baseline"
+    shares_per_gpu: int | None = None  # time-slicing replicas of nvidia.com/gpu.shared
 
 
 def shape_problem(obj: Any, kind: str) -> str | None:
@@ -74,31 +77,6 @@ def index_by_job(objects: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
         if uid:
             found.setdefault(uid, []).append(obj)
     return found
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for c in obj.get("status", {}).get("conditions") or []:
-        if c.get("type") == kind and c.get("status") == "True":
-            return dict(c)
-    return None
-
-
-def pod_gpus(pod_spec: dict[str, Any]) -> int:
-    total = 0
-    for container in pod_spec.get("containers") or []:
-        limit = str(((container.get("resources") or {}).get("limits") or {}).get(GPU, "0"))
-        match = QUANTITY.match(limit)
-        total += int(match.group(1)) if match else 0
-    return total
 
 
 def _disrupted(pod: dict[str, Any]) -> str | None:
@@ -178,7 +156,7 @@ def _gpu_type(job: dict[str, Any], workloads: list[dict[str, Any]]) -> str:
     return str((template.get("nodeSelector") or {}).get("nvidia.com/gpu.product", ""))[:64]
 
 
-def _pipeline(job: dict[str, Any], options: Options) -> str:
+def pipeline_of(job: dict[str, Any], options: Options) -> str:
     if options.pipeline:
         return options.pipeline
     labels = job.get("metadata", {}).get("labels") or {}
@@ -208,13 +186,13 @@ def map_job(
         return Mapped(where, reason=f"{result}, but no usable status.startTime/completionTime")
     if start is None:  # (never: checked above, and for a running Job by _running)
         return Mapped(where, reason="no status.startTime")
-    spec = (
-        pods[0].get("spec", {}) if pods else job.get("spec", {}).get("template", {}).get("spec", {})
-    )
-    workers = pod_gpus(spec) * int(job.get("spec", {}).get("parallelism") or 1)
-    if workers < 1:
+    try:
+        gpus = _gpus(job, pods, workloads, options)
+    except ShareError as exc:
+        return Mapped(where, reason=str(exc))
+    if gpus.devices < 1:
         return Mapped(where, reason=f"no {GPU} limit on its pods")
-    pipeline = _pipeline(job, options)
+    pipeline = pipeline_of(job, options)
     if not pipeline:
         return Mapped(where, reason=f"no pipeline: label {options.pipeline_label!r} is missing")
     created = _time(meta.get("creationTimestamp"))
@@ -225,12 +203,16 @@ def map_job(
         "outcome": result,
         "variant": options.variant,
         "started_at": start.isoformat(),
-        "workers": workers,
+        "workers": gpus.devices,
         "scheduling_wait_hours": round(hours(created, queued), 6) if created and queued else 0.0,
         "tags": _tags(job),
     }
     if end is not None and result != "running":  # a running Job's restarts come with its end
         payload.update(finished_at=end.isoformat(), interruptions=interruptions(pods))
+        if gpus.share:  # MIG slices or time-sliced shares: priced as their fraction
+            payload["gpu_hours"] = round(float(gpus.whole) * hours(start, end), 6)
+    if gpus.share:
+        payload["tags"]["gpu_share"] = gpus.share[:200]
     retraining = retraining_id(job, options)
     if retraining:
         payload["retraining_id"] = retraining
@@ -238,6 +220,20 @@ def map_job(
     if gpu_type:
         payload["gpu_type"] = gpu_type
     return Mapped(where, payload)
+
+
+def _gpus(
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    workloads: list[dict[str, Any]],
+    options: Options,
+) -> Gpus:
+    """What Kueue admitted, else one pod's (else the template's) GPUs x parallelism."""
+    template = job.get("spec", {}).get("template", {}).get("spec", {})
+    spec = pods[0].get("spec", {}) if pods else template
+    parallelism = int(job.get("spec", {}).get("parallelism") or 1)
+    held = workloads[0] if workloads else None
+    return gpus_of(held, [(parallelism, spec)], options.shares_per_gpu)
 
 
 def _running(job: dict[str, Any], start: datetime | None) -> str | None:
@@ -270,7 +266,27 @@ def map_all(
     options: Options,
 ) -> list[Mapped]:
     pods_of, workloads_of = index_by_job(pods), index_by_job(workloads)
-    return [_map_checked(j, pods_of, workloads_of, options) for j in jobs]
+    found: list[Mapped] = []
+    for job in jobs:
+        mapped = _map_checked(job, pods_of, workloads_of, options)
+        meta = job.get("metadata", {}) if isinstance(job, dict) else {}
+        if _part_of(meta):  # a JobSet's or RayJob's Job: imported with its owner
+            continue
+        held = workloads_of.get(str(meta.get("uid")), [])
+        created = _time(meta.get("creationTimestamp"))
+        found += (
+            split(mapped, held[0] if held else None, created) if not mapped.invalid else [mapped]
+        )
+    return found
+
+
+# Kinds read on their own (app/sources/kube_training.py): their Jobs are part of them.
+TRAINING_OWNERS = {"JobSet", "TrainJob", "PyTorchJob", "MPIJob", "RayJob"}
+
+
+def _part_of(meta: Any) -> bool:
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return any(isinstance(r, dict) and r.get("kind") in TRAINING_OWNERS for r in refs or [])
 
 
 def _map_checked(

@@ -1,5 +1,6 @@
-"""Reads Jobs, Pods and Kueue Workloads through the ``kubernetes`` client (an optional
-dependency: ``pip install 'cadence[kubernetes]'``), as the API's JSON, page by page."""
+"""Reads Jobs, training objects (custom resources), Pods and Kueue Workloads through
+the ``kubernetes`` client (an optional dependency: ``pip install 'cadence[kubernetes]'``),
+as the API's JSON, page by page."""
 
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ PAGE = 500
 # A list that never ends (``continue`` given forever) stops here: 400 pages of 500 are
 # 200,000 objects, far more than one namespace's Jobs or Pods.
 MAX_PAGES = 400
-KUEUE = ("kueue.x-k8s.io", "v1beta1", "workloads")
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # v1beta1 is deprecated upstream
 
 
 class KubeError(Exception):
     """The kubeconfig is unusable, or the API refused or could not be reached."""
+
+
+class Forbidden(KubeError):
+    """The credentials work, but may not list this resource (403)."""
 
 
 class KubeSource:
@@ -45,15 +51,26 @@ class KubeSource:
             return self._all(lambda **kw: self._batch.list_namespaced_job(ns, **kw), selector)
         return self._all(self._batch.list_job_for_all_namespaces, selector)
 
-    def pods(self) -> list[dict[str, Any]]:
+    def pods(self, selector: str) -> list[dict[str, Any]]:
+        """The pods carrying a label (``batch.kubernetes.io/job-name``): one list per kind."""
         if self.namespace:
             ns = self.namespace
-            return self._all(lambda **kw: self._core.list_namespaced_pod(ns, **kw), None)
-        return self._all(self._core.list_pod_for_all_namespaces, None)
+            return self._all(lambda **kw: self._core.list_namespaced_pod(ns, **kw), selector)
+        return self._all(self._core.list_pod_for_all_namespaces, selector)
 
     def workloads(self) -> list[dict[str, Any]]:
-        """Kueue's Workloads; none where Kueue is not installed (404)."""
-        group, version, plural = KUEUE
+        """Kueue's Workloads, v1beta2 else v1beta1; none where Kueue is not installed."""
+        for version in KUEUE_VERSIONS:
+            found = self.custom((KUEUE_GROUP, version, "workloads"), None)
+            if found is not None:
+                return found
+        return []
+
+    def custom(
+        self, api: tuple[str, str, str], selector: str | None
+    ) -> list[dict[str, Any]] | None:
+        """Objects of a custom resource; None when the API does not serve it (404)."""
+        group, version, plural = api
         ns = self.namespace
 
         def call(**kw: Any) -> Any:
@@ -62,9 +79,9 @@ class KubeSource:
             return self._custom.list_cluster_custom_object(group, version, plural, **kw)
 
         try:
-            return self._all(call, None, missing_ok=True)
+            return self._all(call, selector, missing_ok=True)
         except _NotFound:
-            return []
+            return None
 
     def _all(
         self, call: Callable[..., Any], selector: str | None, missing_ok: bool = False
@@ -112,7 +129,8 @@ class KubeSource:
             if exc.status == 404 and missing_ok:
                 raise _NotFound from exc
             if exc.status in (401, 403):
-                raise KubeError(
+                kind = Forbidden if exc.status == 403 else KubeError
+                raise kind(
                     f"the Kubernetes API at {self.host} refused the credentials "
                     f"({exc.status} {exc.reason})"
                 ) from exc

@@ -15,11 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.planning.dcgm import Choice, choose, not_a_measurement, window_mean
+from app.planning.dcgm import (
+    Choice,
+    choose_gpus,
+    coverage_note,
+    not_a_measurement,
+    window_mean,
+)
 
 PROFILING = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 LABEL = "cadence_metric"  # tells the two halves of the query's answer apart
+# A workload label at the start of a matcher or after a comma: pod=~"...", namespace="..."
+EXPORTED = re.compile(r'(^|,\s*)(pod|namespace|container)(\s*(?:=~|!~|!=|=)\s*")')
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 MAX_POINTS = 120  # a window is evaluated at most this many times (cost grows with it)
 MIN_STEP_SECONDS = 1.0
@@ -67,11 +75,24 @@ def matcher(template: str, run: dict[str, Any]) -> str:
     return PLACEHOLDER.sub(fill, template)
 
 
+def exported(labels: str) -> str:
+    """The matcher as Prometheus stores it when it scraped dcgm-exporter with
+    ``honorLabels: false`` (the Helm chart's default): ``pod`` -> ``exported_pod``."""
+    return EXPORTED.sub(lambda m: f"{m.group(1)}exported_{m.group(2)}{m.group(3)}", labels)
+
+
 def query(labels: str) -> str:
-    """Both metrics in one query, each averaged over the matching GPUs."""
+    """Both metrics in one query, one series per GPU (each GPU is checked for the
+    silent zero before the mean); the workload's labels as written or as exported_*."""
+    alt = exported(labels)
+
+    def either(metric: str) -> str:
+        own = f"{metric}{{{labels}}}"
+        return own if alt == labels else f"({own} or {metric}{{{alt}}})"
+
     return (
-        f'label_replace(avg({PROFILING}{{{labels}}}), "{LABEL}", "profiling", "", "") or '
-        f'label_replace(avg({GPU_UTIL}{{{labels}}}), "{LABEL}", "gpu_util", "", "")'
+        f'label_replace({either(PROFILING)}, "{LABEL}", "profiling", "", "") or '
+        f'label_replace({either(GPU_UTIL)}, "{LABEL}", "gpu_util", "", "")'
     )
 
 
@@ -127,5 +148,42 @@ def _values(metric: str, points: Any) -> list[float]:
     return values
 
 
-def choice(result: Any) -> Choice:
-    return choose(*means(result))
+def gpu_key(labels: dict[str, Any]) -> str:
+    """Which GPU a series is: its UUID, else its host and index."""
+    if labels.get("UUID"):
+        return str(labels["UUID"])
+    return f"{labels.get('Hostname') or labels.get('instance')}/{labels.get('gpu')}"
+
+
+def per_gpu(result: Any) -> tuple[dict[str, list[float | None]], list[int]]:
+    """{GPU: [profiling mean, GPU_UTIL mean]} and each series' point count; raises
+    AnswerError as ``means`` does."""
+    means(result)  # the shape and every value checked first
+    found: dict[str, list[float | None]] = {}
+    points = []
+    for series in result["result"]:
+        labels = series.get("metric") or {}
+        slot = {"profiling": 0, "gpu_util": 1}.get(str(labels.get(LABEL)))
+        if slot is None:
+            continue
+        values = [float(v) for _, v in series.get("values") or []]
+        found.setdefault(gpu_key(labels), [None, None])[slot] = window_mean(values)
+        points.append(len(values))
+    return found, points
+
+
+def choice(result: Any, expected_points: int = 0) -> Choice:
+    """The run's utilization from the GPUs' series; flagged when they cover < 90%."""
+    gpus, points = per_gpu(result)
+    picked = choose_gpus([(p, u) for p, u in gpus.values()])
+    short = coverage_note(points, expected_points) if picked.utilization is not None else ""
+    if short:
+        return Choice(
+            picked.utilization, picked.source, "; ".join(filter(None, [picked.note, short]))
+        )
+    return picked
+
+
+def expected_points(w: Window) -> int:
+    """The points a query_range over the whole window evaluates."""
+    return int((w.end - w.start).total_seconds() // w.step) + 1

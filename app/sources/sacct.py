@@ -19,15 +19,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from app.sources.posting import SourceError
+from app.sources.sacct_exit import json_failure, json_step_name, text_failure
 from app.sources.sacct_json import JsonReader
 
 # Slurm's -P columns (a saved file must have the required ones; AllocTRES or AllocGRES
 # for the GPUs).
 PARSABLE_FIELDS = (
     "JobIDRaw,JobID,JobName,Account,Cluster,Partition,User,State,Submit,Eligible,Start,End,"
-    "AllocTRES,TRESUsageInAve"
+    "AllocTRES,TRESUsageInAve,DerivedExitCode,ExitCode"
 )
-REQUIRED_COLUMNS = ("JobID", "State", "Submit", "Start", "End")
+# JobIDRaw and Cluster make the run ids the JSON of the same jobs gives.
+REQUIRED_COLUMNS = ("JobIDRaw", "JobID", "Cluster", "State", "Submit", "Start", "End")
 CHUNK = 1 << 16  # characters read at a time
 BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 LEADING_SPACE = re.compile(r"\s*")
@@ -55,6 +57,9 @@ class Attempt:
     tres: dict[str, float] = field(default_factory=dict)  # AllocTRES, e.g. gres/gpu -> 4
     gres: str = ""  # AllocGRES / GresUsed text, the fallback for GPUs
     gpu_util: list[float] = field(default_factory=list)  # steps' gres/gpuutil, percent
+    derived_exit: str = ""  # DerivedExitCode when a step failed ("3:0"), else ""
+    failed_steps: list[str] = field(default_factory=list)  # "41.0": steps that exited non-zero
+    step_exits_read: bool = False  # the steps' own exit codes were there to read
 
 
 # -- the file's encoding ---------------------------------------------------------------
@@ -147,8 +152,11 @@ def json_attempt(job: dict[str, Any]) -> Attempt:
         item = _dict(item)
         kind, name = str(item.get("type", "")), str(item.get("name") or "")
         tres[f"{kind}/{name}" if name else kind] = number(item.get("count"))
-    util = []
+    util, failed, read = [], [], False
     for step in _list(job.get("steps")):
+        read = read or "exit_code" in _dict(step)
+        if json_failure(_dict(step).get("exit_code")):
+            failed.append(json_step_name(_dict(step), str(job.get("job_id", ""))))
         average = _dict(_dict(_dict(step).get("tres")).get("requested")).get("average")
         for item in _list(average):
             item = _dict(item)
@@ -171,6 +179,9 @@ def json_attempt(job: dict[str, Any]) -> Attempt:
         tres={k: v for k, v in tres.items() if v is not None},
         gres=str(job.get("used_gres") or ""),
         gpu_util=util,
+        derived_exit=json_failure(job.get("derived_exit_code")),
+        failed_steps=failed,
+        step_exits_read=read,
     )
 
 
@@ -211,8 +222,9 @@ def parsable_attempts(lines: Iterator[str], tz: tzinfo = UTC) -> Iterator[Attemp
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise SacctError(
-            f"sacct -P output lacks column(s) {', '.join(missing)}; run sacct with "
-            f"--format={PARSABLE_FIELDS}"
+            f"sacct -P output lacks column(s) {', '.join(missing)} (JobIDRaw and Cluster "
+            "give the run ids the JSON of the same jobs gives); write it again with: "
+            f"sacct -a -D -P --format={PARSABLE_FIELDS} -S YYYY-MM-DD > jobs.txt"
         )
     current: Attempt | None = None
     for line in lines:
@@ -223,6 +235,9 @@ def parsable_attempts(lines: Iterator[str], tz: tzinfo = UTC) -> Iterator[Attemp
         if "." in raw:  # a step (123.batch, 123.0): its usage belongs to the job above
             if current is not None and current.job_id == raw.split(".")[0]:
                 current.gpu_util += _tres_util(row.get("TRESUsageInAve", ""))
+                current.step_exits_read = current.step_exits_read or "ExitCode" in row
+                if text_failure(row.get("ExitCode", "")):
+                    current.failed_steps.append(raw)
             continue
         if current is not None:
             yield current
@@ -247,6 +262,7 @@ def _parsable_attempt(job_id: str, row: dict[str, str], tz: tzinfo) -> Attempt:
         tres=tres_counts(row.get("AllocTRES", "")),
         gres=row.get("AllocGRES", "") or row.get("GresUsed", ""),
         gpu_util=_tres_util(row.get("TRESUsageInAve", "")),
+        derived_exit=text_failure(row.get("DerivedExitCode", "")),
     )
 
 

@@ -119,6 +119,15 @@ def retraining_id(attempt: Attempt) -> str:
     return f"slurm-{attempt.cluster or 'cluster'}-{attempt.job_id}"
 
 
+def step_failed(attempt: Attempt) -> bool:
+    """A step of this attempt exited non-zero. DerivedExitCode alone is the highest code
+    of every step the job ever ran: after a requeue it still holds the first start's
+    signalled steps (0:15), so the attempt's own steps decide when they were read."""
+    if attempt.step_exits_read:
+        return bool(attempt.failed_steps)
+    return bool(attempt.derived_exit)
+
+
 def hours(a: datetime, b: datetime) -> float:
     return max(0.0, (b - a).total_seconds() / 3600)
 
@@ -149,6 +158,9 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
     pipeline = options.pipeline or slug(getattr(attempt, options.pipeline_from))
     if not pipeline:
         return Mapped(where, reason=f"no pipeline: the job's {options.pipeline_from} is empty")
+    failed_step = outcome == "succeeded" and step_failed(attempt)
+    if failed_step:
+        outcome = "failed"  # the script exited 0, but a step failed (DerivedExitCode)
     queued_from = attempt.eligible or attempt.submit
     payload: dict[str, Any] = {
         "pipeline": pipeline,
@@ -163,6 +175,9 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
         else 0.0,
         "tags": _tags(attempt),
     }
+    if failed_step:  # named only where they change the outcome, the same in both formats
+        payload["tags"]["slurm_derived_exit_code"] = attempt.derived_exit or "?"
+        payload["tags"]["slurm_failed_steps"] = ",".join(attempt.failed_steps)[:500] or "?"
     if gpu_type:
         payload["gpu_type"] = gpu_type[:64]
     if running or attempt.end is None:  # (never None when not running: checked above)

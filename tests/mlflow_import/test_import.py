@@ -837,3 +837,28 @@ def test_a_mapped_metric_history_becomes_evaluations(
 def test_evaluations_mapping_must_name_a_metric() -> None:
     with pytest.raises(MappingError, match=r"metrics\.KEY"):
         parse_mapping({"evaluations": "params.x"})
+
+
+def test_a_one_gpu_job_on_a_four_gpu_node_reads_its_own_gpu() -> None:
+    # MLflow's monitor logged all four GPUs of the host; the job ran on GPU 2 at 90%.
+    metrics = {f"system/gpu_{i}_utilization_percentage": v for i, v in enumerate([0, 0, 90, 0])}
+    metrics["system/gpu_utilization_percentage"] = 22.5  # the host's mean: (0+0+90+0)/4
+    shared = mlflow_run(metrics=metrics, params={"workers": "1", "CUDA_VISIBLE_DEVICES": "2"})
+    payload = map_run(shared, "ranker", Mapping()).payload
+    assert payload is not None and payload["gpu_utilization"] == pytest.approx(0.90)
+    # Without CUDA_VISIBLE_DEVICES: refused, saying why, not stored as 0.225.
+    unknown = map_run(mlflow_run(metrics=metrics, params={"workers": "1"}), "ranker", Mapping())
+    assert unknown.payload is None
+    assert "4 GPU utilization series for 1 workers" in unknown.reason
+    assert "CUDA_VISIBLE_DEVICES" in unknown.reason
+
+
+def test_per_node_keys_are_read_and_workers_inferred_from_the_series() -> None:
+    # Two nodes x 1 GPU, no workers param: 2 workers; (60 + 80) / 2 = 70% -> 0.7.
+    metrics = {
+        "system/node_0/gpu_0_utilization_percentage": 60.0,
+        "system/node_1/gpu_0_utilization_percentage": 80.0,
+    }
+    payload = map_run(mlflow_run(metrics=metrics, params={}), "ranker", Mapping()).payload
+    assert payload is not None
+    assert (payload["workers"], payload["gpu_utilization"]) == (2, pytest.approx(0.7))

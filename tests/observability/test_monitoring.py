@@ -91,9 +91,9 @@ def test_every_metric_the_dashboard_queries_is_exported(
     assert deliveries[frozenset({("status", "failed")})] == 1
     assert deliveries[frozenset({("status", "delivered")})] == 0
     # One run of the worked example per day in one week: data stall 5 h x 8 workers x 3.
-    badput = exported["cadence_pipeline_weekly_badput_gpu_hours"]
+    badput = exported["cadence_pipeline_weekly_badput_gpu_seconds"]
     labels = {("pipeline", "ranker"), ("cause", "data_stall"), ("week", demo_week())}
-    assert badput[frozenset(labels)] == pytest.approx(120)
+    assert badput[frozenset(labels)] == pytest.approx(120 * 3600)  # GPU-seconds
 
 
 def test_the_compose_monitoring_profile_is_provisioned() -> None:

@@ -58,3 +58,27 @@ def test_choose_takes_checked_values_as_they_are() -> None:
     # GPU_UTIL 100 % -> 1.0 exactly; profiling 0 with GPU_UTIL 30 % (not busy) -> 0.
     assert choose(None, 100.0).utilization == 1.0
     assert choose(0.0, 30.0).utilization == 0.0
+
+
+def test_each_gpu_is_checked_for_the_silent_zero_before_the_mean() -> None:
+    from app.planning.dcgm import choose_gpus
+
+    # GPU 0: profiling 0.80. GPU 1: profiling 0.00 while GPU_UTIL 90 %: 0.90.
+    # (0.80 + 0.90) / 2 = 0.85, where the mean of the profiling series reads 0.40.
+    picked = choose_gpus([(0.80, 85.0), (0.0, 90.0)])
+    assert (picked.utilization, picked.source) == (0.85, "dcgm_gpu_util")
+    assert "1 of 2 GPUs" in picked.note
+    # An idle GPU (profiling 0, GPU_UTIL 5 %) is idle, not silent: (0.8 + 0) / 2 = 0.4.
+    idle = choose_gpus([(0.80, 85.0), (0.0, 5.0)])
+    assert (idle.utilization, idle.source, idle.note) == (0.4, "dcgm_gr_engine_active", "")
+    assert choose_gpus([]).utilization is None
+
+
+def test_coverage_below_ninety_percent_is_noted() -> None:
+    from app.planning.dcgm import coverage_note
+
+    # 2 GPUs, 60 of 121 points each: 120 / 242 = 49.6 % -> "50%", flagged.
+    assert "cover 50%" in coverage_note([60, 60], 121)
+    # 110 of 121 = 90.9 %: whole enough.
+    assert coverage_note([110, 110], 121) == ""
+    assert coverage_note([], 121) == ""

@@ -55,7 +55,8 @@ ROUTES = {
 
 def _matches(obj: dict[str, Any], selector: str) -> bool:
     labels = obj["metadata"].get("labels") or {}
-    return all(labels.get(k) == v for k, _, v in (p.partition("=") for p in selector.split(",")))
+    parts = (p.partition("=") for p in selector.split(","))
+    return all(labels.get(k) == v if eq else k in labels for k, eq, v in parts)  # k=v or k
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +198,7 @@ def test_dry_run_through_the_real_client_and_a_kubeconfig(
     )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "read 6 Jobs, 5 Pods, 2 Kueue Workloads" in err  # all pages followed
+    assert "read 6 Jobs, 0 training objects, 5 Pods, 2 Kueue Workloads" in err  # all pages followed
     # ranker: retrainings A and B+C; 112 + 1.9167 + 2 = 115.92 GPU-hours.
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
     # PIPELINE RETRAININGS ATTEMPTS OK FAILED PREEMPT CANCEL GPU-HOURS NO-UTIL

@@ -15,7 +15,15 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.db.engine import Database
 from app.sources import enrich_command
-from app.sources.prometheus import TemplateError, check_template, matcher, means, query
+from app.sources.prometheus import (
+    TemplateError,
+    check_template,
+    choice,
+    exported,
+    matcher,
+    means,
+    query,
+)
 from tests.fixtures.builders import make_run, make_token
 from tests.fixtures.client import through
 from tests.fixtures.dcgm import Gpu, Stack, prometheus_stack
@@ -50,12 +58,46 @@ def test_matcher_fills_placeholders_and_escapes_values() -> None:
         check_template('{pod="x"}')
 
 
-def test_one_query_asks_for_both_metrics_averaged_over_gpus() -> None:
-    assert query('pod="a"') == (
-        'label_replace(avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod="a"}), "cadence_metric", '
-        '"profiling", "", "") or label_replace(avg(DCGM_FI_DEV_GPU_UTIL{pod="a"}), '
+def test_one_query_asks_for_both_metrics_per_gpu_as_written_or_exported() -> None:
+    assert query('job="dcgm"') == (
+        'label_replace(DCGM_FI_PROF_GR_ENGINE_ACTIVE{job="dcgm"}, "cadence_metric", '
+        '"profiling", "", "") or label_replace(DCGM_FI_DEV_GPU_UTIL{job="dcgm"}, '
         '"cadence_metric", "gpu_util", "", "")'
     )
+    # honorLabels: false (dcgm-exporter's Helm default) stores the workload's pod as
+    # exported_pod: both spellings are asked for, whichever the site has.
+    assert exported('pod=~"a-.*", namespace="ml", job="dcgm"') == (
+        'exported_pod=~"a-.*", exported_namespace="ml", job="dcgm"'
+    )
+    assert query('pod="a"').startswith(
+        'label_replace((DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod="a"} or '
+        'DCGM_FI_PROF_GR_ENGINE_ACTIVE{exported_pod="a"}), "cadence_metric", "profiling"'
+    )
+
+
+def gpu_series(metric: str, gpu: int, values: list[float]) -> dict[str, Any]:
+    labels = {"cadence_metric": metric, "UUID": f"GPU-{gpu}", "exported_pod": "a-0"}
+    return {"metric": labels, "values": [[i, str(v)] for i, v in enumerate(values)]}
+
+
+def test_a_silent_zero_on_one_gpu_of_two_is_caught_and_flagged() -> None:
+    data = {"result": [
+        gpu_series("profiling", 0, [0.8, 0.8]), gpu_series("gpu_util", 0, [85, 85]),
+        gpu_series("profiling", 1, [0.0, 0.0]), gpu_series("gpu_util", 1, [90, 90]),
+    ]}  # fmt: skip
+    picked = choice(data, expected_points=2)
+    # GPU 0: 0.80 engine-active; GPU 1 silently 0 while busy 90 %: 0.90. (0.8 + 0.9) / 2.
+    assert (picked.utilization, picked.source) == (pytest.approx(0.85), "dcgm_gpu_util")
+    assert "about 0 on 1 of 2 GPUs" in picked.note  # not the 0.40 of the averaged series
+
+
+def test_series_covering_half_the_run_are_flagged() -> None:
+    data = {"result": [gpu_series("profiling", 0, [0.6] * 5)]}
+    # 5 of the 10 points of the window: 50 % < 90 %: stored with a note.
+    picked = choice(data, expected_points=10)
+    assert picked.utilization == pytest.approx(0.6)
+    assert "cover 50% of the run's wall clock" in picked.note
+    assert choice(data, expected_points=5).note == ""  # whole: no note
 
 
 def test_means_of_a_query_range_answer() -> None:
@@ -126,7 +168,7 @@ def test_enrich_from_a_real_prometheus(
     assert values["ranker-e"] == (None, None)
     assert "not enriched: run ranker-d: no DCGM series in the run's window" in err
     assert "not enriched: run ranker-e: --match needs tag 'namespace'; the run has none" in err
-    assert "note: run ranker-b: DCGM_FI_PROF_GR_ENGINE_ACTIVE reads 0.000" in err
+    assert "note: run ranker-b: DCGM_FI_PROF_GR_ENGINE_ACTIVE reads about 0 on 2 of 2 GPUs" in err
     assert "enriched 3 runs (0 already had these values), 2 not enriched" in out
     # Again: only the two unread runs lack utilization; with --overwrite the same values
     # come back and nothing changes.
@@ -197,3 +239,26 @@ def test_refused_prometheus_credentials_exit_2(
     )
     assert code == 2
     assert "refused the credentials (401)" in capsys.readouterr().err
+
+
+def test_enrich_through_exported_pod_labels(
+    tmp_path_factory: pytest.TempPathFactory,
+    client: TestClient,
+    db: Database,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The Helm chart's honorLabels: false: the workload's pod is exported_pod; the
+    documented pod=~ matcher finds it all the same."""
+    work = tmp_path_factory.mktemp("prometheus-exported")
+    with prometheus_stack(GPUS, work, honor_labels=False) as stack:
+        token = make_token(db, "ingest")
+        store_runs(client, {"Authorization": f"Bearer {token}"})
+        code = enrich_command.run_enrich(
+            args(stack.url, "--token", token), transport=through(client, [])
+        )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    values = stored(client)
+    assert values["ranker-a"] == (pytest.approx(0.5), "dcgm_gr_engine_active")  # (0.6+0.4)/2
+    assert values["ranker-b"] == (pytest.approx(0.8), "dcgm_gpu_util")
+    assert "enriched 3 runs" in out

@@ -4,6 +4,7 @@ in-process app through cadence-client."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,13 @@ def test_gres_used_is_the_fallback_for_gpus() -> None:
 
 
 def test_a_file_without_the_needed_columns_is_refused_naming_them() -> None:
-    with pytest.raises(SacctError, match=r"lacks column\(s\) Submit, Start, End"):
+    with pytest.raises(
+        SacctError, match=r"lacks column\(s\) JobIDRaw, Cluster, Submit, Start, End"
+    ):
         parse("JobID|State\n1|COMPLETED\n")
+    # Without Cluster the run ids would differ from the JSON's: refused with the command.
+    with pytest.raises(SacctError, match=r"lacks column\(s\) Cluster .*sacct -a -D -P --format="):
+        parse("JobIDRaw|JobID|State|Submit|Start|End\n1|1|COMPLETED|||\n")
     with pytest.raises(SacctError, match='no "jobs" list'):
         parse('{"meta": {}}')
 
@@ -344,3 +350,45 @@ def test_a_running_job_is_a_running_attempt_completed_by_the_next_import(
     assert "1 running before, finished now" in capsys.readouterr().out
     [run] = client.get("/api/v1/runs", params={"pipeline": "hpc-vision"}).json()["runs"]
     assert run["outcome"] == "succeeded" and run["gpu_hours"] == pytest.approx(1.0)
+
+
+STEP_FAILED = (
+    "JobIDRaw|JobID|JobName|Account|Cluster|State|Submit|Start|End|AllocTRES|DerivedExitCode|"
+    "ExitCode\n"
+    "77|77|ranker|ml|hpc|COMPLETED|2026-11-02T08:00:00|2026-11-02T08:00:00|2026-11-02T10:00:00|"
+    "gres/gpu=8|3:0|0:0\n"
+    "77.batch|77.batch|batch|ml|hpc|COMPLETED|||||0:0|0:0\n"
+    "77.0|77.0|python|ml|hpc|FAILED|||||0:0|3:0\n"
+)
+
+
+def test_a_failed_step_makes_a_completed_job_failed_in_both_formats() -> None:
+    [text] = map_all(parse(STEP_FAILED), Options(pipeline="p"))
+    assert text.payload["outcome"] == "failed"  # State COMPLETED, but srun step 77.0 exited 3
+    assert text.payload["tags"]["slurm_failed_steps"] == "77.0"
+    assert text.payload["tags"]["slurm_derived_exit_code"] == "3:0"
+    code = {"status": "ERROR", "return_code": {"set": True, "infinite": False, "number": 3}}
+    ok = {"status": ["SUCCESS"], "return_code": {"set": True, "infinite": False, "number": 0}}
+    job = {
+        "job_id": 77, "name": "ranker", "account": "ml", "cluster": "hpc",
+        "state": {"current": ["COMPLETED"]}, "derived_exit_code": code, "exit_code": ok,
+        "time": {"submission": 1793606400, "start": 1793606400, "end": 1793613600},
+        "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 8}]},
+        "steps": [{"step": {"id": "77.batch"}, "exit_code": ok},
+                  {"step": {"id": "77.0"}, "exit_code": code}],
+    }  # fmt: skip
+    [from_json] = map_all(parse(json.dumps({"jobs": [job]})), Options(pipeline="p"))
+    assert from_json.payload["run_id"] == text.payload["run_id"] == "slurm-hpc-77-20261102T080000Z"
+    assert from_json.payload["outcome"] == "failed"
+    assert from_json.payload["tags"]["slurm_failed_steps"] == "77.0"
+
+
+def test_a_requeued_jobs_old_signal_does_not_fail_its_clean_last_start() -> None:
+    # DerivedExitCode keeps 0:15 from the first start's killed steps; this start's own
+    # steps exited 0, so the attempt succeeded.
+    clean = STEP_FAILED.replace("|3:0|0:0\n", "|0:15|0:0\n", 1).replace(
+        "FAILED|||||0:0|3:0", "COMPLETED|||||0:0|0:0"
+    )
+    [m] = map_all(parse(clean), Options(pipeline="p"))
+    assert m.payload["outcome"] == "succeeded"
+    assert "slurm_failed_steps" not in m.payload["tags"]

@@ -18,7 +18,10 @@ tags (e.g. ``params.workers``). Utilization, when no mapping names it and the ru
 ``gpu_utilization`` metric, is MLflow's own system metric
 ``system/gpu_utilization_percentage`` (or the mean of the per-GPU
 ``system/gpu_N_utilization_percentage``) divided by 100, with the source
-``nvml_gpu_util`` (MLflow samples it through NVML).
+``nvml_gpu_util`` (MLflow samples it through NVML). More GPU series than workers (MLflow
+logs every GPU of the host): those a logged ``CUDA_VISIBLE_DEVICES`` names, else the
+run is refused. Per-node keys (``system/node_K/gpu_N_...``) are read; without a
+``workers`` param, one worker per GPU series.
 
 A utilization metric is the **mean of its history over the run** (the values logged
 between start_time and end_time; all of them when none is), not its last value: the
@@ -42,7 +45,9 @@ from cadence_client.client import UTILIZATION_SOURCES
 
 MAX_TAGS = 50  # the server's limit on tags per run
 SYSTEM_UTILIZATION = "system/gpu_utilization_percentage"
-PER_GPU_UTILIZATION = re.compile(r"^system/gpu_\d+_utilization_percentage$")
+# One per GPU of the host (system/gpu_0_...), or of each node (system/node_1/gpu_0_...).
+PER_GPU_UTILIZATION = re.compile(r"^system/(?:node_\d+/)?gpu_(\d+)_utilization_percentage$")
+VISIBLE = "CUDA_VISIBLE_DEVICES"
 OUTCOMES = {"FINISHED": "succeeded", "FAILED": "failed", "KILLED": "cancelled"}
 # (timestamp ms, value) of every logged value of a run's metric key.
 History = Callable[[str], "list[tuple[int, float]]"]
@@ -284,8 +289,18 @@ def _unfound(
     """A field no mapped source holds: utilization from MLflow's system metrics when it
     has them; a Skip when the field is required (workers; utilization of a success)."""
     default_utilization = name == "gpu_utilization" and name not in mapping.fields
+    per_gpu = sorted(k for k in values["metrics"] if PER_GPU_UTILIZATION.match(k))
+    if name == "workers" and per_gpu:
+        payload[target] = len(per_gpu)  # no workers param: one series per GPU it ran on
+        return
     if default_utilization:
-        system = _system_utilization(values["metrics"], window, history)
+        try:
+            keys = _job_gpus(per_gpu, values, payload.get("workers"))
+        except Skip:
+            if outcome == "succeeded":
+                raise
+            return  # a failed attempt may lack utilization
+        system = _system_utilization(values["metrics"], window, history, keys)
         if system is not None:
             payload[target] = system
             payload["utilization_source"] = "nvml_gpu_util"
@@ -350,12 +365,35 @@ def _mean_over(points: list[tuple[int, float]], window: tuple[int, int], last: s
     return repr(sum(inside) / len(inside)) if inside else last
 
 
+def _job_gpus(per_gpu: list[str], values: dict[str, dict[str, str]], workers: Any) -> list[str]:
+    """The per-GPU series that are the job's. MLflow's monitor logs every GPU of the
+    host: with more series than workers, those a logged CUDA_VISIBLE_DEVICES names
+    (param or tag), else the utilization is refused (a 1-GPU job on a 4-GPU node would
+    read the node's mean)."""
+    if not isinstance(workers, int) or len(per_gpu) <= workers:
+        return []  # the aggregate series, else all the per-GPU ones
+    visible = values["params"].get(VISIBLE) or values["tags"].get(VISIBLE) or ""
+    wanted = {v.strip() for v in visible.split(",") if v.strip()}
+    chosen = [k for k in per_gpu if (m := PER_GPU_UTILIZATION.match(k)) and m.group(1) in wanted]
+    if chosen:
+        return chosen
+    raise Skip(
+        f"MLflow logged {len(per_gpu)} GPU utilization series for {workers} workers (its "
+        "monitor logs every GPU of the host): utilization refused; log "
+        f"{VISIBLE} as a param or tag, or map gpu_utilization"
+    )
+
+
 def _system_utilization(
-    metrics: dict[str, str], window: tuple[int, int], history: History | None
+    metrics: dict[str, str],
+    window: tuple[int, int],
+    history: History | None,
+    chosen: list[str],
 ) -> float | None:
-    """MLflow's system metric as a fraction: the aggregate one, else the mean of the
-    per-GPU ones; None when the run has neither (or a value is not a percentage)."""
-    keys = [SYSTEM_UTILIZATION] if SYSTEM_UTILIZATION in metrics else []
+    """MLflow's system metric as a fraction: the ``chosen`` per-GPU series, else the
+    aggregate one, else the mean of the per-GPU ones; None when the run has none (or a
+    value is not a percentage)."""
+    keys = chosen or ([SYSTEM_UTILIZATION] if SYSTEM_UTILIZATION in metrics else [])
     keys = keys or sorted(k for k in metrics if PER_GPU_UTILIZATION.match(k))
     means = []
     for key in keys:
