@@ -255,7 +255,7 @@ def month_to_date_of(
     extras = page_extras(session, pipeline, now)
     clock = extras.clock(now)
     prior = prior_of(session, [])
-    args = (pipeline, spend, series, changes, started, clock or now, thresholds, prior, extras)
+    args = (pipeline, spend, series, changes, started, now, thresholds, prior, extras, clock)
     # What the answer depends on: the clock only through the month and the retrainings
     # still to start (their days follow from the newest start).
     runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
@@ -279,13 +279,17 @@ def _month_to_date(
     thresholds: StatusThresholds,
     prior: OrgPrior,
     extras: Extras = NO_EXTRAS,
+    at: datetime | None = None,
 ) -> MonthToDate:
+    """The retrainings still to start are counted at ``now``; the rest is worked out at
+    ``at`` (the extras' clock: the hour while only experiments are paced), as
+    :func:`months` does."""
     newest = epoch_microseconds(started) if started and series else NO_START
     key = (0, pipeline.production_variant, pipeline.price_per_gpu_hour, month_of(now),
            day_of(now), 0)  # fmt: skip
     inputs = Inputs(key, spend, series, newest, changes, extras)
     runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
-    return _forecast(pipeline, inputs, runs if series else 0, now, thresholds, prior)
+    return _forecast(pipeline, inputs, runs if series else 0, at or now, thresholds, prior)
 
 
 def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> SeriesContext:

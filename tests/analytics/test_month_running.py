@@ -76,7 +76,7 @@ def month_now(db: Database, now: datetime = NOW) -> Any:
         window = costs.windows(s, listed, RUN_WINDOW)[p.id]
         spend = rollup_reads.month_spend_by_variant(s, now.date().replace(day=1), [p.id])[p.id]
         started = rollup_reads.newest_starts(s, [p.id])[p.id]["baseline"]
-        page = month_to_date_of(s, p, spend, window, started, now)
+        page = month_to_date_of(s, p, spend, window, None, started, now)  # no declared change
     assert org == page  # the portfolio's and the page's month are one
     return org
 

@@ -43,6 +43,7 @@ BOUNDS = {
     "data_stall_hours": (0.0, 1e6),
     "checkpoint_hours": (0.0, 1e6),
     "scheduling_wait_hours": (0.0, 1e6),
+    "resumed_from_hours": (0.0, 1e6),
 }
 TEXT_LIMITS = {"run_id": 200, "variant": 64, "gpu_type": 64, "retraining_id": 200}
 EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -44,6 +44,7 @@ RUN_FIELDS = (
     "mfu",
     "interruptions",
     "tags",
+    "resumed_from_hours",
 )
 DERIVED_FIELDS = ("wall_clock_hours", "effective_price_per_gpu_hour", "cost_usd", "idle_gpu_hours")
 READ_ONLY_FIELDS = frozenset({"id", "created_at", *DERIVED_FIELDS})
@@ -58,6 +59,7 @@ FLOAT_FIELDS = frozenset(
         "checkpoint_hours",
         "scheduling_wait_hours",
         "mfu",
+        "resumed_from_hours",
     }
 )
 JSON_FIELDS = frozenset({"interruptions", "tags"})
