@@ -5,7 +5,9 @@ The pipeline retrains weekly at $280 (8 workers x 14 h x $2.50). A typical month
 retrainings (probability 2/3) or 5 (1/3): a bill of $1,120 or $1,400, expected
 52/12 x 280 = $1,213.33. Against the 10% risk tolerance:
 
-- budget $1,450: P(bill > budget) = 0, fits;
+- budget $1,900: fits. (With equal costs P(bill > $1,450) was 0; four equal retrainings
+  cannot show how costs vary, so the forecast borrows the spread (methodology.md, "Costs
+  move") and the bill's upper tail reaches past $1,450, not past $1,900.)
 - budget $1,300: the expected bill $1,213 is under it, but P = 1/3: does not fit (the
   edge that used to read "within" on the portfolio and "over" in the alert);
 - budget $1,000: P = 1, does not fit.
@@ -36,7 +38,7 @@ from tests.fixtures.client import URL, args, through
 
 NAME = "edge"
 # (budget, whether a typical month fits): P = 0, 1/3 and 1 against the 10% tolerance.
-EDGES = [(1450.0, True), (1300.0, False), (1000.0, False)]
+EDGES = [(1900.0, True), (1300.0, False), (1000.0, False)]
 
 
 @pytest.fixture
@@ -111,7 +113,7 @@ def test_every_surface_gives_the_same_word_through_the_budget_edge(
     edge: TestClient, admin_headers: dict[str, str], receiver: object
 ) -> None:
     c = edge
-    set_budget(c, admin_headers, 1450.0)
+    set_budget(c, admin_headers, 1900.0)
     rule = c.post(
         f"/api/v1/pipelines/{NAME}/alerts",
         json={"kind": "cost_over_budget", "threshold": 100, "webhook_url": receiver.url},  # type: ignore[attr-defined]
@@ -136,14 +138,18 @@ def test_every_surface_gives_the_same_word_through_the_budget_edge(
 def test_the_edge_case_is_not_judged_on_the_expected_bill(
     edge: TestClient, admin_headers: dict[str, str]
 ) -> None:
-    # $1,300: the expected bill $1,213.33 is under the budget, P(over) = 1/3 is not: the
-    # sentences say "does not fit" with the chance, and nowhere "fits the $1,300".
+    # $1,300: the expected bill $1,213.33 is under the budget, P(over) about 1/3 (the
+    # months of 5 retrainings; the borrowed spread moves a few of them below and some of
+    # the 4 above) is not: the sentences say "does not fit" with the chance, and nowhere
+    # "fits the $1,300".
     set_budget(edge, admin_headers, 1300.0)
     proj = edge.get(f"/api/v1/pipelines/{NAME}/projection", params={"cadences": 1}).json()
     [at] = [x for x in proj["projections"]["baseline"]["cadences"] if x["runs_per_week"] == 1]
     assert at["expected_bill_usd"] == pytest.approx(52 / 12 * 280)
-    assert at["p_over_budget"] == pytest.approx(1 / 3, abs=0.03)
-    assert at["within_budget"] is False and at["bill_at_risk_usd"] == pytest.approx(1400.0)
+    assert 0.2 < at["p_over_budget"] < 0.45
+    # The bill at risk (the p90) is at least the 5-retraining month, $1,400, and above the
+    # budget: the figure and the word say the same.
+    assert at["within_budget"] is False and at["bill_at_risk_usd"] >= 1400.0 > 1300.0
     page = edge.get(f"/pipelines/{NAME}", params={"cadence": 1}).text
     assert "Weekly does not fit the $1,300 budget" in page
     assert "fits the $1,300" not in page.replace("does not fit the $1,300", "")
