@@ -20,13 +20,12 @@ from app.alerts.sender import WAKE
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
-from app.exception_handlers import plain_reason
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.security.router import CSRF_FAILED, read_form
 from app.security.sessions import CSRF_FIELD, security_of
 from app.templating import render_error_page, templates
-from app.web.settings import Refused, admin_form_state, can_edit
+from app.web.settings import Refused, admin_form_state, can_edit, field_errors
 
 router = APIRouter(include_in_schema=False)
 ACTIONS = {"pause", "resume", "delete", "test"}
@@ -98,11 +97,7 @@ def parse(form: dict[str, str]) -> tuple[AlertRuleIn | None, dict[str, str]]:
     try:
         return AlertRuleIn.model_validate(values), {}
     except ValidationError as exc:
-        errors: dict[str, str] = {}
-        for error in exc.errors():
-            field = str(error["loc"][0]) if error["loc"] else "kind"
-            errors.setdefault(field, plain_reason(error))
-        return None, errors
+        return None, field_errors(exc, "kind")
 
 
 def _checked(

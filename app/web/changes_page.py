@@ -17,7 +17,6 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.service import TokenInfo
 from app.db.engine import Database
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
-from app.exception_handlers import plain_reason
 from app.exceptions import CadenceError
 from app.pipelines import notes
 from app.pipelines.schemas import ChangeNoteIn
@@ -25,7 +24,7 @@ from app.pipelines.service import get_by_name
 from app.security.router import CSRF_FAILED, read_form
 from app.security.sessions import CSRF_FIELD, security_of
 from app.templating import render_error_page, templates
-from app.web.settings import Refused, admin_form_state, can_edit
+from app.web.settings import Refused, admin_form_state, can_edit, field_errors
 
 router = APIRouter(include_in_schema=False)
 NOT_ADMIN = (
@@ -53,11 +52,7 @@ def parse(form: dict[str, str]) -> tuple[ChangeNoteIn | None, dict[str, str]]:
         # As JSON, so the form gets the API's strict types and refusals.
         return ChangeNoteIn.model_validate_json(json.dumps(values)), {}
     except ValidationError as exc:
-        errors: dict[str, str] = {}
-        for error in exc.errors():
-            field = str(error["loc"][0]) if error["loc"] else "description"
-            errors.setdefault(field, plain_reason(error))
-        return None, errors
+        return None, field_errors(exc, "description")
 
 
 def _page(

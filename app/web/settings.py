@@ -78,6 +78,16 @@ def admin_form_state(
     }
 
 
+def field_errors(exc: ValidationError, default: str) -> dict[str, str]:
+    """A refused form's first message per field, in plain words (``default``: the field
+    an error without a location is shown under)."""
+    errors: dict[str, str] = {}
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else default
+        errors.setdefault(field, plain_reason(error))
+    return errors
+
+
 def descriptions_text(descriptions: dict[str, str] | None) -> str:
     """The text area's value: one ``variant: description`` line per variant."""
     return "\n".join(f"{k}: {v}" for k, v in sorted((descriptions or {}).items()))
