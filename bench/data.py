@@ -109,6 +109,7 @@ RUN_COLUMNS = (
     "reschedule_hours",
     "outcome",
     "retraining_id",
+    "resumed_from_hours",
 )
 INTERRUPTION_COLUMNS = (
     "run_pk",
@@ -151,6 +152,7 @@ def db_rows(prefix: str, i: int, pipeline_ids: dict[str, int]) -> tuple[tuple[An
         resched,
         "succeeded",
         parsed["run_id"],  # what the API stores when a run names no retraining
+        0.0,  # no attempt resumes from another's checkpoint here
     )
     return row, bool(p["interrupted"])
 
