@@ -110,7 +110,7 @@ def generate(
                 f"{w}\tA100-80GB\t{w * hours!r}\t{util!r}\t\\N\t{data.PIPELINE_PRICE!r}\t"
                 f"ndcg@10\t{quality!r}\t{stall!r}\t"
                 f"{ckpt!r}\t{0.1 * (g % 4)!r}\t\\N\t{tags}\t{count}\t{0.5 * count!r}\t"
-                f"{0.25 * count!r}\t{0.3 * count!r}\t{outcome}\t{retraining}\n"
+                f"{0.25 * count!r}\t{0.3 * count!r}\t{outcome}\t{retraining}\t0.0\n"
             )
             if len(runs) >= CHUNK:
                 yield "".join(runs), "".join(stops)
