@@ -14,6 +14,7 @@ from app.schemas_common import (
     NonNegative,
     OutModel,
     StrictModel,
+    Text,
 )
 
 # The fields this endpoint may change: what was measured about the run, never what
@@ -25,6 +26,9 @@ MEASUREMENT_FIELDS = (
     "data_stall_hours",
     "checkpoint_hours",
 )
+# What describes a utilization sent with them: recorded in the audit beside the change
+# (``cadence enrich prometheus`` sends both), never columns of the run.
+READING_FIELDS = ("utilization_coverage", "utilization_note")
 MAX_BATCH = 1000
 
 
@@ -38,6 +42,14 @@ class MeasurementsIn(StrictModel):
     mfu: Fraction | None = None
     data_stall_hours: NonNegative | None = None
     checkpoint_hours: NonNegative | None = None
+    utilization_coverage: Fraction | None = Field(
+        None,
+        description="The share of the run's wall clock the utilization's series cover "
+        "(0.5: half); recorded with a change of gpu_utilization or utilization_source.",
+    )
+    utilization_note: Annotated[Text, Field(max_length=500)] | None = Field(
+        None, description="How the utilization was chosen (a silent zero, low coverage)."
+    )
 
     @field_validator("gpu_utilization")
     @classmethod

@@ -14,12 +14,14 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.auth.service import TokenInfo, check_pipeline_allowed
+from app.db.base import utcnow
 from app.db.engine import WriteSession
 from app.db.models import Run
 from app.exceptions import Invalid, NotFound
 from app.measurements import repository
 from app.measurements.schemas import (
     MEASUREMENT_FIELDS,
+    READING_FIELDS,
     MeasuredRun,
     MeasurementChangeOut,
     MeasurementChangesOut,
@@ -74,23 +76,46 @@ def update(
         raise Invalid(
             f"measurements refused: {errors[0]['field']}: {errors[0]['reason']}", fields=errors
         )
-    by_pk = {row.id: row for row in rows.values()}
-    audit = [
-        {
-            "run_pk": pk,
-            "changed_by": token.name,
-            "field": f,
-            "old_value": _shown(getattr(by_pk[pk], f)),
-            "new_value": _shown(value),
-        }
-        for pk, values in planned.items()
-        for f, value in values.items()
-    ]
+    audit = _audit(planned, rows, dict(edits), token.name)
     repository.change_runs(session, planned)
     repository.add_changes(session, audit)
     return MeasurementsOut(
         updated=len(planned), unchanged=len(answers) - len(planned), runs=answers
     )
+
+
+def _audit(
+    planned: dict[int, dict[str, Any]],
+    rows: dict[str, Run],
+    sent: dict[str, MeasurementsIn],
+    by: str,
+) -> list[dict[str, Any]]:
+    """The audit rows of the planned changes: each changed field's old and new value,
+    and the coverage and note sent with a utilization, all at one time (a reading's
+    rows are told apart by it: app/planning/utilization_readings.py)."""
+    at = utcnow()
+    by_pk = {row.id: row for row in rows.values()}
+    sent_by_pk = {rows[run_id].id: fields for run_id, fields in sent.items()}
+    return [
+        {
+            "run_pk": pk,
+            "changed_by": by,
+            "field": f,
+            "old_value": _shown(getattr(by_pk[pk], f)) if f in MEASUREMENT_FIELDS else None,
+            "new_value": _shown(value),
+            "created_at": at,
+        }
+        for pk, values in planned.items()
+        for f, value in {**values, **_reading(values, sent_by_pk[pk])}.items()
+    ]
+
+
+def _reading(changed: dict[str, Any], sent: MeasurementsIn) -> dict[str, Any]:
+    """The coverage and note sent, recorded with a change of the utilization they
+    describe (``cadence enrich prometheus`` sends both)."""
+    if not {"gpu_utilization", "utilization_source"} & set(changed):
+        return {}
+    return {f: getattr(sent, f) for f in READING_FIELDS if getattr(sent, f) is not None}
 
 
 def _checked(row: Run, sent: MeasurementsIn, prefix: str) -> tuple[dict[str, Any], Errors]:
@@ -102,6 +127,10 @@ def _checked(row: Run, sent: MeasurementsIn, prefix: str) -> tuple[dict[str, Any
     given = [f for f in MEASUREMENT_FIELDS if f in sent.model_fields_set]
     if not given:
         return {}, [_error(prefix.rstrip(".") or "body", _NOTHING)]
+    described = {"gpu_utilization", "utilization_source"} & set(given)
+    for f in READING_FIELDS:
+        if f in sent.model_fields_set and not described:
+            return {}, [_error(name(f), "describes a utilization: send gpu_utilization with it")]
     if row.outcome == "running":  # its measurements come with its finish (POST /api/v1/runs)
         return {}, [_error(name("run_id"), "the attempt is still running: post its finish")]
     new = {f: getattr(sent, f) for f in given}

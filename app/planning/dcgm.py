@@ -27,6 +27,7 @@ class Choice:
     utilization: float | None
     source: str | None  # utilization_source: dcgm_gr_engine_active | dcgm_gpu_util
     note: str = ""
+    coverage: float | None = None  # share of the run's wall clock the series cover
 
 
 def not_a_measurement(series: str, values: Iterable[float], highest: float) -> str | None:
@@ -73,18 +74,24 @@ def choose(profiling: float | None, gpu_util_percent: float | None) -> Choice:
 MIN_COVERAGE = 0.90  # series covering less of the run's wall clock are flagged
 
 
-def choose_gpus(gpus: list[tuple[float | None, float | None]]) -> Choice:
+def choose_gpus(
+    gpus: list[tuple[float | None, float | None]], weights: list[float] | None = None
+) -> Choice:
     """Each GPU's choice first (so a silent zero on one GPU of two is caught), then the
-    mean of the GPUs'. Worked: GPU 0 profiling 0.80; GPU 1 profiling 0.00 while its
-    GPU_UTIL reads 90 %: (0.80 + 0.90) / 2 = 0.85, noted, where the mean of the
-    profiling series, (0.80 + 0.00) / 2 = 0.40, would have hidden it."""
+    mean of the GPUs', each weighed by its size in whole GPUs (a MIG slice: 3g is 3/7 of
+    an A100). Worked: GPU 0 profiling 0.80; GPU 1 profiling 0.00 while its GPU_UTIL
+    reads 90 %: (0.80 + 0.90) / 2 = 0.85, noted, where the mean of the profiling series,
+    (0.80 + 0.00) / 2 = 0.40, would have hidden it. A 3g.40gb slice at 0.90 and a 1g.10gb
+    slice at 0.10: (3/7 x 0.90 + 1/7 x 0.10) / (4/7) = 2.8 / 4 = 0.70, not 0.50."""
+    sizes = weights or [1.0] * len(gpus)
     picks = [choose(p, u) for p, u in gpus]
-    got = [c for c in picks if c.utilization is not None]
+    got = [(c, w) for c, w in zip(picks, sizes, strict=True) if c.utilization is not None]
     if not got:
         return Choice(None, None, "no DCGM series in the run's window")
-    mean = round(sum(c.utilization or 0.0 for c in got) / len(got), 6)
+    total = sum(w for _, w in got)
+    mean = round(sum((c.utilization or 0.0) * w for c, w in got) / total, 6)
     silent = [i for i, c in enumerate(picks) if c.note and "silently" in c.note]
-    engine = all(c.source == "dcgm_gr_engine_active" for c in got)
+    engine = all(c.source == "dcgm_gr_engine_active" for c, _ in got)
     source = "dcgm_gr_engine_active" if engine else "dcgm_gpu_util"
     if silent:
         note = (
@@ -93,16 +100,23 @@ def choose_gpus(gpus: list[tuple[float | None, float | None]]) -> Choice:
             "used DCGM_FI_DEV_GPU_UTIL for them"
         )
         return Choice(mean, source, note)
-    return Choice(mean, source, "" if engine else got[0].note)
+    return Choice(mean, source, "" if engine else got[0][0].note)
+
+
+def coverage(points: list[int], expected: int) -> float | None:
+    """The share of the window the GPUs' series cover: points held over points the
+    window evaluates, across the GPUs. Worked: 2 GPUs with 60 and 60 of 121 points:
+    120 / 242 = 0.496; None when nothing is expected or held."""
+    if expected <= 0 or not points:
+        return None
+    return sum(min(p, expected) for p in points) / (expected * len(points))
 
 
 def coverage_note(points: list[int], expected: int) -> str:
     """A note when the GPUs' series cover less than ``MIN_COVERAGE`` of the window.
     Worked: 2 GPUs with 60 and 60 of 121 points: 120 / 242 = 50%: flagged."""
-    if expected <= 0 or not points:
-        return ""
-    share = sum(min(p, expected) for p in points) / (expected * len(points))
-    if share >= MIN_COVERAGE:
+    share = coverage(points, expected)
+    if share is None or share >= MIN_COVERAGE:
         return ""
     return (
         f"the DCGM series cover {share:.0%} of the run's wall clock (below "

@@ -70,6 +70,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would change; post nothing")
     p.add_argument("--prometheus-token", help="bearer token for Prometheus ($PROMETHEUS_TOKEN)")
     p.add_argument("--concurrency", type=int, default=4, help="queries at once (default 4)")
+    p.add_argument(
+        "--min-coverage",
+        type=float,
+        help="skip (list, leave unenriched) runs whose series cover less than this share "
+        "of their wall clock, e.g. 0.9 (default: store them with a note)",
+    )
     report._connection_args(p, "an ingest token (default: $CADENCE_TOKEN)")
     p.set_defaults(func=lambda _settings, args: run_enrich(args))
 
@@ -90,6 +96,10 @@ def run_enrich(
     except ValueError:
         error(f"--since {args.since!r}: expected YYYY-MM-DD")
         return report.USAGE
+    floor = args.min_coverage
+    if floor is not None and not 0 < floor <= 1:
+        error(f"--min-coverage {floor:g}: expected a share of the wall clock, in (0, 1]")
+        return report.USAGE
     token = args.token or os.environ.get("CADENCE_TOKEN")
     if not token and not args.dry_run:
         error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
@@ -106,7 +116,9 @@ def run_enrich(
             with PrometheusClient(
                 args.prometheus_url, prom_token, transport=prometheus_transport
             ) as prom:
-                found, unread = measure(prom, args.match, runs, max(1, args.concurrency))
+                found, unread = measure(
+                    prom, args.match, runs, max(1, args.concurrency), args.min_coverage
+                )
             for run_id, reason in unread:
                 print(f"not enriched: run {run_id}: {reason}", file=sys.stderr)
             if args.dry_run:
@@ -132,9 +144,14 @@ Found = list[tuple[dict[str, Any], Choice]]
 
 
 def measure(
-    prom: PrometheusClient, template: str, runs: list[dict[str, Any]], workers: int
+    prom: PrometheusClient,
+    template: str,
+    runs: list[dict[str, Any]],
+    workers: int,
+    min_coverage: float | None = None,
 ) -> tuple[Found, list[tuple[str, str]]]:
-    """Each run's choice, and (run id, reason) for each run that got none."""
+    """Each run's choice, and (run id, reason) for each run that got none (or whose
+    series cover less of its wall clock than ``min_coverage``)."""
     unread: list[tuple[str, str]] = []
     windows: list[tuple[dict[str, Any], Window]] = []
     for run in runs:
@@ -152,6 +169,8 @@ def measure(
                 unread.append((run["run_id"], picked))
             elif picked.utilization is None:
                 unread.append((run["run_id"], picked.note))
+            elif too_short(picked, min_coverage):
+                unread.append((run["run_id"], f"{picked.note} (below --min-coverage)"))
             else:
                 found.append((run, picked))
             if n % 1000 == 0:
@@ -159,12 +178,17 @@ def measure(
     return found, unread
 
 
+def too_short(picked: Choice, min_coverage: float | None) -> bool:
+    """Whether the series cover less of the run than ``--min-coverage`` asks."""
+    return min_coverage is not None and (picked.coverage or 0.0) < min_coverage
+
+
 def _ask(prom: PrometheusClient, w: Window) -> Choice | str:
     """The window's choice, or why there is none (an answer too big, of the wrong shape,
     or holding values that are not measurements); a fatal error (unreachable, refused)
     stops all."""
     try:
-        return choice(prom.query_range(w), expected_points(w))
+        return choice(prom.query_range(w), expected_points(w), w.workers)
     except PrometheusError as exc:
         if exc.fatal:
             raise
@@ -188,18 +212,28 @@ def table(found: Found) -> str:
     return "\n".join(lines)
 
 
+def reading(run_id: str, picked: Choice) -> dict[str, Any]:
+    """The measurements sent for a run: the value, its source, and (recorded in the
+    run's measurement audit beside them) how much of the run its series cover and why
+    it was chosen."""
+    item: dict[str, Any] = {
+        "run_id": run_id,
+        "gpu_utilization": picked.utilization,
+        "utilization_source": picked.source,
+    }
+    if picked.coverage is not None:
+        item["utilization_coverage"] = round(min(picked.coverage, 1.0), 4)
+    if picked.note:
+        item["utilization_note"] = picked.note[:500]
+    return item
+
+
 def post(cadence: Any, found: Found, unread: int) -> int:
     by_pipeline: dict[str, list[dict[str, Any]]] = {}
     for run, picked in found:
         if picked.note:
             print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
-        by_pipeline.setdefault(run["pipeline"], []).append(
-            {
-                "run_id": run["run_id"],
-                "gpu_utilization": picked.utilization,
-                "utilization_source": picked.source,
-            }
-        )
+        by_pipeline.setdefault(run["pipeline"], []).append(reading(run["run_id"], picked))
     updated = unchanged = 0
     for pipeline, items in sorted(by_pipeline.items()):
         totals = cadence.update_measurements(pipeline, items, batch_size=BATCH)
@@ -246,11 +280,29 @@ class Filler:
             raise SourceError(exc.message) from exc
         for run, picked in found:
             run["gpu_utilization"], run["utilization_source"] = picked.utilization, picked.source
+            tag_reading(run, picked)
             if picked.note:
                 print(f"note: run {run['run_id']}: {picked.note}", file=sys.stderr)
         for run_id, reason in unread:
             print(f"utilization unknown: run {run_id}: {reason}", file=sys.stderr)
         self.asked, self.found = self.asked + len(runs), self.found + len(found)
+
+
+TAG_ROOM = 48  # the server keeps 50 tags a run: the reading's two go in if they fit
+
+
+def tag_reading(run: dict[str, Any], picked: Choice) -> None:
+    """A record filled before posting keeps its coverage and note in its tags
+    (``utilization_coverage``, ``utilization_note``), as the audit keeps them for a
+    stored run enriched later."""
+    tags = dict(run.get("tags") or {})
+    if len(tags) > TAG_ROOM:
+        return
+    if picked.coverage is not None:
+        tags["utilization_coverage"] = f"{min(picked.coverage, 1.0):.2f}"
+    if picked.note:
+        tags["utilization_note"] = picked.note[:500]
+    run["tags"] = tags
 
 
 def fill_and_post(

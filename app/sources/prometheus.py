@@ -18,17 +18,21 @@ from typing import Any
 from app.planning.dcgm import (
     Choice,
     choose_gpus,
+    coverage,
     coverage_note,
     not_a_measurement,
     window_mean,
 )
+from app.planning.gpu_shares import ShareError, gpu_fraction
 
 PROFILING = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 LABEL = "cadence_metric"  # tells the two halves of the query's answer apart
 # A workload label at the start of a matcher or after a comma: pod=~"...", namespace="..."
 EXPORTED = re.compile(r'(^|,\s*)(pod|namespace|container)(\s*(?:=~|!~|!=|=)\s*")')
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+# {TAG}, or {TAG|any}: a comma-separated tag as a regex alternation (Hostname=~"...").
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)(\|any)?\}")
+META = re.compile(r"([.^$*+?()\[\]{}|\\])")  # what RE2 reads as more than itself
 MAX_POINTS = 120  # a window is evaluated at most this many times (cost grows with it)
 MIN_STEP_SECONDS = 1.0
 
@@ -45,6 +49,7 @@ class Window:
     end: datetime
     query: str
     step: float  # seconds
+    workers: int | None = None  # the run's GPUs (or slices): more series are not its own
 
 
 def check_template(template: str) -> None:
@@ -70,6 +75,11 @@ def matcher(template: str, run: dict[str, Any]) -> str:
         name = match.group(1)
         if name not in values:
             raise KeyError(name)
+        if match.group(2):  # each name matched as itself: gpu-01 or gpu-02, nothing else
+            names = [v.strip() for v in str(values[name]).split(",") if v.strip()]
+            if not names:
+                raise KeyError(name)
+            return _escape("|".join(META.sub(r"\\\1", n) for n in names))
         return _escape(str(values[name]))
 
     return PLACEHOLDER.sub(fill, template)
@@ -101,7 +111,8 @@ def window(template: str, run: dict[str, Any]) -> Window:
     end = datetime.fromisoformat(run["finished_at"])
     seconds = (end - start).total_seconds()
     step = max(MIN_STEP_SECONDS, math.ceil(seconds / MAX_POINTS))
-    return Window(run["run_id"], run["pipeline"], start, end, query(matcher(template, run)), step)
+    labels = query(matcher(template, run))
+    return Window(run["run_id"], run["pipeline"], start, end, labels, step, run.get("workers"))
 
 
 class AnswerError(ValueError):
@@ -149,39 +160,72 @@ def _values(metric: str, points: Any) -> list[float]:
 
 
 def gpu_key(labels: dict[str, Any]) -> str:
-    """Which GPU a series is: its UUID, else its host and index."""
+    """Which GPU a series is: its UUID, else its host and index; a MIG instance adds its
+    ``GPU_I_ID`` (the slices of one GPU share its UUID)."""
     if labels.get("UUID"):
-        return str(labels["UUID"])
-    return f"{labels.get('Hostname') or labels.get('instance')}/{labels.get('gpu')}"
+        key = str(labels["UUID"])
+    else:
+        key = f"{labels.get('Hostname') or labels.get('instance')}/{labels.get('gpu')}"
+    return f"{key}/mig-{labels['GPU_I_ID']}" if labels.get("GPU_I_ID") not in (None, "") else key
 
 
-def per_gpu(result: Any) -> tuple[dict[str, list[float | None]], list[int]]:
-    """{GPU: [profiling mean, GPU_UTIL mean]} and each series' point count; raises
-    AnswerError as ``means`` does."""
+def gpu_size(labels: dict[str, Any]) -> float:
+    """A series' GPU in whole GPUs: 1, or its MIG slice's share (dcgm-exporter labels a
+    MIG instance's series ``GPU_I_PROFILE="3g.40gb"``: 3/7 of an A100-80GB)."""
+    profile = labels.get("GPU_I_PROFILE")
+    if not profile:
+        return 1.0
+    try:
+        size = gpu_fraction(f"nvidia.com/mig-{profile}")
+    except ShareError:
+        size = None
+    if size is None:
+        raise AnswerError(
+            f"a series of MIG profile {profile!r}, not in the table of profiles: its size "
+            "is unknown, so the GPUs' mean cannot be weighed"
+        )
+    return float(size)
+
+
+def per_gpu(
+    result: Any,
+) -> tuple[dict[str, list[float | None]], list[int], dict[str, float]]:
+    """{GPU: [profiling mean, GPU_UTIL mean]}, each series' point count and {GPU: its
+    size in whole GPUs}; raises AnswerError as ``means`` does."""
     means(result)  # the shape and every value checked first
     found: dict[str, list[float | None]] = {}
     points = []
+    sizes: dict[str, float] = {}
     for series in result["result"]:
         labels = series.get("metric") or {}
         slot = {"profiling": 0, "gpu_util": 1}.get(str(labels.get(LABEL)))
         if slot is None:
             continue
         values = [float(v) for _, v in series.get("values") or []]
-        found.setdefault(gpu_key(labels), [None, None])[slot] = window_mean(values)
+        key = gpu_key(labels)
+        found.setdefault(key, [None, None])[slot] = window_mean(values)
+        sizes[key] = gpu_size(labels)
         points.append(len(values))
-    return found, points
+    return found, points, sizes
 
 
-def choice(result: Any, expected_points: int = 0) -> Choice:
-    """The run's utilization from the GPUs' series; flagged when they cover < 90%."""
-    gpus, points = per_gpu(result)
-    picked = choose_gpus([(p, u) for p, u in gpus.values()])
-    short = coverage_note(points, expected_points) if picked.utilization is not None else ""
-    if short:
-        return Choice(
-            picked.utilization, picked.source, "; ".join(filter(None, [picked.note, short]))
+def choice(result: Any, expected_points: int = 0, workers: int | None = None) -> Choice:
+    """The run's utilization from the GPUs' series, MIG slices weighed by their size;
+    flagged when they cover < 90% of the run, and how much they cover kept. More GPUs
+    than the run's ``workers`` are refused: the matcher found GPUs that were not its
+    own (a node-level matcher on a node the job shared)."""
+    gpus, points, sizes = per_gpu(result)
+    if workers and len(gpus) > workers:
+        raise AnswerError(
+            f"--match found {len(gpus)} GPUs for a run of {workers}: it matches GPUs that "
+            "were not this run's (a node shared with other jobs?); not enriched"
         )
-    return picked
+    picked = choose_gpus([(p, u) for p, u in gpus.values()], [sizes[k] for k in gpus])
+    if picked.utilization is None:
+        return picked
+    short = coverage_note(points, expected_points)
+    note = "; ".join(filter(None, [picked.note, short]))
+    return Choice(picked.utilization, picked.source, note, coverage(points, expected_points))
 
 
 def expected_points(w: Window) -> int:

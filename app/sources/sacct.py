@@ -26,7 +26,7 @@ from app.sources.sacct_json import JsonReader
 # for the GPUs).
 PARSABLE_FIELDS = (
     "JobIDRaw,JobID,JobName,Account,Cluster,Partition,User,State,Submit,Eligible,Start,End,"
-    "AllocTRES,TRESUsageInAve,DerivedExitCode,ExitCode"
+    "AllocTRES,TRESUsageInAve,DerivedExitCode,ExitCode,NodeList"
 )
 # JobIDRaw and Cluster make the run ids the JSON of the same jobs gives.
 REQUIRED_COLUMNS = ("JobIDRaw", "JobID", "Cluster", "State", "Submit", "Start", "End")
@@ -48,6 +48,7 @@ class Attempt:
     account: str = ""
     cluster: str = ""
     partition: str = ""
+    nodes: str = ""  # NodeList, compressed: gpu-[01-02]
     user: str = ""
     state: str = ""
     submit: datetime | None = None
@@ -170,6 +171,7 @@ def json_attempt(job: dict[str, Any]) -> Attempt:
         account=str(job.get("account") or ""),
         cluster=str(job.get("cluster") or ""),
         partition=str(job.get("partition") or ""),
+        nodes=str(job.get("nodes") or ""),
         user=str(job.get("user") or ""),
         state=str(current or ""),
         submit=_epoch(times.get("submission")),
@@ -253,6 +255,7 @@ def _parsable_attempt(job_id: str, row: dict[str, str], tz: tzinfo) -> Attempt:
         account=row.get("Account", ""),
         cluster=row.get("Cluster", ""),
         partition=row.get("Partition", ""),
+        nodes=row.get("NodeList", ""),
         user=row.get("User", ""),
         state=(row.get("State", "").split() or [""])[0],  # "CANCELLED by 1000"
         submit=local_time(row.get("Submit", ""), tz),

@@ -26,11 +26,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from app.sources.hostlist import HostlistError, expand
 from app.sources.posting import Mapped
 from app.sources.posting import tags as clean_tags
 from app.sources.sacct import PARSABLE_FIELDS, Attempt, SacctError, attempts
 
 __all__ = ["PARSABLE_FIELDS", "Attempt", "Options", "SacctError", "map_all", "parse"]
+
+TAG_VALUE_MAX = 500  # characters a tag's value holds
 
 # Slurm state -> attempt outcome. A requeued attempt was taken away and started again.
 OUTCOMES = {
@@ -203,8 +206,20 @@ def _tags(attempt: Attempt) -> dict[str, str]:
         "slurm_user": attempt.user,
         "slurm_cluster": attempt.cluster,
         "slurm_state": attempt.state.upper(),
+        "slurm_nodes": _hosts(attempt.nodes),
     }
     return clean_tags(tags)
+
+
+def _hosts(nodes: str) -> str:
+    """The job's hosts, expanded and comma-separated, for the node-level DCGM matcher
+    (``{slurm_nodes|any}``); "" when the list is unreadable or too long for a tag (the
+    matcher then lists the run as lacking the tag, never matching a wrong node)."""
+    try:
+        hosts = ",".join(expand(nodes))
+    except HostlistError:
+        return ""
+    return hosts if len(hosts) <= TAG_VALUE_MAX else ""  # cut, it would name wrong hosts
 
 
 def map_all(attempts: Iterable[Attempt], options: Options) -> list[Mapped]:

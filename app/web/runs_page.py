@@ -11,7 +11,9 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
 from app.deps import DatabaseDep, Viewer
+from app.measurements import service as measurements
 from app.pipelines.service import get_by_name
+from app.planning.utilization_readings import Change, Reading, disagreement, readings
 from app.runs import service
 from app.runs.schemas import RunOut
 from app.templating import templates
@@ -72,6 +74,14 @@ def descriptions_of(session: Session, run: RunOut) -> dict[str, str]:
     return get_by_name(session, run.pipeline).variant_descriptions or {}
 
 
+def utilization_readings(session: Session, run: RunOut) -> list[Reading]:
+    """Each utilization the run has had (as ingested, then each enrichment), from its
+    measurement audit: where the value came from and how much of the run it covers."""
+    audit = measurements.changes(session, run.pipeline, run.run_id).changes
+    changes = [Change(c.field, c.old_value, c.new_value, c.changed_at, c.changed_by) for c in audit]
+    return readings(run.gpu_utilization, run.utilization_source, changes)
+
+
 @router.get("/runs/compare", response_class=HTMLResponse)
 def compare_runs(
     request: Request, db: DatabaseDep, viewer: Viewer, a: CompareId, b: CompareId
@@ -101,6 +111,7 @@ def run_page(request: Request, pk: RunId, db: DatabaseDep, viewer: Viewer) -> HT
     with db.read() as session:
         run = service.get(session, pk, viewer)
         descriptions = descriptions_of(session, run)
+        found = utilization_readings(session, run)
     return templates.TemplateResponse(
         request,
         "run.html",
@@ -109,5 +120,7 @@ def run_page(request: Request, pk: RunId, db: DatabaseDep, viewer: Viewer) -> HT
             "rows": rows(run),
             "working": cost_working(run),
             "descriptions": descriptions,
+            "readings": found,
+            "disagreement": disagreement(found),
         },
     )

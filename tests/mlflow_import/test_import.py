@@ -844,13 +844,41 @@ def test_a_one_gpu_job_on_a_four_gpu_node_reads_its_own_gpu() -> None:
     metrics = {f"system/gpu_{i}_utilization_percentage": v for i, v in enumerate([0, 0, 90, 0])}
     metrics["system/gpu_utilization_percentage"] = 22.5  # the host's mean: (0+0+90+0)/4
     shared = mlflow_run(metrics=metrics, params={"workers": "1", "CUDA_VISIBLE_DEVICES": "2"})
-    payload = map_run(shared, "ranker", Mapping()).payload
-    assert payload is not None and payload["gpu_utilization"] == pytest.approx(0.90)
-    # Without CUDA_VISIBLE_DEVICES: refused, saying why, not stored as 0.225.
-    unknown = map_run(mlflow_run(metrics=metrics, params={"workers": "1"}), "ranker", Mapping())
-    assert unknown.payload is None
-    assert "4 GPU utilization series for 1 workers" in unknown.reason
-    assert "CUDA_VISIBLE_DEVICES" in unknown.reason
+    mapped = map_run(shared, "ranker", Mapping())
+    assert mapped.payload is not None and mapped.payload["gpu_utilization"] == pytest.approx(0.90)
+    assert mapped.note == ""  # CUDA_VISIBLE_DEVICES said which: nothing to note
+    # Without CUDA_VISIBLE_DEVICES: the busiest series (the other three idle), noted.
+    busiest = map_run(mlflow_run(metrics=metrics, params={"workers": "1"}), "ranker", Mapping())
+    assert busiest.payload is not None
+    assert busiest.payload["gpu_utilization"] == pytest.approx(0.90)  # not 0.225
+    assert "took the busiest gpu_2" in busiest.note
+    assert busiest.payload["tags"]["utilization_note"] == busiest.note
+
+
+def test_a_shared_node_whose_other_gpus_are_busy_is_refused_with_a_note() -> None:
+    # GPU 1 ran another job at 85%: "busiest" cannot tell the 1-GPU job's GPU apart.
+    metrics = {f"system/gpu_{i}_utilization_percentage": v for i, v in enumerate([0, 85, 90, 0])}
+    refused = map_run(mlflow_run(metrics=metrics, params={"workers": "1"}), "ranker", Mapping())
+    assert refused.payload is None
+    assert "4 GPU utilization series for 1 workers" in refused.reason
+    assert "gpu_1 at 85% is busy too" in refused.reason
+    # A failed attempt may go without utilization: imported, with none.
+    failed = mlflow_run(status="FAILED", metrics=metrics, params={"workers": "1"})
+    payload = map_run(failed, "ranker", Mapping()).payload
+    assert payload is not None and "gpu_utilization" not in payload
+
+
+def test_the_busiest_two_of_four_and_a_visible_list_that_names_no_series() -> None:
+    # 2 workers on a 4-GPU host, GPUs at 3, 70, 2, 80 %: the busiest two, (70 + 80) / 2
+    # = 75% -> 0.75; the idle ones (3 and 2, at most 5%) are the host's.
+    metrics = {f"system/gpu_{i}_utilization_percentage": v for i, v in enumerate([3, 70, 2, 80])}
+    two = map_run(mlflow_run(metrics=metrics, params={"workers": "2"}), "ranker", Mapping())
+    assert two.payload is not None and two.payload["gpu_utilization"] == pytest.approx(0.75)
+    assert "gpu_3, gpu_1" in two.note
+    # CUDA_VISIBLE_DEVICES naming GPUs the monitor did not log is refused, not guessed.
+    params = {"workers": "2", "CUDA_VISIBLE_DEVICES": "6,7"}
+    stray = map_run(mlflow_run(metrics=metrics, params=params), "ranker", Mapping())
+    assert stray.payload is None and "CUDA_VISIBLE_DEVICES=6,7 names none" in stray.reason
 
 
 def test_per_node_keys_are_read_and_workers_inferred_from_the_series() -> None:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.planning.dcgm import choose, not_a_measurement, window_mean
+from app.planning.dcgm import choose, choose_gpus, coverage, not_a_measurement, window_mean
 
 
 def test_window_mean_skips_stale_points() -> None:
@@ -82,3 +82,19 @@ def test_coverage_below_ninety_percent_is_noted() -> None:
     # 110 of 121 = 90.9 %: whole enough.
     assert coverage_note([110, 110], 121) == ""
     assert coverage_note([], 121) == ""
+
+
+def test_mig_slices_are_weighed_by_their_size() -> None:
+    # A 3g.40gb slice (3/7 of an A100) at 0.90 and a 1g.10gb slice (1/7) at 0.10:
+    # (3/7 x 0.90 + 1/7 x 0.10) / (4/7) = (2.7 + 0.1) / 4 = 0.70; unweighed 0.50.
+    picked = choose_gpus([(0.90, None), (0.10, None)], [3 / 7, 1 / 7])
+    assert picked.utilization == pytest.approx(0.70)
+    assert choose_gpus([(0.90, None), (0.10, None)]).utilization == pytest.approx(0.50)
+
+
+def test_coverage_is_the_share_of_the_windows_points_held() -> None:
+    # 2 GPUs with 60 and 60 of 121 points: 120 / 242 = 0.4959; a series holding more
+    # points than expected counts as whole, not more.
+    assert coverage([60, 60], 121) == pytest.approx(120 / 242)
+    assert coverage([130], 121) == 1.0
+    assert coverage([], 121) is None and coverage([5], 0) is None

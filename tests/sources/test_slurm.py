@@ -81,7 +81,22 @@ def test_recorded_parsable_output_maps_each_attempt() -> None:
 
 
 def test_recorded_json_gives_the_same_runs_as_the_parsable_output() -> None:
-    assert by_run_id(JSON) == by_run_id(PARSABLE)
+    # The JSON names each job's nodes ("nodes": "vm"); this -P file was saved before
+    # NodeList was among the columns asked for, so only the JSON's runs carry slurm_nodes
+    # (the node-level DCGM matcher's tag). Everything else is the same.
+    json_runs = by_run_id(JSON)
+    assert {r["tags"].pop("slurm_nodes") for r in json_runs.values()} == {"vm"}
+    assert json_runs == by_run_id(PARSABLE)
+
+
+def test_nodelist_becomes_the_expanded_slurm_nodes_tag() -> None:
+    header = "JobIDRaw|JobID|JobName|Account|Cluster|State|Submit|Start|End|AllocTRES|NodeList"
+    row = (
+        "77|77|ranker|ml|hpc|COMPLETED|2026-12-01T08:00:00|2026-12-01T08:00:00|"
+        "2026-12-01T10:00:00|gres/gpu=16,node=2|gpu-[07-08]"
+    )
+    (payload,) = by_run_id(f"{header}\n{row}\n").values()
+    assert payload["tags"]["slurm_nodes"] == "gpu-07,gpu-08"
 
 
 def test_pipeline_from_account_or_one_pipeline() -> None:

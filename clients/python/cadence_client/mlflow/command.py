@@ -107,6 +107,8 @@ def run_import(
     for m in mapped:
         if m.payload is None:
             print(f"skipped {m.run_id}: {m.reason}", file=sys.stderr)
+        elif m.note:
+            print(f"note: run {m.run_id}: {m.note}", file=sys.stderr)
     ready = [m for m in mapped if m.payload is not None]
     if args.dry_run:
         for m in ready:

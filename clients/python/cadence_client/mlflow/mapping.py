@@ -20,7 +20,8 @@ tags (e.g. ``params.workers``). Utilization, when no mapping names it and the ru
 ``system/gpu_N_utilization_percentage``) divided by 100, with the source
 ``nvml_gpu_util`` (MLflow samples it through NVML). More GPU series than workers (MLflow
 logs every GPU of the host): those a logged ``CUDA_VISIBLE_DEVICES`` names, else the
-run is refused. Per-node keys (``system/node_K/gpu_N_...``) are read; without a
+busiest ones when the others were idle (noted), else the run is refused
+(``gpus.py``). Per-node keys (``system/node_K/gpu_N_...``) are read; without a
 ``workers`` param, one worker per GPU series.
 
 A utilization metric is the **mean of its history over the run** (the values logged
@@ -42,12 +43,17 @@ from pathlib import Path
 from typing import Any
 
 from cadence_client.client import UTILIZATION_SOURCES
+from cadence_client.mlflow.gpus import (
+    SYSTEM_UTILIZATION,
+    VISIBLE,
+    NotTheJobs,
+    mean_over,
+    per_gpu_keys,
+    pick,
+)
 
 MAX_TAGS = 50  # the server's limit on tags per run
-SYSTEM_UTILIZATION = "system/gpu_utilization_percentage"
-# One per GPU of the host (system/gpu_0_...), or of each node (system/node_1/gpu_0_...).
-PER_GPU_UTILIZATION = re.compile(r"^system/(?:node_\d+/)?gpu_(\d+)_utilization_percentage$")
-VISIBLE = "CUDA_VISIBLE_DEVICES"
+NOTE_TAG = "utilization_note"  # why these GPU series were taken as the job's
 OUTCOMES = {"FINISHED": "succeeded", "FAILED": "failed", "KILLED": "cancelled"}
 # (timestamp ms, value) of every logged value of a run's metric key.
 History = Callable[[str], "list[tuple[int, float]]"]
@@ -190,6 +196,7 @@ class Mapped:
     run_id: str
     payload: dict[str, Any] | None = None
     reason: str = ""  # set when skipped
+    note: str = ""  # something the importer should say about an imported run
 
 
 def run_id_of(run: dict[str, Any]) -> str:
@@ -212,7 +219,8 @@ def map_run(
         payload = _payload(run, run_id, pipeline, mapping, variant_tag, history)
     except Skip as exc:
         return Mapped(run_id, reason=str(exc))
-    return Mapped(run_id, payload=payload)
+    note = (payload.get("tags") or {}).get(NOTE_TAG, "")
+    return Mapped(run_id, payload=payload, note=note)
 
 
 def _payload(
@@ -238,11 +246,14 @@ def _payload(
         "started_at": started.isoformat(),
         "finished_at": finished.isoformat(),
     }
+    note = ""
     for name, target in FIELDS.items():
         searched = sources.get(name) or mapping.sources(name)
         found = next((s for s in searched if s.key in values[s.section]), None)
         if found is None:
-            _unfound(name, target, payload, searched, mapping, outcome, values, window, history)
+            note += _unfound(
+                name, target, payload, searched, mapping, outcome, values, window, history
+            )
             continue
         used.add(found)
         raw = values[found.section][found.key]
@@ -253,6 +264,8 @@ def _payload(
     if "quality_value" in payload:
         payload["quality_metric"] = mapping.quality_metric
     tags = _tags(values["tags"], {s.key for s in used if s.section == "tags"})
+    if note:  # kept on the run, so the page can say how its utilization was chosen
+        tags = {**dict(list(tags.items())[: MAX_TAGS - 1]), NOTE_TAG: note[:TAG_VALUE_MAX]}
     if tags:
         payload["tags"] = tags
     return payload
@@ -285,31 +298,33 @@ def _unfound(
     values: dict[str, dict[str, str]],
     window: tuple[int, int],
     history: History | None,
-) -> None:
+) -> str:
     """A field no mapped source holds: utilization from MLflow's system metrics when it
-    has them; a Skip when the field is required (workers; utilization of a success)."""
+    has them; a Skip when the field is required (workers; utilization of a success).
+    Returns the note of how the GPU series were chosen, if they were by how busy."""
     default_utilization = name == "gpu_utilization" and name not in mapping.fields
-    per_gpu = sorted(k for k in values["metrics"] if PER_GPU_UTILIZATION.match(k))
+    per_gpu = per_gpu_keys(values["metrics"])
     if name == "workers" and per_gpu:
         payload[target] = len(per_gpu)  # no workers param: one series per GPU it ran on
-        return
+        return ""
     if default_utilization:
+        visible = values["params"].get(VISIBLE) or values["tags"].get(VISIBLE) or ""
         try:
-            keys = _job_gpus(per_gpu, values, payload.get("workers"))
-        except Skip:
+            picked = pick(values["metrics"], visible, payload.get("workers"), window, history)
+        except NotTheJobs as exc:
             if outcome == "succeeded":
-                raise
-            return  # a failed attempt may lack utilization
-        system = _system_utilization(values["metrics"], window, history, keys)
-        if system is not None:
-            payload[target] = system
+                raise Skip(str(exc)) from exc
+            return ""  # a failed attempt may lack utilization
+        if picked.utilization is not None:
+            payload[target] = picked.utilization
             payload["utilization_source"] = "nvml_gpu_util"
-            return
+            return picked.note
     if name == "workers" or (name == "gpu_utilization" and outcome == "succeeded"):
         where = ", ".join(str(s) for s in searched)
         if default_utilization:
             where += f", metrics.{SYSTEM_UTILIZATION}"
         raise Skip(f"no {name} (looked for {where})")
+    return ""
 
 
 def _set_field(
@@ -329,7 +344,7 @@ def _set_field(
             payload[target] = text
         return
     if name == "gpu_utilization" and source.section == "metrics" and history is not None:
-        raw = _mean_over(history(source.key), window, raw)
+        raw = mean_over(history(source.key), window, raw)
     number = _number(raw, name, source)
     if name == "workers":
         if not number.is_integer():
@@ -354,58 +369,6 @@ def _utilization(number: float, raw: str, source: Source, mapping: Mapping) -> f
     if not 0 <= number <= 1:
         raise Skip(f"gpu_utilization {raw} ({source}) is not a fraction between 0 and 1")
     return number
-
-
-def _mean_over(points: list[tuple[int, float]], window: tuple[int, int], last: str) -> str:
-    """The mean of the values logged within the run's window (all of them when none
-    is, e.g. clocks apart), as text like the other values; ``last`` without history.
-    Values are sampled at a steady interval, so their plain mean is the time-average."""
-    finite = [(t, v) for t, v in points if math.isfinite(v)]
-    inside = [v for t, v in finite if window[0] <= t <= window[1]] or [v for _, v in finite]
-    return repr(sum(inside) / len(inside)) if inside else last
-
-
-def _job_gpus(per_gpu: list[str], values: dict[str, dict[str, str]], workers: Any) -> list[str]:
-    """The per-GPU series that are the job's. MLflow's monitor logs every GPU of the
-    host: with more series than workers, those a logged CUDA_VISIBLE_DEVICES names
-    (param or tag), else the utilization is refused (a 1-GPU job on a 4-GPU node would
-    read the node's mean)."""
-    if not isinstance(workers, int) or len(per_gpu) <= workers:
-        return []  # the aggregate series, else all the per-GPU ones
-    visible = values["params"].get(VISIBLE) or values["tags"].get(VISIBLE) or ""
-    wanted = {v.strip() for v in visible.split(",") if v.strip()}
-    chosen = [k for k in per_gpu if (m := PER_GPU_UTILIZATION.match(k)) and m.group(1) in wanted]
-    if chosen:
-        return chosen
-    raise Skip(
-        f"MLflow logged {len(per_gpu)} GPU utilization series for {workers} workers (its "
-        "monitor logs every GPU of the host): utilization refused; log "
-        f"{VISIBLE} as a param or tag, or map gpu_utilization"
-    )
-
-
-def _system_utilization(
-    metrics: dict[str, str],
-    window: tuple[int, int],
-    history: History | None,
-    chosen: list[str],
-) -> float | None:
-    """MLflow's system metric as a fraction: the ``chosen`` per-GPU series, else the
-    aggregate one, else the mean of the per-GPU ones; None when the run has none (or a
-    value is not a percentage)."""
-    keys = chosen or ([SYSTEM_UTILIZATION] if SYSTEM_UTILIZATION in metrics else [])
-    keys = keys or sorted(k for k in metrics if PER_GPU_UTILIZATION.match(k))
-    means = []
-    for key in keys:
-        raw = _mean_over(history(key), window, metrics[key]) if history else metrics[key]
-        try:
-            value = float(raw)
-        except ValueError:
-            return None
-        if not (math.isfinite(value) and 0 <= value <= 100):
-            return None
-        means.append(value / 100)
-    return sum(means) / len(means) if means else None
 
 
 def _pairs(items: Any) -> dict[str, str]:
