@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from app.analytics import repository as repo
 from app.db import rollup_reads
 from app.db.cost_reads import Series
-from app.db.memo import kept
+from app.db.memo import kept, kept_view
 
 # Above this many pipelines the counters of every pipeline are read (no list of ids to
 # send) and the others dropped in Python.
@@ -75,6 +75,7 @@ def windows(session: Session, pipelines: Sequence[Costed], window: int) -> dict[
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     changes = rollup_reads.change_counters(session, ids).by_variant
     cache: dict[Key, Entry] = kept(session, "recent_costs")
+    seen = kept_view(session, "recent_costs")  # a write session looks up, never stores
     out: dict[int, Series] = {}
     stale: dict[int, tuple[Key, tuple[int, float]]] = {}
     for p in pipelines:
@@ -83,7 +84,7 @@ def windows(session: Session, pipelines: Sequence[Costed], window: int) -> dict[
             continue  # no runs of the production variant ever stored
         key = (p.id, p.production_variant, window)
         stamp = (counter, p.price_per_gpu_hour)
-        entry = cache.get(key)
+        entry = seen.get(key)
         if entry is None or entry[:2] != stamp:
             stale[p.id] = (key, stamp)
         elif entry[2]:

@@ -37,7 +37,8 @@ from app.analytics.month_running import (
     page_extras,
     typical_cost,
 )
-from app.analytics.reads import RunReads, RunRow, held_prior
+from app.analytics.prior import columns, org_prior
+from app.analytics.reads import RunReads, RunRow
 from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
@@ -47,7 +48,6 @@ from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
 from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of, fit
 from app.planning.month_to_date import MonthToDate, month_to_date
-from app.planning.org_prior import WindowStats, combine, rounded, window_stats
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import (
     epoch_microseconds,
@@ -104,7 +104,7 @@ def months(
     runs[none] = 0
     thresholds = status_thresholds_of(session)
     made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
-    prior = prior_of(session, [i.costs for i in inputs])
+    prior = org_prior(session)
     out = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
         clock = i.extras.clock(now)
@@ -114,25 +114,6 @@ def months(
             found = made[p.id] = (key, _forecast(p, i, n, clock or now, thresholds, prior))
         out[p.id] = found[1]
     return out
-
-
-def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
-    """The organisation's prior from the series of every pipeline read (two or more),
-    kept for the requests that read one pipeline (``reads.held_prior``); before any
-    org-wide read, the fixed prior. Each window's part is kept by its series (a new run
-    recomputes one window's, not 5,000), and the prior is rounded so that the small
-    moves one window makes do not re-forecast every pipeline."""
-    usable = [s for s in series if s]
-    if len(usable) < 2:
-        return held_prior(session)
-    parts: dict[Series, WindowStats] = kept(session, "org_prior_parts")
-    fresh = {s: parts.get(s) or window_stats(*_columns(s)) for s in usable}
-    parts.clear()
-    parts.update(fresh)
-    prior = rounded(combine(list(fresh.values())))
-    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
-    held["org"] = (None, prior)
-    return prior
 
 
 def _inputs(
@@ -171,11 +152,6 @@ def _inputs(
                 extras.get(p.id, NO_EXTRAS),
             )
     return [kept_inputs[p.id] for p in pipelines]
-
-
-def _columns(series: Series) -> tuple[list[float], list[float], list[float]]:
-    costs_, extras, starts = zip(*series, strict=True)
-    return list(costs_), list(extras), days_of(starts).tolist()
 
 
 def declared_changes(
@@ -227,7 +203,7 @@ def bill_of(
     family calibration test, tests/analytics/test_bill_family.py)."""
     if not series:
         return forecast_bill([0.0], exactly(runs))
-    costs_, extras, days = _columns(series)
+    costs_, extras, days = columns(series)
     model = fit(costs_, extras, days, declared, prior)
     future = schedule_days(days[-1], runs_per_week, float(days_of([now])[0]), runs)
     return forecast_series(
@@ -254,7 +230,7 @@ def month_to_date_of(
     changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
     extras = page_extras(session, pipeline, now)
     clock = extras.clock(now)
-    prior = prior_of(session, [])
+    prior = org_prior(session)
     args = (pipeline, spend, series, changes, started, now, thresholds, prior, extras, clock)
     # What the answer depends on: the clock only through the month and the retrainings
     # still to start (their days follow from the newest start).

@@ -17,9 +17,9 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.analytics import repository as repo
+from app.analytics.prior import org_prior
 from app.analytics.repository import RunRow, VariantStats
 from app.db.cost_reads import Series
-from app.db.memo import kept
 from app.db.models import Pipeline
 from app.planning.cost_series import FIXED_PRIOR, OrgPrior
 from app.planning.scaling import ScalingPoint
@@ -54,7 +54,7 @@ class RunReads:
     scaling_points: tuple[ScalingPoint, ...]
     abandoned: dict[str, list[tuple[float, float, datetime]]] = field(default_factory=dict)
     latest_change: datetime | None = None  # the latest declared change (price setting)
-    prior: OrgPrior = FIXED_PRIOR  # what a small window borrows (held_prior)
+    prior: OrgPrior = FIXED_PRIOR  # what a small window borrows (``prior.org_prior``)
 
     @property
     def names(self) -> list[str]:
@@ -137,12 +137,5 @@ def read_runs(
     points = tuple(ScalingPoint(w, t) for w, t in found.worker_times if t > 0)
     return RunReads(
         stats, found.by_variant, found.recent, scaling, points, found.abandoned, latest_change,
-        held_prior(session),
+        org_prior(session),
     )  # fmt: skip
-
-
-def held_prior(session: Session) -> OrgPrior:
-    """The organisation's prior as the last org-wide read computed it
-    (``app.analytics.month.prior_of``, kept per database), else the fixed prior."""
-    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
-    return held["org"][1] if "org" in held else FIXED_PRIOR

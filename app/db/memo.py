@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import wraps
+from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from typing import cast as type_cast
 
@@ -68,6 +69,18 @@ def kept(session: Session, name: str) -> dict[Any, Any]:
         return {}
     found: dict[Any, Any] = caches.setdefault(name, {})
     return found
+
+
+def kept_view(session: Session, name: str) -> Mapping[Any, Any]:
+    """What :func:`kept` holds under ``name``, to look up only, in any session that carries
+    the caches, a write session's too. A value filed under a key of change counters is
+    what that session would compute when it reads the same counters (its own writes move
+    them), so reading it is exact; only a read session may store (:func:`kept`), since a
+    value made inside a write could be undone by its rollback."""
+    caches: dict[str, Any] | None = session.info.get(CACHES)
+    if caches is None:
+        return {}
+    return MappingProxyType(caches.get(name, {}))
 
 
 REMEMBERED = 4  # values kept per name: a few teams, token limits or weeks browsed

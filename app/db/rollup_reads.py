@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
@@ -128,6 +128,24 @@ def production_variants(session: Session, pipeline_ids: Sequence[int] | None) ->
     if pipeline_ids is not None:
         stmt = stmt.where(in_ids(session, Pipeline.id, list(pipeline_ids)))
     return {pid: variant for pid, variant in session.execute(stmt)}
+
+
+class Costing(NamedTuple):
+    """What a pipeline's cost window is read with (``app.analytics.costs.Costed``)."""
+
+    id: int
+    production_variant: str
+    price_per_gpu_hour: float
+    runs_per_week: float
+
+
+@per_read_session
+def costings(session: Session) -> list[Costing]:
+    """Every pipeline's production variant, price and cadence, by id: the organisation's
+    prior reads every pipeline's window (``app.analytics.prior``), whatever a page lists."""
+    p = Pipeline
+    stmt = select(p.id, p.production_variant, p.price_per_gpu_hour, p.runs_per_week)
+    return [Costing._make(row) for row in session.execute(stmt.order_by(p.id))]
 
 
 def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:

@@ -137,12 +137,13 @@ def schedule_days(
     newest_day: float, runs_per_week: float, now_day: float, count: int
 ) -> list[float]:
     """The days of the next ``count`` scheduled retrainings: every 7/k days after the
-    newest one, the first after ``now_day``. Check: newest on day 0, 1/week, now day 10,
-    3 more: days 14, 21, 28."""
+    newest one, the first at or after ``now_day`` (a start at now still counts, as
+    ``app.planning.schedule.scheduled_starts`` counts it). Check: newest on day 0,
+    1/week, now day 10, 3 more: days 14, 21, 28; now day 7: days 7, 14, 21."""
     if count <= 0 or runs_per_week <= 0:
         return []
     gap = 7.0 / runs_per_week
-    first = max(math.floor((now_day - newest_day) / gap) + 1, 1)
+    first = max(math.ceil((now_day - newest_day) / gap - 1e-9), 1)
     return [newest_day + gap * (first + i) for i in range(count)]
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.analytics import costs, plan_inputs
+from app.analytics.prior import org_prior
 from app.auth.service import TokenInfo
 from app.db import rollup_reads
 from app.db.engine import WriteSession
@@ -116,6 +117,8 @@ def options_of(
     stamps = evaluations.curve_stamps(session, ids)
     # Every run write of any variant moves it: the gate's candidate runs included.
     signatures = rollup_reads.signatures(session, ids) if stamps else {}
+    # The gate's forecast borrows from the organisation: any pipeline's run may move it.
+    prior = org_prior(session) if stamps else None
     cache: dict[int, tuple[Any, Options]] = kept(session, "org_plan_options")
     out, missing, keys = [], [], []
     for p in briefs:
@@ -126,7 +129,7 @@ def options_of(
             missing.append(p.name)
             continue
         stamp = stamps.get(p.id)
-        key = (p, window, stamp, signatures.get(p.id) if stamp else None)
+        key = (p, window, stamp, (signatures.get(p.id), prior) if stamp else None)
         found = cache.get(p.id)
         if found is None or found[0] != key:
             found = cache[p.id] = (key, _options(session, p, window, stamp))

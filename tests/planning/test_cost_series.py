@@ -130,6 +130,9 @@ def test_small_windows_borrow_the_organisations_spread_and_tail() -> None:
 def test_schedule_days_and_bad_input() -> None:
     # Newest on day 0 at 1/week, now day 10: the next three are days 14, 21, 28.
     assert schedule_days(0.0, 1.0, 10.0, 3) == [14.0, 21.0, 28.0]
+    # A start at now counts (as the month's count of retrainings still to start does).
+    assert schedule_days(0.0, 1.0, 7.0, 3) == [7.0, 14.0, 21.0]
+    assert schedule_days(0.0, 1.0, 0.0, 1) == [7.0]  # never the newest one again
     assert schedule_days(0.0, 1.0, 10.0, 0) == []
     with pytest.raises(PlanningError, match="extras between 0 and the cost"):
         fit([100.0], [150.0], [0.0])
