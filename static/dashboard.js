@@ -272,14 +272,15 @@
   }
 
   function setupFolds() {
-    document.querySelectorAll("details[data-open-from]").forEach(function (fold) {
-      fold.addEventListener("toggle", function () {
-        if (!fold.open || typeof Plotly === "undefined") { return; }
-        fold.querySelectorAll("[data-rendered='1']").forEach(function (chart) {
-          if (chart.offsetParent !== null) { Plotly.Plots.resize(chart); }
-        });
+    // Any fold (the engineering detail, the record's chart, one a what-if redrew): a
+    // capturing listener on the document, as "toggle" does not bubble.
+    document.addEventListener("toggle", function (event) {
+      var fold = event.target;
+      if (!fold.open || !fold.querySelectorAll || typeof Plotly === "undefined") { return; }
+      fold.querySelectorAll("[data-rendered='1']").forEach(function (chart) {
+        if (chart.offsetParent !== null) { Plotly.Plots.resize(chart); }
       });
-    });
+    }, true);
     document.addEventListener("click", function (event) {
       var link = event.target.closest && event.target.closest("a[href^='#']");
       if (link) { openFor(link.getAttribute("href")); }

@@ -32,13 +32,9 @@ def bottom(page: Any, selector: str) -> float:
     return float(box["y"] + box["height"])
 
 
-# Known and open (issue 35 item 6): the manager's part ended at ~1,745 px before this
-# month's running attempts and experiments, the forecast's own words and the record's
-# chart joined it (issue 34); it ends at ~2,540 px now. Strict: it fails the suite the
-# day the part fits again, so the marker cannot outlive the fix.
-@pytest.mark.xfail(
-    strict=True, reason="the manager's part is 2.8 screens since issue 34's sections"
-)
+# On the demo the signpost ends at ~1,610 px (it was ~2,540 px with every section one
+# column wide and the record's chart open): the what-if form beside the answer, the cost
+# cards beside the chart, the gate's verdict beside its criteria, the record's chart folded.
 def test_the_managers_part_fits_two_desktop_screens(page, problems, live_server):
     page.set_viewport_size(DESKTOP)
     page.goto(live_server.url(f"/pipelines/{RANKER}"))
@@ -50,8 +46,28 @@ def test_the_managers_part_fits_two_desktop_screens(page, problems, live_server)
     })  # fmt: skip
     # The answer, this month and a typical month, the cost at each cadence and the gate
     # come before the signpost, and the signpost ends within 2 x 900 px.
-    for section in ("#decision", "#projection", "#gate"):
+    for section in ("#decision", "#projection", "#gate", "#record"):
         assert bottom(page, section) <= bottom(page, "#signpost"), section
+    # Nothing the manager reads is folded away: the answer's two questions, this month's
+    # running attempts and experiments, each variant's card and the chart, the gate's
+    # verdict and criteria, the record's sentence, the what-if form.
+    for shown in (
+        "[data-question=this-month]", "[data-question=typical-month]", "#month-running p",
+        "#projection .big-number", "#chart-cost", "[data-testid=gate-headline]",
+        "#gate .gate-table", "[data-record-sentence]", "#whatif-form input[name=cadence]",
+    ):  # fmt: skip
+        found = page.locator(shown).all()
+        # A month-running line only while attempts or experiments run (on the demo, always
+        # but in the last minutes of a month).
+        assert found or shown == "#month-running p", shown
+        for each in found:
+            expect(each).to_be_visible()
+            assert (each.bounding_box() or {}).get("y", 1e9) < bottom(page, "#signpost"), shown
+    # The form sits beside the answer, not under it.
+    answer = page.locator("#decision").bounding_box()
+    form = page.locator("#whatif-details").bounding_box()
+    assert answer and form, (answer, form)
+    assert form["x"] >= answer["x"] + answer["width"] and form["y"] < answer["y"] + 100
     assert bottom(page, "#signpost") <= 2 * DESKTOP["height"], bottom(page, "#signpost")
     # The signpost's table of contents reaches every engineering section.
     links = page.locator("#signpost .toc a").evaluate_all(
