@@ -225,19 +225,22 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 # OperationalError (connection refused or lost, server shutting down or starting up,
 # a query cancelled by statement_timeout), InterfaceError (a closed connection),
 # any DBAPIError SQLAlchemy classified as a disconnect, and an exhausted pool.
-async def _database_down(request: Request, exc: Exception) -> Response:
+RETRY_LATER = {"Retry-After": "5"}
+
+
+def database_down_body(request: Request, exc: Exception) -> dict[str, Any]:
+    """The 503's body, logged once: the one place it is built (the handler below and
+    the read gate, which answers before the routes, both use it)."""
+    first_line = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     if query_cancelled(exc):
-        log.warning(
-            "query cancelled on %s %s: %s",
-            request.method,
-            request.url.path,
-            str(exc).splitlines()[0][:200],
-        )
-        body = error_body("statement_timeout", STATEMENT_TIMEOUT_MESSAGE)
-        return _respond(request, 503, body, {"Retry-After": "5"})
-    log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
-    body = error_body("database_unavailable", "the database is unavailable; retry shortly")
-    return _respond(request, 503, body, {"Retry-After": "5"})
+        log.warning("query cancelled on %s %s: %s", request.method, request.url.path, first_line)
+        return error_body("statement_timeout", STATEMENT_TIMEOUT_MESSAGE)
+    log.warning("database unavailable: %s", first_line)
+    return error_body("database_unavailable", "the database is unavailable; retry shortly")
+
+
+async def _database_down(request: Request, exc: Exception) -> Response:
+    return _respond(request, 503, database_down_body(request, exc), RETRY_LATER)
 
 
 async def _database_error(request: Request, exc: DBAPIError) -> Response:

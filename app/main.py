@@ -9,27 +9,64 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
+from app.alerts.router import router as alerts_router
 from app.alerts.sender import Sender
 from app.alerts.sweeper import Sweeper
+from app.analytics.router import router as analytics_router
 from app.assets import router as assets_router
+from app.billing.router import router as billing_router
+from app.cadence.router import router as cadence_router
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.deps import refuse_control_characters
+from app.evaluations.router import router as evaluations_router
 from app.exception_handlers import install_error_handlers
 from app.health.router import router as health_router
+from app.measurements.router import router as measurements_router
 from app.middleware import BodySizeLimit, Compression, JsonBodiesOnly
 from app.observability.install import install_observability
 from app.observability.logs import configure_logging
 from app.openapi import install_openapi
 from app.pipelines.router import router as pipelines_router
+from app.portfolio.router import router as portfolio_router
 from app.runs.router import router as runs_router
 from app.security.headers import SecuredFastAPI
 from app.security.install import install_security
 from app.settings import Settings, get_settings
+from app.web.alerts_page import router as alerts_page_router
+from app.web.changes_page import router as changes_page_router
+from app.web.org_settings import router as org_settings_router
+from app.web.review import router as review_router
+from app.web.router import router as pages_router
+from app.web.runs_page import router as runs_page_router
+from app.web.settings import router as settings_router
 
 YOUNG_GENERATION = 10_000  # the collector's first threshold in a server (see lifespan)
 
 log = logging.getLogger("cadence")
+
+# Every router, in the order their routes are matched: a new one is added here. The
+# static files come last (app.assets: gzipped, fingerprinted).
+ROUTERS = (
+    health_router,
+    runs_router,
+    pipelines_router,
+    analytics_router,
+    cadence_router,
+    evaluations_router,
+    measurements_router,
+    portfolio_router,
+    billing_router,
+    alerts_router,
+    pages_router,
+    review_router,
+    settings_router,
+    org_settings_router,
+    alerts_page_router,
+    changes_page_router,
+    runs_page_router,
+    assets_router,
+)
 
 
 class SchemaNotAtHead(RuntimeError):
@@ -60,10 +97,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.add_middleware(Compression)
     # Outermost of the add_middleware layers: request id, metrics, access log, /metrics.
     install_observability(app)
-    for router in (health_router, runs_router, pipelines_router):
+    for router in ROUTERS:
         app.include_router(router)
-    _include_optional_routers(app)
-    app.include_router(assets_router)  # /static/...: gzipped, fingerprinted (app.assets)
     install_openapi(app)  # bearer scheme, error bodies, examples
     return app
 
@@ -122,11 +157,3 @@ def _tune_collector() -> None:
     # (the run list's p95: 60-70 ms against a p50 of 22). At 10,000 such a page triggers
     # no collection at all (bench/README.md, "Batches, and the targets all met").
     gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
-
-
-def _include_optional_routers(app: FastAPI) -> None:
-    """Feature routers added by later features register here."""
-    from app import routers
-
-    for router in routers.all_routers():
-        app.include_router(router)

@@ -1,3 +1,5 @@
+"""Liveness (/healthz) and readiness (/readyz) for load balancers and orchestrators."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Request

@@ -50,7 +50,8 @@ from app.analytics.org_weeks import org_window
 from app.analytics.service import current_monthly_costs
 from app.db.base import utcnow
 from app.pipelines import service as pipelines_service
-from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week
+from app.planning.causes import BADPUT_CAUSES
+from app.planning.weekly import iso_week, last_complete_week
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

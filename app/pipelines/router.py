@@ -47,6 +47,7 @@ def list_pipelines(
 
 @router.get("/{name}", response_model=PipelineOut)
 def get_pipeline(db: DatabaseDep, name: ReadablePipeline) -> PipelineOut:
+    """One pipeline's settings."""
     with db.read() as session:
         return service.describe(session, name)
 

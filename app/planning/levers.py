@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.planning.causes import BADPUT_CAUSES, CAUSE_LABELS
 from app.planning.economics import badput
 from app.planning.model import PlanningError, RunFacts
 from app.planning.scaling import (
@@ -36,13 +37,10 @@ REMEDIES: dict[str, str] = {
     ),
 }
 
+# The causes' labels, and the two levers that are not a cause of badput.
 LABELS: dict[str, str] = {
-    "data_stall": "Input data stalls",
-    "checkpoint": "Blocking checkpoint writes",
-    "failure": "Failures and restarts",
-    "failed": "Failed attempts",
+    **CAUSE_LABELS,
     "scheduling_wait": "Scheduling / queue wait",
-    "other_idle": "Other idle time",
     "workers": "Add workers",
 }
 
@@ -127,8 +125,7 @@ def _per_run(
 ) -> dict[str, list[tuple[float, float, float]]]:
     """Per cause, each run's (GPU-hours, USD, wall-clock hours); waiting is not billed."""
     per_run: dict[str, list[tuple[float, float, float]]] = {
-        c: []
-        for c in ("data_stall", "checkpoint", "failure", "failed", "scheduling_wait", "other_idle")
+        c: [] for c in (*BADPUT_CAUSES, "scheduling_wait")
     }
     for run in runs:
         b = badput(run)

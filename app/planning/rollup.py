@@ -22,15 +22,9 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-CAUSES = (
-    "productive",
-    "idle",
-    "data_stall",
-    "checkpoint",
-    "failure",
-    "other_idle",
-    "failed",
-)
+from app.planning.causes import BADPUT_CAUSES
+
+CAUSES = ("productive", "idle", *BADPUT_CAUSES)
 GOODPUT_SUMS = (
     "gpu_hours",
     "period",

@@ -12,10 +12,6 @@ from datetime import UTC, date, datetime, timedelta
 
 from app.planning.goodput import EMPTY_TOTALS, Goodput, GoodputTotals, goodput_from_totals
 
-# Idle GPU-hours by cause; "failed" is every GPU-hour of attempts that did not succeed
-# (failed, preempted, cancelled: methodology.md §2), the others split measured idle time.
-BADPUT_CAUSES = ("data_stall", "checkpoint", "failure", "other_idle", "failed")
-
 
 def iso_week(day: date) -> str:
     """``date(2026, 11, 2)`` -> ``"2026-W45"`` (ISO 8601 week, Monday first)."""
@@ -60,7 +56,7 @@ class WeekTotals:
     week_start: date
     goodput: GoodputTotals
     cost_usd: float
-    # GPU-hours and USD per cause: productive, idle and each of BADPUT_CAUSES.
+    # GPU-hours and USD per cause: productive, idle and each of causes.BADPUT_CAUSES.
     gpu_hours_by_cause: dict[str, float] = field(default_factory=dict)
     usd_by_cause: dict[str, float] = field(default_factory=dict)
 

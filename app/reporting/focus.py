@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from app.planning.causes import BADPUT_CAUSES, IDLE_CAUSES
 from app.planning.economics import badput
 from app.planning.goodput import run_goodput
 from app.planning.model import Interruption, RunFacts
@@ -55,6 +56,20 @@ ADDED_IN_1_2 = (
     "PricingCurrencyListUnitPrice", "ServiceSubcategory", "SkuMeter", "SkuPriceDetails",
     "SubAccountType",
 )  # fmt: skip
+# Each cause of badput's column (app.planning.causes), in the causes' order.
+CAUSE_COLUMNS = dict(
+    zip(
+        BADPUT_CAUSES,
+        (
+            "x_BadputDataStallGpuHours",
+            "x_BadputCheckpointGpuHours",
+            "x_BadputFailureGpuHours",
+            "x_BadputOtherIdleGpuHours",
+            "x_BadputFailedAttemptGpuHours",
+        ),
+        strict=True,
+    )
+)
 EXTRA_COLUMNS = (
     "x_AllocatedCost",
     "x_AllocatedGpuHours",
@@ -68,11 +83,7 @@ EXTRA_COLUMNS = (
     "x_Goodput",
     "x_ProductiveGpuHours",
     "x_BadputGpuHours",
-    "x_BadputDataStallGpuHours",
-    "x_BadputCheckpointGpuHours",
-    "x_BadputFailureGpuHours",
-    "x_BadputOtherIdleGpuHours",
-    "x_BadputFailedAttemptGpuHours",
+    *CAUSE_COLUMNS.values(),
     "x_Outcome",
     "x_RetrainingId",
 )
@@ -179,8 +190,7 @@ def _goodput_cells(run: Mapping[str, Any], facts: RunFacts, share: float) -> dic
     }
     if outcome != "succeeded":
         hours = _number(facts.gpu_hours * share)
-        names = ("x_BadputDataStallGpuHours", "x_BadputCheckpointGpuHours",
-                 "x_BadputFailureGpuHours", "x_BadputOtherIdleGpuHours")  # fmt: skip
+        names = [CAUSE_COLUMNS[c] for c in IDLE_CAUSES]
         return {
             "x_Workers": str(facts.workers),
             "x_GpuUtilization": _number(run.get("gpu_utilization")),
@@ -201,10 +211,7 @@ def _goodput_cells(run: Mapping[str, Any], facts: RunFacts, share: float) -> dic
         "x_Goodput": _number(run_goodput(facts).overall),
         "x_ProductiveGpuHours": _number(b.productive * share),
         "x_BadputGpuHours": _number(b.idle * share),
-        "x_BadputDataStallGpuHours": _number(b.data_stall * share),
-        "x_BadputCheckpointGpuHours": _number(b.checkpoint * share),
-        "x_BadputFailureGpuHours": _number(b.failure * share),
-        "x_BadputOtherIdleGpuHours": _number(b.other_idle * share),
+        **{CAUSE_COLUMNS[c]: _number(getattr(b, c) * share) for c in IDLE_CAUSES},
     }
 
 

@@ -14,19 +14,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from app.planning.weekly import (
-    BADPUT_CAUSES,
-    WeekSummary,
-    iso_week,
-)
-
-CAUSE_LABELS = {
-    "data_stall": "Data stalls",
-    "checkpoint": "Checkpoint writes",
-    "failure": "Failures",
-    "other_idle": "Other idle",
-    "failed": "Failed attempts",
-}
+from app.planning.causes import BADPUT_CAUSES
+from app.planning.weekly import WeekSummary, iso_week
 
 
 def review_month(monday: date, today: date) -> date:

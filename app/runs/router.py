@@ -1,3 +1,7 @@
+"""The runs API: ingest one run or a batch (the hot paths, which read their own bytes:
+ARCHITECTURE.md; a running attempt is finished by posting it again), list, read and
+delete runs."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
@@ -158,6 +162,7 @@ def list_runs(
 
 @router.get("/{pk}", response_model=RunOut)
 def get_run(pk: RunPk, db: DatabaseDep, viewer: Viewer) -> RunOut:
+    """One stored run by its id, with its interruptions."""
     with db.read() as session:
         return service.get(session, pk, viewer)
 

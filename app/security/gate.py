@@ -26,7 +26,12 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth.service import TokenInfo
-from app.exception_handlers import cadence_error_body, error_body, wants_html
+from app.exception_handlers import (
+    RETRY_LATER,
+    cadence_error_body,
+    database_down_body,
+    wants_html,
+)
 from app.exceptions import CadenceError, Unauthorized
 from app.security import authenticator
 from app.security.sessions import SESSION_COOKIE, STATE_KEY, Security, SignedIn
@@ -75,9 +80,8 @@ class ReadAccessGate:
             await JSONResponse(body, exc.status_code, exc.headers)(scope, receive, send)
             return
         except (OperationalError, PoolTimeout) as exc:
-            log.warning("database unavailable: %s", str(exc).splitlines()[0][:200])
-            body = error_body("database_unavailable", "the database is unavailable; retry shortly")
-            await JSONResponse(body, 503, {"Retry-After": "5"})(scope, receive, send)
+            body = database_down_body(request, exc)
+            await JSONResponse(body, 503, RETRY_LATER)(scope, receive, send)
             return
         if credential is None:
             await self._challenge(request)(scope, receive, send)

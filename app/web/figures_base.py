@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ParamSpec
 
+from app.planning.causes import CAUSE_LABELS, IDLE_CAUSES
 from app.planning.economics import Unit
 
 Figure = dict[str, Any]
@@ -36,18 +37,25 @@ SERIES_COLOURS: tuple[str, ...] = tuple(
 """Colours for one-trace-per-series charts (variants), in order; yellow is left out because
 it is hard to read as a thin line on white."""
 
+CAUSE_COLOURS: dict[str, str] = {
+    "productive": PALETTE["green"],
+    "data_stall": PALETTE["orange"],
+    "checkpoint": PALETTE["sky"],
+    "failure": PALETTE["vermillion"],
+    "other_idle": PALETTE["grey"],
+    "failed": PALETTE["purple"],
+}
+"""Each cause of badput (app.planning.causes) and the productive time, in one colour."""
+
 CAUSES: tuple[tuple[str, str, str], ...] = (
-    ("productive", "Productive", PALETTE["green"]),
-    ("data_stall", "Data-loading stall", PALETTE["orange"]),
-    ("checkpoint", "Checkpoint writes", PALETTE["sky"]),
-    ("failure", "Failure loss", PALETTE["vermillion"]),
-    ("other_idle", "Other idle", PALETTE["grey"]),
+    ("productive", "Productive", CAUSE_COLOURS["productive"]),
+    *((c, CAUSE_LABELS[c], CAUSE_COLOURS[c]) for c in IDLE_CAUSES),
 )
 """Stack order of a GPU-time breakdown: (Badput field / by-cause key, label, colour)."""
 
 WEEK_CAUSES: tuple[tuple[str, str, str], ...] = (
     *CAUSES,
-    ("failed", "Failed attempts", PALETTE["purple"]),
+    ("failed", CAUSE_LABELS["failed"], CAUSE_COLOURS["failed"]),
 )
 """A week's breakdown adds the attempts that did not succeed (all their GPU time); a
 single run's (a planning window's succeeded attempt) has no such share."""

@@ -22,9 +22,9 @@ from app.auth.service import TokenInfo, visible_pipelines
 from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, Viewer
 from app.exceptions import Invalid
-from app.planning.weekly import BADPUT_CAUSES, iso_week, last_complete_week, monday_of, week_monday
+from app.planning.causes import BADPUT_CAUSES, CAUSE_LABELS
+from app.planning.weekly import iso_week, last_complete_week, monday_of, week_monday
 from app.review.lines import (
-    CAUSE_LABELS,
     EXPORT_CONVENTIONS,
     EXPORT_FIELDS,
     ReviewLine,

@@ -257,8 +257,8 @@ def test_the_weekly_digest_goes_once_a_week_with_the_reviews_line(
     assert test["event"] == "test" and test["summary"].startswith("2 runs cost $560;")
     assert test["url"] == f"https://cadence.example.com/review?week={test['week']}"
     assert test["actions"] and "halving it saves" in test["text"]
-    # Each action says its label once: "Input data stalls: Pre-shard ...", not the label
-    # again in other words ("Input data stalls: Input stalls: pre-shard ...").
+    # Each action says its label once: "Data-loading stall: Pre-shard ...", not the label
+    # again in other words ("Data-loading stall: Input stalls: pre-shard ...").
     for action in test["actions"]:
         assert f"{action['label']}: {action['remedy']}" in test["text"]
         assert ":" not in action["remedy"].split(" ")[0], action

@@ -40,9 +40,11 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.db.engine import Database, make_engine
 from app.main import create_app
+from app.security import authenticator
 from app.settings import Settings
 from tests.conftest import BACKEND
 from tests.fixtures.builders import make_run
+from tests.fixtures.security import token_settings
 from tests.fixtures.serving import Served, free_port
 
 PG_ONLY = pytest.mark.skipif(
@@ -503,3 +505,24 @@ def test_database_errors_that_mean_retry_later_answer_503(
         assert int(r.headers["Retry-After"]) > 0
         expected = TIMEOUT_MESSAGE if code == "statement_timeout" else UNAVAILABLE_MESSAGE
         assert r.json()["error"]["message"] == expected
+
+
+@pytest.mark.parametrize("case", ["query cancelled", "connection refused", "pool exhausted"])
+def test_the_read_gate_answers_the_handlers_503(
+    case: str, db: Database, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token-mode gate answers before the routes and their handlers; its 503 is the
+    same body (one function builds it), statement timeout included."""
+    error, _, code = ERRORS[case]
+
+    async def down(request: Request, scope: str) -> None:
+        raise error
+
+    monkeypatch.setattr(authenticator, "credential", down)
+    app = create_app(token_settings(database_url), database=db)
+    with TestClient(app) as client:
+        r = client.get("/api/v1/pipelines", headers={"Authorization": "Bearer cad_x"})
+    assert r.status_code == 503, r.text
+    assert r.headers["Retry-After"] == "5"
+    expected = TIMEOUT_MESSAGE if code == "statement_timeout" else UNAVAILABLE_MESSAGE
+    assert r.json() == {"error": {"code": code, "message": expected}}

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from app.planning.causes import CAUSE_LABELS
 from app.planning.weekly import iso_week, last_complete_week
 from app.review.lines import EXPORT_FIELDS
 from tests.fixtures.builders import demo_week
@@ -40,7 +41,7 @@ def test_review_shows_trend_totals_causes_actions_and_exports(demo: TestClient) 
     html = demo.get("/review", params={"week": WEEK}).text
     assert 'data-figure="fig-review_trend"' in html
     assert "data-totals" in html and "All pipelines" in html
-    for label in ("Data stalls", "Checkpoint writes", "Failures", "Other idle"):
+    for label in CAUSE_LABELS.values():  # the one label of each cause, as the charts say it
         assert label in html
     assert "What to fix first" in html and "/month" in html
     assert f'href="/review.csv?week={WEEK}"' in html and f'href="/review.json?week={WEEK}"' in html
