@@ -87,15 +87,15 @@ demo: $(VENV)/.runtime ## Load the demo pipelines (idempotent)
 	$(CADENCE) demo
 
 lint: $(VENV)/.dev ## ruff, mypy on app/ and the client, the import contracts (ARCHITECTURE.md)
-	$(VENV)/bin/ruff check app tests bench migrations clients/python
-	$(VENV)/bin/ruff format --check app tests bench migrations clients/python
+	$(VENV)/bin/ruff check app tests bench migrations clients/python scripts
+	$(VENV)/bin/ruff format --check app tests bench migrations clients/python scripts
 	$(VENV)/bin/mypy app
 	$(VENV)/bin/mypy --python-version 3.10 clients/python/cadence_client
 	$(VENV)/bin/lint-imports
 
 fmt: $(VENV)/.dev ## Format and autofix
-	$(VENV)/bin/ruff format app tests bench migrations clients/python
-	$(VENV)/bin/ruff check --fix app tests bench migrations clients/python
+	$(VENV)/bin/ruff format app tests bench migrations clients/python scripts
+	$(VENV)/bin/ruff check --fix app tests bench migrations clients/python scripts
 
 test: lint docs test-sqlite test-postgres ## Lint, build the docs (--strict), then the suite on SQLite and on PostgreSQL
 

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.billing.gpu_catalog import gpus_per_unit, unknown_gpu_types
 from app.billing.stream import BillError as BillError  # re-exported: callers import it here
 from app.billing.stream import open_rows
-from app.planning.gpu_skus import gpus_per_unit, unknown_gpu_types
 from app.planning.reconcile import resource_tail
 
 NEEDED = (
@@ -96,7 +96,7 @@ class LineItem:
     billed_cost: float
     effective_cost: float
     list_cost: float | None
-    gpus_per_unit: int
+    gpus_per_unit: float
     gpu_hours: float
     pipeline_tag: str | None
 
@@ -269,7 +269,7 @@ def _costs(row: Row, in_usd: bool) -> tuple[float, float, float | None]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _gpus(texts: tuple[str, ...]) -> int | None:
+def _gpus(texts: tuple[str, ...]) -> float | None:
     """:func:`gpus_per_unit`, once per SKU text: a bill repeats a few (~40 us each)."""
     return gpus_per_unit(texts)
 

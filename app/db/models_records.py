@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.schema import CheckConstraint, Index, UniqueConstraint
-from sqlalchemy.types import Double, Integer, String, Text
+from sqlalchemy.types import Double, String, Text
 
 from app.db.base import Base, BigIntPK, CreatedAt, UTCDateTime
 
@@ -64,7 +64,7 @@ class BillLine(CreatedAt, Base):
     # What the reconciliation counts: amortised, after discounts and commitments.
     effective_cost: Mapped[float] = mapped_column(Double)
     list_cost: Mapped[float | None] = mapped_column(Double, nullable=True)
-    gpus_per_unit: Mapped[int] = mapped_column(Integer)
+    gpus_per_unit: Mapped[float] = mapped_column(Double)  # a fraction: part of one GPU
     gpu_hours: Mapped[float] = mapped_column(Double)
     # The line's own cadence_pipeline tag (a reservation kept for a pipeline), if any.
     pipeline_tag: Mapped[str | None] = mapped_column(String(63), nullable=True)

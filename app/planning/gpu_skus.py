@@ -9,35 +9,58 @@ A line that names neither is not a GPU line and is not imported. Pure.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
 
-# Instance types with their GPUs per instance (AWS, Azure, GCP pages of instance types).
-AWS = {
-    "p6-b200.48xlarge": 8, "p5en.48xlarge": 8, "p5e.48xlarge": 8, "p5.48xlarge": 8,
-    "p5.4xlarge": 1, "p4de.24xlarge": 8, "p4d.24xlarge": 8, "p3dn.24xlarge": 8,
-    "p3.16xlarge": 8, "p3.8xlarge": 4, "p3.2xlarge": 1, "g6e.48xlarge": 8,
-    "g6e.24xlarge": 4, "g6e.12xlarge": 4, "g6.48xlarge": 8, "g6.24xlarge": 4,
-    "g6.12xlarge": 4, "g5.48xlarge": 8, "g5.24xlarge": 4, "g5.12xlarge": 4,
-    "g4dn.metal": 8, "g4dn.12xlarge": 4,
-    "p6-b300.48xlarge": 8, "p6e-gb200.36xlarge": 4, "g5g.16xlarge": 2, "g5g.metal": 2,
-    "g4ad.16xlarge": 4, "g4ad.8xlarge": 2,
-}  # fmt: skip
-# Other sizes of these families hold one GPU. (g6f sizes hold a fraction of an L4: not
-# whole GPUs, so not here; they are named in the unknown-types notice.)
+# Instance types with their GPUs per instance, a fraction for part of one GPU (AWS g6f,
+# Azure NVadsA10 v5): the rows of app/billing/gpu_catalog.csv, read there
+# (app/billing/gpu_catalog.py) and handed to the functions below.
+CLOUDS = ("aws", "azure", "gcp")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    cloud: str
+    instance_type: str
+    accelerator: str
+    gpus: float
+    source: str  # "hand" (the provider's pages) or "skypilot" (the refresh)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """GPUs per instance type by cloud: AWS names lower-cased, Azure's without their
+    "Standard_" prefix (bills write both), GCP's lower-cased."""
+
+    aws: Mapping[str, float]
+    azure: Mapping[str, float]
+    gcp: Mapping[str, float]
+
+    @classmethod
+    def of(cls, entries: Iterable[CatalogEntry]) -> Catalog:
+        rows = list(entries)
+        return cls(
+            {e.instance_type.lower(): e.gpus for e in rows if e.cloud == "aws"},
+            {e.instance_type.removeprefix("Standard_"): e.gpus for e in rows if e.cloud == "azure"},
+            {e.instance_type.lower(): e.gpus for e in rows if e.cloud == "gcp"},
+        )
+
+
+def parse_gpus(text: str) -> float:
+    """A GPU count as the catalog writes it: ``8``, ``0.5`` or ``1/6``; above 0."""
+    value = float(Fraction(text.strip()))
+    if not (math.isfinite(value) and 0 < value <= 64):
+        raise ValueError(f"a GPU count above 0 and at most 64, not {text!r}")
+    return value
+
+
+# Other sizes of these families hold one GPU.
 AWS_SINGLE = re.compile(r"\b(?:g4dn|g4ad|g5|g5g|g6|g6e)\.(?:\d*x?large)\b", re.IGNORECASE)
-AZURE = {
-    "ND96isr_H100_v5": 8, "ND96amsr_A100_v4": 8, "ND96asr_v4": 8, "ND96asr_A100_v4": 8,
-    "NC96ads_A100_v4": 4, "NC48ads_A100_v4": 2, "NC24ads_A100_v4": 1,
-    "NC40ads_H100_v5": 1, "NC80adis_H100_v5": 2, "NC24s_v3": 4, "NC12s_v3": 2,
-    "NC6s_v3": 1, "ND96isr_H200_v5": 8, "NC4as_T4_v3": 1, "NC8as_T4_v3": 1,
-    "NC16as_T4_v3": 1, "NC64as_T4_v3": 4, "NV36ads_A10_v5": 1, "NV36adms_A10_v5": 1,
-    "NV72ads_A10_v5": 2,
-}  # fmt: skip
 # GCP accelerator-optimised machines end in their GPU count: a2-highgpu-8g, a3-megagpu-8g.
 GCP = re.compile(r"\ba(?:[234]|4x)-(?:high|mega|ultra|edge)gpu-(\d+)g\b", re.IGNORECASE)
-# G2 machines: one L4 up to g2-standard-32, then 2, 4 and 8.
-GCP_G2 = {"g2-standard-24": 2, "g2-standard-48": 4, "g2-standard-96": 8}
 GCP_G2_SINGLE = re.compile(r"\bg2-standard-(?:4|8|12|16|32)\b", re.IGNORECASE)
 # Names in the GPU families of the three clouds, known or not (for the notice).
 GPU_FAMILY = re.compile(
@@ -55,26 +78,25 @@ def _azure_key(text: str) -> str:
     return re.sub(r"[\s_-]+", "_", text.lower())
 
 
-AZURE_KEYS = {_azure_key(k): v for k, v in AZURE.items()}
-
-
-def gpus_per_unit(texts: Iterable[str]) -> int | None:
-    """GPUs in one hour of the line's unit, or None when the texts name no GPU."""
+def gpus_per_unit(texts: Iterable[str], catalog: Catalog) -> float | None:
+    """GPUs in one hour of the line's unit (a fraction for part of one GPU), or None
+    when the texts name no GPU."""
     text = " ".join(t for t in texts if t)
     lowered = text.lower()
-    for name, gpus in AWS.items():
+    for name, gpus in catalog.aws.items():
         if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.])", lowered):
             return gpus
     if AWS_SINGLE.search(text):
         return 1
     squashed = _azure_key(text)
-    for key, gpus in sorted(AZURE_KEYS.items(), key=lambda kv: -len(kv[0])):
+    azure = {_azure_key(k): v for k, v in catalog.azure.items()}
+    for key, gpus in sorted(azure.items(), key=lambda kv: -len(kv[0])):
         if key in squashed:
             return gpus
     match = GCP.search(text)
     if match:
         return int(match.group(1))
-    for name, gpus in GCP_G2.items():
+    for name, gpus in catalog.gcp.items():
         if re.search(rf"\b{name}\b", lowered):
             return gpus
     if GCP_G2_SINGLE.search(text):
@@ -84,9 +106,10 @@ def gpus_per_unit(texts: Iterable[str]) -> int | None:
     return None
 
 
-def unknown_gpu_types(texts: Iterable[str]) -> set[str]:
+def unknown_gpu_types(texts: Iterable[str], catalog: Catalog) -> set[str]:
     """Instance types in a GPU family (AWS p*/g*, Azure N-series, GCP a*/g2) that the
-    table does not know: their lines are not counted as GPU spend, so the import names
+    catalog does not know: their lines are not counted as GPU spend, so the import names
     them."""
     text = " ".join(t for t in texts if t)
-    return {m.group(0) for m in GPU_FAMILY.finditer(text) if gpus_per_unit([m.group(0)]) is None}
+    found = GPU_FAMILY.finditer(text)
+    return {m.group(0) for m in found if gpus_per_unit([m.group(0)], catalog) is None}

@@ -1,6 +1,7 @@
 """A run tagged with the full ARN joins a bill line naming the bare instance id (through
 the database: the page's read of the lines and the reconciliation); the import names
-the GPU-family instance types the SKU table does not know."""
+the GPU-family instance types the SKU table does not know, and counts part of one GPU as
+its fraction."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from app.billing.command import import_files
 from app.db.engine import Database
+from app.db.models import BillLine
 from tests.fixtures.bills import aws_instance, aws_row, write_bill
 from tests.fixtures.builders import make_run
 
@@ -39,8 +42,11 @@ def test_the_arn_tagged_run_joins_the_bare_id_bill(
     assert answer.status_code == 201, answer.text
     assert import_files(db, [path]) == 0
     err = capsys.readouterr().err
-    assert "notice:" in err and "g6f.xlarge" in err  # a fractional L4: not in the table
-    assert "p4d.24xlarge" not in err  # known
+    assert "g6f.xlarge" not in err and "p4d.24xlarge" not in err  # both in the catalog
+    with db.read() as session:
+        line = session.scalars(select(BillLine).where(BillLine.gpus_per_unit < 1)).one()
+    # An eighth of an L4 for 24 hours: 24 x 1/8 = 3 GPU-hours.
+    assert (line.gpus_per_unit, line.gpu_hours) == (0.125, pytest.approx(3.0))
     ranker = client.get("/api/v1/pipelines/ranker/reconciliation?month=2026-11").json()
     # 24 h line of $686.54, held 12 h by the ARN-tagged run: 686.54 x 12/24 = 343.27.
     assert ranker["billed_usd"] == pytest.approx(686.54)

@@ -55,7 +55,7 @@ def test_an_azure_line_in_upper_case_joins_the_lower_case_tag() -> None:
 
 
 def test_the_named_instance_types_are_known_and_others_noticed() -> None:
-    from app.planning.gpu_skus import gpus_per_unit, unknown_gpu_types
+    from app.billing.gpu_catalog import gpus_per_unit, unknown_gpu_types
 
     known = {
         "g5g.xlarge": 1, "g5g.16xlarge": 2, "p6e-gb200.36xlarge": 4, "p6-b300.48xlarge": 8,
@@ -65,9 +65,12 @@ def test_the_named_instance_types_are_known_and_others_noticed() -> None:
         "g2-standard-48": 4,
     }  # fmt: skip
     assert {name: gpus_per_unit([name]) for name in known} == known
-    # A fractional L4 (g6f) and a sixth of an A10 are not whole GPUs: named, not counted.
-    assert unknown_gpu_types(["BoxUsage:g6f.large", "Standard_NV6ads_A10_v5"]) == {
-        "g6f.large",
-        "Standard_NV6ads_A10_v5",
-    }
+    # Part of one GPU counts its fraction (the catalog, from AWS's and Azure's pages):
+    # g6f.large an eighth of an L4, NV6ads a sixth of an A10, NV12ads a third.
+    assert gpus_per_unit(["BoxUsage:g6f.large"]) == 0.125
+    assert gpus_per_unit(["USE1-BoxUsage:g6f.2xlarge"]) == 0.25
+    assert gpus_per_unit(["Standard_NV6ads_A10_v5"]) == pytest.approx(1 / 6)
+    assert gpus_per_unit(["NV12ads A10 v5"]) == pytest.approx(1 / 3)
+    assert unknown_gpu_types(["BoxUsage:g6f.large", "Standard_NV6ads_A10_v5"]) == set()
+    assert unknown_gpu_types(["BoxUsage:g7x.large", "p5.48xlarge"]) == {"g7x.large"}
     assert unknown_gpu_types(["BoxUsage:m5.large", "p5.48xlarge"]) == set()
