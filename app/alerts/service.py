@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from sqlalchemy.orm import Session
 
@@ -25,6 +26,7 @@ from app.analytics.month import months
 from app.analytics.service import current_bill_at_risk
 from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession, status_thresholds_of
+from app.db.kept import KeptMap
 from app.db.models import AlertDelivery, AlertRule, Pipeline
 from app.db.rollup_reads import signatures
 from app.exceptions import Invalid, NotFound
@@ -292,6 +294,8 @@ def _judged(rule: AlertRule, changes: int | None, since: datetime) -> bool:
 
 
 RULE_INDEX_SECONDS = 5.0
+# The pipelines with enabled rules, kept for the RULE_INDEX_SECONDS period they were read in.
+KEPT_RULES: KeptMap[str, frozenset[str]] = KeptMap("alert_rules")
 
 
 def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
@@ -304,16 +308,18 @@ def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
     wanted = sorted(set(names))
     if not wanted:
         return []
-    expires, indexed = db.caches.get("alert_rules", (0.0, frozenset()))
-    if expires < time.monotonic():
-        with db.read_latest() as session:
-            indexed = repository.pipelines_with_enabled_rules(session)
-        db.caches["alert_rules"] = (time.monotonic() + RULE_INDEX_SECONDS, indexed)
+    period = int(time.monotonic() // RULE_INDEX_SECONDS)
+    indexed = KEPT_RULES.get_from(db.kept, ("index", period), partial(_rule_index, db))
     return [n for n in wanted if n in indexed]
 
 
+def _rule_index(db: Database) -> frozenset[str]:
+    with db.read_latest() as session:
+        return frozenset(repository.pipelines_with_enabled_rules(session))
+
+
 def forget_rule_index(db: Database) -> None:
-    db.caches.pop("alert_rules", None)
+    KEPT_RULES.forget(db.kept)
 
 
 def evaluate_after_ingest(db: Database, settings: Settings, names: list[str]) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -37,11 +38,11 @@ from app.analytics.month_running import (
     page_extras,
     typical_cost,
 )
-from app.analytics.reads import RunReads, RunRow, held_prior
+from app.analytics.reads import KEPT_PRIOR, RunReads, RunRow, held_prior
 from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.planning.backtest import RecordRun, month_start, newest_start_before, series_before
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
@@ -59,6 +60,16 @@ from app.planning.series_bill import SeriesContext, forecast_series, schedule_da
 
 ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
+
+
+# Org-wide: each pipeline's inputs by (id, month, day, window) while its signature,
+# production variant and price are as read; its month to date by (id, window) while its
+# inputs, retrainings still to start, budget, thresholds, prior and clock are.
+KEPT_INPUTS: KeptMap[tuple[int, date, date, int], Inputs] = KeptMap("month_inputs")
+KEPT_FORECASTS: KeptMap[tuple[int, int], MonthToDate] = KeptMap("org_month_to_date")
+KEPT_PARTS: KeptMap[Series, WindowStats] = KeptMap("org_prior_parts")  # pure of the series
+# One pipeline's month to date from what its page read, by id, while all of that is equal.
+KEPT_PAGE_MONTH: KeptMap[int, MonthToDate] = KeptMap("month_to_date")
 
 
 class Budgeted(costs.Costed, Protocol):
@@ -103,16 +114,13 @@ def months(
     runs = remaining_counts(np.where(none, 0, newest), per_week, now)
     runs[none] = 0
     thresholds = status_thresholds_of(session)
-    made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
     prior = prior_of(session, [i.costs for i in inputs])
     out = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
         clock = i.extras.clock(now)
         key = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
-        found = made.get(p.id)
-        if found is None or found[0] != key:
-            found = made[p.id] = (key, _forecast(p, i, n, clock or now, thresholds, prior))
-        out[p.id] = found[1]
+        make = partial(_forecast, p, i, n, clock or now, thresholds, prior)
+        out[p.id] = KEPT_FORECASTS.get(session, ((p.id, window), key), make)
     return out
 
 
@@ -125,14 +133,12 @@ def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
     usable = [s for s in series if s]
     if len(usable) < 2:
         return held_prior(session)
-    parts: dict[Series, WindowStats] = kept(session, "org_prior_parts")
-    fresh = {s: parts.get(s) or window_stats(*_columns(s)) for s in usable}
-    parts.clear()
-    parts.update(fresh)
-    prior = rounded(combine(list(fresh.values())))
-    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
-    held["org"] = (None, prior)
-    return prior
+    parts = KEPT_PARTS.get_many(
+        session,
+        ((s, None) for s in usable),
+        lambda new: {s: window_stats(*_columns(s)) for s in new},
+    )
+    return KEPT_PRIOR.put(session, ("org", None), rounded(combine(list(parts.values()))))
 
 
 def _inputs(
@@ -145,32 +151,49 @@ def _inputs(
     month, day = month_of(now), day_of(now)
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     signatures = rollup_reads.signatures(session, ids)
-    kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
 
     def key(p: Budgeted) -> tuple[int, str, float, date, date, int]:
         return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
                 day, window)  # fmt: skip
 
-    stale = [p for p in pipelines if (i := kept_inputs.get(p.id)) is None or i.key != key(p)]
-    if stale:
-        read = None if len(stale) > ID_LIST_LIMIT else [p.id for p in stale]
-        spends = rollup_reads.month_spend_by_variant(session, month, read)
-        starts = rollup_reads.newest_starts(session, read)
-        windows = costs.windows(session, stale, window)
-        changes = declared_changes(session, read)
-        extras = extras_of(session, stale, read, now, window)
-        for p in stale:
-            started = starts.get(p.id, {}).get(p.production_variant)
-            window_costs = windows.get(p.id, ())
-            kept_inputs[p.id] = Inputs(
-                key(p),
-                spends.get(p.id, {}),
-                window_costs,
-                epoch_microseconds(started) if started and window_costs else NO_START,
-                tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
-                extras.get(p.id, NO_EXTRAS),
-            )
-    return [kept_inputs[p.id] for p in pipelines]
+    by_id = {p.id: p for p in pipelines}
+
+    def read(slots: list[tuple[int, date, date, int]]) -> dict[tuple[int, date, date, int], Inputs]:
+        stale = [by_id[pid] for pid, *_ in slots]
+        fresh = _read_inputs(session, stale, now, window)
+        return {(p.id, month, day, window): replace(fresh[p.id], key=key(p)) for p in stale}
+
+    found = KEPT_INPUTS.get_many(
+        session, (((p.id, month, day, window), key(p)[:3]) for p in pipelines), read
+    )
+    return [found[(p.id, month, day, window)] for p in pipelines]
+
+
+def _read_inputs(
+    session: Session, stale: Sequence[Budgeted], now: datetime, window: int
+) -> dict[int, Inputs]:
+    """The inputs of ``stale``, read in one statement of each kind (their ``key`` is set
+    by the caller)."""
+    month = month_of(now)
+    read = None if len(stale) > ID_LIST_LIMIT else [p.id for p in stale]
+    spends = rollup_reads.month_spend_by_variant(session, month, read)
+    starts = rollup_reads.newest_starts(session, read)
+    windows = costs.windows(session, stale, window)
+    changes = declared_changes(session, read)
+    extras = extras_of(session, stale, read, now, window)
+    out = {}
+    for p in stale:
+        started = starts.get(p.id, {}).get(p.production_variant)
+        window_costs = windows.get(p.id, ())
+        out[p.id] = Inputs(
+            (0, p.production_variant, p.price_per_gpu_hour, month, day_of(now), window),
+            spends.get(p.id, {}),
+            window_costs,
+            epoch_microseconds(started) if started and window_costs else NO_START,
+            tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
+            extras.get(p.id, NO_EXTRAS),
+        )
+    return out
 
 
 def _columns(series: Series) -> tuple[list[float], list[float], list[float]]:
@@ -249,7 +272,6 @@ def month_to_date_of(
     (``RunReads.series``, the same as :func:`months` reads), its latest declared change
     and its newest start, through the same forecast (:func:`bill_of`); and the attempts
     running now and the recent experiments (small indexed reads, kept by the day)."""
-    cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
     changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
     extras = page_extras(session, pipeline, now)
@@ -263,10 +285,7 @@ def month_to_date_of(
     key = (p.monthly_budget_usd, p.runs_per_week, p.production_variant, p.price_per_gpu_hour,
            month_of(now), runs, spend, series, changes, started, thresholds, prior, extras,
            clock)  # fmt: skip
-    found = cache.get(pipeline.id)
-    if found is None or found[0] != key:
-        found = cache[pipeline.id] = (key, _month_to_date(*args))
-    return found[1]
+    return KEPT_PAGE_MONTH.get(session, (pipeline.id, key), lambda: _month_to_date(*args))
 
 
 def _month_to_date(

@@ -32,14 +32,13 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.db import rollup_reads
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.db.run_terms import as_date
 from app.planning.rollup import SUMS
 from app.planning.weekly import WeekSummary, WeekTotals, summarise, with_goodput_of
 
 WINDOW_WEEKS = 12  # the review's trend; the portfolio's and review's weeks are its last two
 COLUMNS = ("runs", *SUMS)
-KEPT_WINDOWS = 4  # windows kept per process (this week's, last week's, a few browsed)
 ID_LIST_LIMIT = 1_000  # more pipelines to read again than this: read the whole window
 
 
@@ -50,11 +49,15 @@ class PipelineWeeks:
     month_usd: dict[date, float]  # recorded USD per calendar month, in the window
     production: np.ndarray  # the same sums of the production variant's runs: goodput
     production_variant: str | None = None  # the variant ``production`` was read under
-    # Week summaries made from ``sums`` when first asked for (the entry is replaced, not
-    # changed, when the pipeline's runs change).
+    # Week summaries made from ``sums`` when first asked for: a memo of a pure function of
+    # the frozen sums (two threads write equal values), the one mutable part of a kept
+    # entry, which is replaced, not changed, when the pipeline's runs change.
     summaries: dict[date, WeekSummary] = field(default_factory=dict, compare=False)
 
 
+# Each pipeline's window by (its first Monday, pipeline id) while its signature and
+# production variant are as read.
+KEPT_WEEKS: KeptMap[tuple[date, int], PipelineWeeks] = KeptMap("org_weeks")
 EMPTY = PipelineWeeks(
     0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {}, np.zeros((WINDOW_WEEKS, len(COLUMNS)))
 )
@@ -135,26 +138,28 @@ def org_window(
     that never had runs has empty weeks. ``production``: each pipeline's production
     variant, when the caller has read them (else they are read here)."""
     first = last - timedelta(weeks=WINDOW_WEEKS - 1)
-    kept = _window(session, first)
     ids_or_all = None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
     current = rollup_reads.signatures(session, ids_or_all)
     if production is None:
         production = rollup_reads.production_variants(session, ids_or_all)
     wanted = [pid for pid in pipeline_ids if pid in current]
-    stale = [
-        pid
-        for pid in wanted
-        if (kept.get(pid, EMPTY).signature, kept.get(pid, EMPTY).production_variant)
-        != (current[pid], production.get(pid))
-    ]
-    if stale:
-        ids = None if len(stale) > ID_LIST_LIMIT else stale
-        rows = rollup_reads.window_rows(session, first, last + timedelta(weeks=1), ids)
-        fresh = _build(rows, first)
-        for pid in stale if ids is not None else current:
-            sums, months, prod = fresh.get(pid, (EMPTY.sums, {}, EMPTY.production))
-            kept[pid] = PipelineWeeks(current[pid], sums, months, prod, production.get(pid))
-    return OrgWindow(last, {pid: kept[pid] for pid in wanted}, {p: current[p] for p in wanted})
+    keys = [((first, pid), (current[pid], production.get(pid))) for pid in wanted]
+
+    def read(stale: list[tuple[date, int]]) -> dict[tuple[date, int], PipelineWeeks]:
+        ids = None if len(stale) > ID_LIST_LIMIT else [pid for _, pid in stale]
+        fresh = _build(
+            rollup_reads.window_rows(session, first, last + timedelta(weeks=1), ids), first
+        )
+        out = {}
+        for slot in stale:
+            sums, months, prod = fresh.get(slot[1], (EMPTY.sums, {}, EMPTY.production))
+            out[slot] = PipelineWeeks(current[slot[1]], sums, months, prod, production.get(slot[1]))
+        return out
+
+    found = KEPT_WEEKS.get_many(session, keys, read)
+    return OrgWindow(
+        last, {pid: w for (_, pid), w in found.items()}, {p: current[p] for p in wanted}
+    )
 
 
 def _build(
@@ -181,14 +186,3 @@ def _build(
         month = as_date(r["month_start"])
         spent[month] = spent.get(month, 0.0) + float(v)
     return {int(pid): (sums[i], months[int(pid)], prod[i]) for i, pid in enumerate(order)}
-
-
-def _window(session: Session, first: date) -> dict[int, PipelineWeeks]:
-    """This database's kept window starting ``first``, dropping the oldest window
-    beyond KEPT_WINDOWS."""
-    windows: dict[date, dict[int, PipelineWeeks]] = kept(session, "org_windows")
-    if first not in windows:
-        while len(windows) >= KEPT_WINDOWS:
-            windows.pop(next(iter(windows)), None)
-        windows[first] = {}
-    return windows[first]

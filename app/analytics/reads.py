@@ -19,11 +19,14 @@ from sqlalchemy.orm import Session
 from app.analytics import repository as repo
 from app.analytics.repository import RunRow, VariantStats
 from app.db.cost_reads import Series
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.planning.cost_series import FIXED_PRIOR, OrgPrior
 from app.planning.scaling import ScalingPoint
 from app.planning.scenario import RUN_WINDOW
+
+# The organisation's prior as the last org-wide read made it (app.analytics.month.prior_of).
+KEPT_PRIOR: KeptMap[str, OrgPrior] = KeptMap("org_prior")
 
 __all__ = ["FailureExposure", "RunReads", "RunRow", "default_variants", "read_runs", "signature"]
 
@@ -144,5 +147,5 @@ def read_runs(
 def held_prior(session: Session) -> OrgPrior:
     """The organisation's prior as the last org-wide read computed it
     (``app.analytics.month.prior_of``, kept per database), else the fixed prior."""
-    held: dict[str, tuple[object, OrgPrior]] = kept(session, "org_prior")
-    return held["org"][1] if "org" in held else FIXED_PRIOR
+    held = KEPT_PRIOR.last(session, "org")
+    return FIXED_PRIOR if held is None else held

@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -23,7 +24,7 @@ from app.analytics import service as analytics
 from app.analytics.missing import NotEnoughData
 from app.analytics.reads import RunReads, default_variants, read_runs
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
-from app.db import memo
+from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.pipelines import service as pipelines_service
 from app.pipelines.notes import ChangePoint
@@ -36,6 +37,10 @@ from app.web import figures
 from app.web import figures_marks as marks
 from app.web.page_context import GateParams, PipelinePageContext
 from app.web.sparkline import sparkline_svg
+
+# A card's gate verdict, note, costs and run count by pipeline id while its signature
+# and settings are as read.
+KEPT_CARDS: KeptMap[int, tuple[str | None, str, list[float], int]] = KeptMap("overview_cards")
 
 
 @dataclass
@@ -317,14 +322,11 @@ def cards(
     prev = monday - timedelta(weeks=1)
     production = {p.id: p.production_variant for p in pipelines}
     window = org_weeks.org_window(session, list(production), monday_of(today), production)
-    kept = memo.kept(session, "overview_cards")
     out = []
     for pipeline in pipelines:
         key = (window.signature(pipeline.id), pipelines_service.settings_key(pipeline))
-        found = kept.get(pipeline.id)
-        if found is None or found[0] != key:
-            found = kept[pipeline.id] = (key, _card_parts(session, pipeline))
-        verdict, note, costs, runs = found[1]
+        parts = KEPT_CARDS.get(session, (pipeline.id, key), partial(_card_parts, session, pipeline))
+        verdict, note, costs, runs = parts
         out.append(
             Card(
                 pipeline=pipeline,

@@ -253,11 +253,12 @@ def test_a_process_keeps_the_most_recently_used_records_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert seeded.put("/api/v1/pipelines/other", json={}, headers=admin_headers).is_success
-    monkeypatch.setattr(record, "KEPT_RECORDS", 1)
+    slots = db.kept.slots("forecast_record")
+    monkeypatch.setattr(slots, "declared", replace(slots.declared, bound=1))
     with db.read() as s:
         ours, other = get_by_name(s, NAME), get_by_name(s, "other")
         record.pipeline_record(s, ours)
-        assert set(db.caches["forecast_record"]) == {ours.id}
+        assert {pid for pid, _ in slots.values} == {ours.id}
         record.pipeline_record(s, other)
-        assert set(db.caches["forecast_record"]) == {other.id}  # ours dropped, not stale
+        assert {pid for pid, _ in slots.values} == {other.id}  # ours dropped, not stale
         assert record.pipeline_record(s, ours).last(12)  # read again when asked

@@ -21,7 +21,7 @@ def sections(client: TestClient) -> dict[str, Any]:
 
 
 def cold(client: TestClient, db: Database) -> dict[str, Any]:
-    db.caches.clear()
+    db.kept.clear()
     return sections(client)
 
 

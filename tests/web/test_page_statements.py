@@ -62,7 +62,7 @@ def statements(engine: Engine, client: TestClient, path: str) -> list[str]:
 def test_a_pipeline_page_costs_at_most_thirteen_statements(
     demo_served: TestClient, committed_db: Database
 ) -> None:
-    committed_db.caches.clear()  # cold: nothing kept from an earlier request
+    committed_db.kept.clear()  # cold: nothing kept from an earlier request
     cold = statements(committed_db.engine, demo_served, PAGE)
     assert len(cold) <= MAX_PAGE_STATEMENTS, "\n".join(cold)
     # Warm, the windows and the weeks are kept (page_context.kept_reads), and the month's
@@ -83,8 +83,8 @@ def test_the_what_if_re_render_reads_the_same_context(
 ) -> None:
     """The what-if re-render builds the same context without the page-only reads (the
     runs table, the history, the alerts): fewer statements than the page."""
-    committed_db.caches.clear()
+    committed_db.kept.clear()
     page = statements(committed_db.engine, demo_served, PAGE)
-    committed_db.caches.clear()
+    committed_db.kept.clear()
     whatif = statements(committed_db.engine, demo_served, f"{PAGE}/whatif?cadence=2")
     assert len(whatif) == len(page) - 5, "\n".join(whatif)  # and the forecast's record

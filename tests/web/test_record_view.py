@@ -76,7 +76,7 @@ def test_the_portfolio_says_the_organisations_record_from_stored_forecasts(
     assert client.put(f"/api/v1/pipelines/{NAME}", json=body, headers=admin_headers).is_success
     post(client, ingest_headers, weekly_runs(FIRST, CURRENT))
     assert "No pipeline has a closed month to score yet." in client.get("/").text
-    db.caches.clear()  # the record of the month is kept: this test stores rows under it
+    db.kept.clear()  # the record of the month is kept: this test stores rows under it
     for first in record.closed_months(CURRENT, 3):  # three months recorded at their start
         now = datetime(first.year, first.month, 1, tzinfo=UTC) + timedelta(minutes=5)
         assert record.record_months(db, now=now) == 1
