@@ -2,7 +2,7 @@
 together: the visible pipelines, the teams, the kept twelve-week window and the kept
 monthly costs. Each is kept between requests while the pipelines' runs are unchanged;
 ``key`` names them all, so a whole answer made from them can be recalled
-(``app.db.memo.recalled``) while the key is equal."""
+(the kept maps ``portfolio`` and ``review``, app/db/kept.py) while the key is equal."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ class OrgWindow:
     last: date
     pipelines: dict[int, PipelineWeeks]
     # Each pipeline's signature its weeks were read under (absent: no runs ever): with
-    # ``last``, the key of anything computed from the window (``memo.recalled``).
+    # ``last``, the key of anything computed from the window (a whole answer kept).
     signatures: dict[int, int] = field(default_factory=dict)
 
     @property

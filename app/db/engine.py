@@ -15,7 +15,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.kept import KEEPS, STORE, KeptStore
-from app.db.memo import READ_ONLY
 from app.planning.budget_status import StatusThresholds
 from app.settings import Settings
 
@@ -182,9 +181,8 @@ class Database:
             return
         # Read-only units of work (dashboards, analytics) may go to a replica; what they
         # read cannot change under them by their own hand (``memo.per_read_session``).
-        reads = {**extra, "info": {**info, READ_ONLY: True}}
-        self.read_sessions = sessionmaker(read_engine or engine, **reads)
-        self.primary_reads = sessionmaker(engine, **reads)
+        self.read_sessions = sessionmaker(read_engine or engine, **extra)
+        self.primary_reads = sessionmaker(engine, **extra)
         self.write_sessions = sessionmaker(engine.execution_options(**WRITE), **extra)
 
     @property

@@ -11,7 +11,8 @@ from typing import cast as type_cast
 
 from sqlalchemy.orm import Session
 
-READ_ONLY = "cadence_read_only"  # set in the info of Database.read()'s sessions
+from app.db.kept import KEEPS
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -45,7 +46,7 @@ def per_read_session(
 
     @wraps(fn)
     def wrapper(session: Session, *args: P.args, **kwargs: P.kwargs) -> R:
-        if session.info.get(READ_ONLY):
+        if session.info.get(KEEPS):
             return memoised(session, *args, **kwargs)
         return fn(session, *args, **kwargs)
 

@@ -88,3 +88,23 @@ def test_the_what_if_re_render_reads_the_same_context(
     committed_db.kept.clear()
     whatif = statements(committed_db.engine, demo_served, f"{PAGE}/whatif?cadence=2")
     assert len(whatif) == len(page) - 5, "\n".join(whatif)  # and the forecast's record
+
+
+COUNTERS = "SELECT run_variant.pipeline_id, run_variant.variant, run_variant.changes FROM"
+
+
+def counter_reads(seen: list[str]) -> int:
+    """Statements that read the change counters (``rollup_reads.change_counters``)."""
+    return sum(s.startswith(COUNTERS) for s in seen)
+
+
+def test_the_overview_reads_the_change_counters_once(
+    demo_served: TestClient, committed_db: Database
+) -> None:
+    # One read per request, cold or warm, whatever the organisation's size: every part of
+    # the page (weeks, costs, month to date, cards, record) keys on one snapshot of them.
+    committed_db.kept.clear()
+    cold = statements(committed_db.engine, demo_served, "/")
+    assert counter_reads(cold) == 1, "\n".join(cold)
+    warm = statements(committed_db.engine, demo_served, "/")
+    assert counter_reads(warm) == 1, "\n".join(warm)
