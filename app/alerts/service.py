@@ -28,7 +28,7 @@ from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession, status_thresholds_of
 from app.db.kept import KeptMap
 from app.db.models import AlertDelivery, AlertRule, Pipeline
-from app.db.rollup_reads import signatures
+from app.db.rollup_reads import change_counts
 from app.exceptions import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week
@@ -244,11 +244,11 @@ def evaluate(
     """Evaluate a pipeline's enabled rules; queue a webhook per state change, in the
     transaction that changes the state (so neither happens without the other).
 
-    Each rule records the pipeline's run signature it judged (``evaluated_changes``),
+    Each rule records the pipeline's run change count it judged (``evaluated_changes``),
     read after the rules are locked and before the metrics, so a run committed meanwhile
     leaves the rule visibly behind and the sweeper evaluates it again. With
     ``unless_judged_since`` (the sweeper's), rules that already judged the current
-    signature since that moment are left alone: another process got there first.
+    change count since that moment are left alone: another process got there first.
 
     Returns the ids of the notifications queued or cancelled (empty: nothing changed).
     """
@@ -258,7 +258,7 @@ def evaluate(
         rows = repository.lock_enabled_rules(session, pipeline.id)
         if not rows:
             return []
-        changes = signatures(session, [pipeline.id]).get(pipeline.id)
+        changes = change_counts(session, [pipeline.id]).get(pipeline.id)
         if unless_judged_since is not None and all(
             _judged(r, changes, unless_judged_since) for r in rows
         ):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.analytics.missing import NotEnoughData
-from app.analytics.reads import RunReads, RunRow, default_variants, read_runs, signature
+from app.analytics.reads import RunReads, RunRow, change_count, default_variants, read_runs
 from app.analytics.schemas import (
     CheckpointsOut,
     InputSource,
@@ -34,7 +34,7 @@ from app.planning.projection import runs_per_month
 from app.planning.scaling import ScalingModel, fit_usl, scaling_advice, scaling_table
 from app.planning.scenario import RUN_WINDOW, Scenario
 
-# The default variant's levers by (pipeline id, scenario) while its signature and
+# The default variant's levers by (pipeline id, scenario) while its change count and
 # settings are as read.
 KEPT_LEVERS: KeptMap[tuple[int, Scenario], LeversOut | NotEnoughData] = KeptMap("levers")
 
@@ -117,10 +117,10 @@ def levers_of(
 
 def kept_levers(session: Session, name: str, scenario: Scenario) -> LeversOut | NotEnoughData:
     """:func:`levers_of` the default variant, kept between requests while the pipeline's
-    runs (its signature), its settings and the scenario are the same: the weekly review
+    runs (its change count), its settings and the scenario are the same: the weekly review
     ranks the levers of its five costliest pipelines on every view (~20 ms each)."""
     pipeline = get_by_name(session, name)
-    key = ((pipeline.id, scenario), (signature(session, pipeline), settings_key(pipeline)))
+    key = ((pipeline.id, scenario), (change_count(session, pipeline), settings_key(pipeline)))
     return KEPT_LEVERS.get(
         session,
         key,

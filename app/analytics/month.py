@@ -8,7 +8,7 @@ One function serves the projection API, the pipeline page, the portfolio, the re
 Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month's spend
 by variant (the rollups), the production variant's window of retraining costs and its
 newest start (``run_variant``), filed under what they depend on: the pipeline's
-signature (``app.db.rollup_reads.signatures``, moved by every write of one of its runs),
+change count (``app.db.rollup_reads.change_counts``, moved by every write of one of its runs),
 its production variant, its price, the month and the window of retrainings (every
 argument they are read with). A request reads the change counters (one query per read
 session, shared with ``org_weeks`` and ``costs``) and reads inputs again only for the
@@ -62,7 +62,7 @@ ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
 
 
-# Org-wide: each pipeline's inputs by (id, month, day, window) while its signature,
+# Org-wide: each pipeline's inputs by (id, month, day, window) while its change count,
 # production variant and price are as read; its month to date by (id, window) while its
 # inputs, retrainings still to start, budget, thresholds, prior and clock are.
 KEPT_INPUTS: KeptMap[tuple[int, date, date, int], Inputs] = KeptMap("month_inputs")
@@ -84,7 +84,7 @@ def month_of(now: datetime) -> date:
 @dataclass(frozen=True)
 class Inputs:
     """What one pipeline's month to date is computed from, besides the clock and its
-    budget; ``key`` is (signature, production variant, price, month, day, window): every
+    budget; ``key`` is (change count, production variant, price, month, day, window): every
     argument the inputs are read with (the day: the experiments' last 14 days move with it)."""
 
     key: tuple[int, str, float, date, date, int]
@@ -145,15 +145,15 @@ def _inputs(
     session: Session, pipelines: Sequence[Budgeted], now: datetime, window: int
 ) -> list[Inputs]:
     """Each pipeline's kept inputs, read again for those whose key moved (in the order
-    of ``pipelines``). The signatures are read first, so inputs can only be newer than
-    the signature they are filed under: the next request then reads them again. The
+    of ``pipelines``). The change counts are read first, so inputs can only be newer than
+    the change count they are filed under: the next request then reads them again. The
     day is in the key: the experiments' last 14 days move with it."""
     month, day = month_of(now), day_of(now)
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
-    signatures = rollup_reads.signatures(session, ids)
+    change_counts = rollup_reads.change_counts(session, ids)
 
     def key(p: Budgeted) -> tuple[int, str, float, date, date, int]:
-        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
+        return (change_counts.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
                 day, window)  # fmt: skip
 
     by_id = {p.id: p for p in pipelines}
@@ -285,10 +285,10 @@ def month_to_date_of(
     key = (p.monthly_budget_usd, p.runs_per_week, p.production_variant, p.price_per_gpu_hour,
            month_of(now), runs, spend, series, changes, started, thresholds, prior, extras,
            clock)  # fmt: skip
-    return KEPT_PAGE_MONTH.get(session, (pipeline.id, key), lambda: _month_to_date(*args))
+    return KEPT_PAGE_MONTH.get(session, (pipeline.id, key), lambda: _one_month(*args))
 
 
-def _month_to_date(
+def _one_month(
     pipeline: Budgeted,
     spend: dict[str, float],
     series: Series,
@@ -347,4 +347,4 @@ def forecast_of_month(
     if not series or started is None:
         return None
     # At the month's first instant nothing runs yet and no experiment is paced: no extras.
-    return _month_to_date(pipeline, {}, series, (), started, at, thresholds, FIXED_PRIOR)
+    return _one_month(pipeline, {}, series, (), started, at, thresholds, FIXED_PRIOR)

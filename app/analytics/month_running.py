@@ -1,7 +1,7 @@
 """What this month holds besides finished spend and the retrainings still to start: the
 attempts running now and the experiments' pace (docs/methodology.md §5.4), read for
 ``app.analytics.month`` (org-wide, kept with the month's inputs; one pipeline, kept by
-its signature, production variant and day)."""
+its change count, production variant and day)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from app.planning.running import (
 )
 from app.planning.scenario import RUN_WINDOW
 
-# One pipeline's extras by id while its signature, production variant and day are as read.
+# One pipeline's extras by id while its change count, production variant and day are as read.
 KEPT_EXTRAS: KeptMap[int, Extras] = KeptMap("month_extras")
 
 
@@ -106,7 +106,7 @@ def extras_of(
 
 
 def page_extras(session: Session, p: Produced, now: datetime) -> Extras:
-    """:func:`extras_of` one pipeline, kept between requests under its signature (read
+    """:func:`extras_of` one pipeline, kept between requests under its change count (read
     with its variant statistics, already read by the page), production variant and day."""
     key = (repository.variants(session, p.id)[1], p.production_variant, day_of(now))
     return KEPT_EXTRAS.get(

@@ -26,9 +26,9 @@ class OrgInputs:
 
     @property
     def key(self) -> tuple[object, ...]:
-        """Everything above, cheap to compare: the window by its end and signatures."""
+        """Everything above, cheap to compare: the window by its end and change counts."""
         w = self.window
-        return (self.pipelines, self.teams, w.last, w.signatures, self.costs)
+        return (self.pipelines, self.teams, w.last, w.change_counts, self.costs)
 
 
 def org_inputs(

@@ -6,15 +6,15 @@ On 10 million runs the rollup rows of those weeks lie scattered over the table (
 20,000 rows on 15,000 pages): reading them costs 0.1-0.2 s per query, every request.
 
 So each process keeps, per pipeline and window, the window's sums, with the pipeline's
-*signature* when they were read: the sum of its variants' change counters
+*change count* when they were read: the sum of its variants' change counters
 (``run_variant.changes``), which every insert or delete of one of its runs increases in
-the same transaction (``app.db.rollup``). A request reads the signatures (one small
+the same transaction (``app.db.rollup``). A request reads the change counts (one small
 GROUP BY of ``run_variant``) and reads rollup rows again only for the pipelines whose
-signature moved, so what it shows is exactly what a full read would give. Recorded USD
+change count moved, so what it shows is exactly what a full read would give. Recorded USD
 is at the price frozen on each run, so a price change does not touch these sums.
 
-The signatures are read before the rows, so rows can only be newer than the signature
-they are filed under; the next request then sees a higher signature and reads again.
+The change counts are read before the rows, so rows can only be newer than the change count
+they are filed under; the next request then sees a higher change count and reads again.
 
 Goodput is the production variant's (the baseline, not its experiments and probes):
 each entry keeps the production variant's sums beside every variant's (spend, badput)
@@ -44,7 +44,7 @@ ID_LIST_LIMIT = 1_000  # more pipelines to read again than this: read the whole 
 
 @dataclass(frozen=True)
 class PipelineWeeks:
-    signature: int
+    change_count: int
     sums: np.ndarray  # (WINDOW_WEEKS, len(COLUMNS)): each week, summed over variants
     month_usd: dict[date, float]  # recorded USD per calendar month, in the window
     production: np.ndarray  # the same sums of the production variant's runs: goodput
@@ -55,7 +55,7 @@ class PipelineWeeks:
     summaries: dict[date, WeekSummary] = field(default_factory=dict, compare=False)
 
 
-# Each pipeline's window by (its first Monday, pipeline id) while its signature and
+# Each pipeline's window by (its first Monday, pipeline id) while its change count and
 # production variant are as read.
 KEPT_WEEKS: KeptMap[tuple[date, int], PipelineWeeks] = KeptMap("org_weeks")
 EMPTY = PipelineWeeks(
@@ -74,9 +74,9 @@ class OrgWindow:
 
     last: date
     pipelines: dict[int, PipelineWeeks]
-    # Each pipeline's signature its weeks were read under (absent: no runs ever): with
+    # Each pipeline's change count its weeks were read under (absent: no runs ever): with
     # ``last``, the key of anything computed from the window (a whole answer kept).
-    signatures: dict[int, int] = field(default_factory=dict)
+    change_counts: dict[int, int] = field(default_factory=dict)
 
     @property
     def first(self) -> date:
@@ -101,10 +101,10 @@ class OrgWindow:
                 entry.summaries[monday] = found
         return found
 
-    def signature(self, pipeline_id: int) -> int:
-        """The pipeline's signature its weeks were read under (0: it has no runs); also
+    def change_count(self, pipeline_id: int) -> int:
+        """The pipeline's change count its weeks were read under (0: it has no runs); also
         the key of anything else computed from its runs."""
-        return self.pipelines.get(pipeline_id, EMPTY).signature
+        return self.pipelines.get(pipeline_id, EMPTY).change_count
 
     def overall(self, pipeline_id: int, monday: date) -> float | None:
         """Overall goodput of the pipeline's week (None: no runs that week)."""
@@ -139,7 +139,7 @@ def org_window(
     variant, when the caller has read them (else they are read here)."""
     first = last - timedelta(weeks=WINDOW_WEEKS - 1)
     ids_or_all = None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
-    current = rollup_reads.signatures(session, ids_or_all)
+    current = rollup_reads.change_counts(session, ids_or_all)
     if production is None:
         production = rollup_reads.production_variants(session, ids_or_all)
     wanted = [pid for pid in pipeline_ids if pid in current]

@@ -18,7 +18,7 @@ the pipeline's budget and cadence as they are now), against the month's spend. O
 of the stored rows and one of the attempts; the backtests are computed from them in
 memory. The result is kept between requests (the kept map ``forecast_record``, its 64
 most recently used: each holds its pipeline's attempts, ~5,000 for a daily pipeline with
-retries over five years, ~1 MB) under the pipeline's signature, its settings, the month
+retries over five years, ~1 MB) under the pipeline's change count, its settings, the month
 and the status thresholds: closed months' stored rows no longer change, since the sweeper writes
 only the current month and stops :data:`CLOSING` before it ends (a forecast made in a
 month's last minutes is no forecast, and its short write then commits before the month
@@ -36,7 +36,7 @@ from typing import NamedTuple
 from sqlalchemy.orm import Session
 
 from app.analytics import month
-from app.analytics.reads import signature
+from app.analytics.reads import change_count
 from app.analytics.schemas import ForecastRecordOut, RecordMonthOut, RecordSummaryOut
 from app.db import forecasts, rollup_reads
 from app.db.engine import Database, status_thresholds_of
@@ -114,7 +114,7 @@ class PipelineRecord:
         return None if forecast is None else score(forecast, self.spend.get(first, 0.0))
 
 
-# A pipeline's record by (id, month) while its signature, settings and the thresholds are.
+# A pipeline's record by (id, month) while its change count, settings and the thresholds are.
 KEPT_RECORD: KeptMap[tuple[int, date], PipelineRecord] = KeptMap("forecast_record")
 
 
@@ -172,7 +172,7 @@ def pipeline_record(
         pipeline.monthly_budget_usd,
     )
     thresholds = status_thresholds_of(session)
-    key = ((pipeline.id, current), (signature(session, pipeline), settings, thresholds))
+    key = ((pipeline.id, current), (change_count(session, pipeline), settings, thresholds))
     return KEPT_RECORD.get(session, key, lambda: _read(session, settings, thresholds, current))
 
 
@@ -220,7 +220,7 @@ class _Stored:
 
 
 # The closed months' stored rows by the current month (they no longer change), and each
-# pipeline's score by (current month, id) while its signature is as read.
+# pipeline's score by (current month, id) while its change count is as read.
 KEPT_STORED: KeptMap[date, _Stored] = KeptMap("org_forecast_stored")
 KEPT_SCORES: KeptMap[tuple[date, int], RecordSummary] = KeptMap("org_forecast_scores")
 
@@ -235,21 +235,21 @@ def org_record(
     not in it, and the portfolio says so.
 
     Kept between requests: the closed months' stored rows (they no longer change: the
-    module says why), and each pipeline's score under its signature (read once per
+    module says why), and each pipeline's score under its change count (read once per
     request, shared with the portfolio); a warm request reads nothing, and after a
-    write only the spends of the pipelines whose signature moved are read again.
+    write only the spends of the pipelines whose change count moved are read again.
     """
     now = now or datetime.now(UTC)
     current = month.month_of(now)
     since = closed_months(current, ORG_MONTHS)[-1]
-    signatures = rollup_reads.signatures(session)
+    change_counts = rollup_reads.change_counts(session)
     stored = KEPT_STORED.get(session, (current, None), lambda: _org_stored(session, current))
 
     def scored(slots: list[tuple[date, int]]) -> dict[tuple[date, int], RecordSummary]:
         spends = forecasts.month_spends(session, [pid for _, pid in slots], since, current)
         return {(m, pid): _scored(stored.rows[pid][1], spends.get(pid, {})) for m, pid in slots}
 
-    keys = (((current, pid), signatures.get(pid, 0)) for pid in stored.rows)
+    keys = (((current, pid), change_counts.get(pid, 0)) for pid in stored.rows)
     scores = KEPT_SCORES.get_many(session, keys, scored)
     wanted = set(names)
     return pooled(s for (_, pid), s in scores.items() if stored.rows[pid][0] in wanted)

@@ -69,25 +69,25 @@ class Declared:
 KEPT: tuple[Declared, ...] = (
     Declared("recent_costs", ORG, "pipeline, production variant, window; variant's "
              "change counter, pipeline's price"),
-    Declared("org_weeks", ORG, "pipeline, the window's first Monday; signature, "
+    Declared("org_weeks", ORG, "pipeline, the window's first Monday; change count, "
              "production variant"),
-    Declared("month_inputs", ORG, "pipeline, month, day, window; signature, production "
+    Declared("month_inputs", ORG, "pipeline, month, day, window; change count, production "
              "variant, price"),
     Declared("org_month_to_date", ORG, "pipeline, window; inputs' key, retrainings still "
              "to start, budget, thresholds, prior, the extras' clock"),
     Declared("org_prior_parts", ORG, "a window's cost series; nothing (pure)"),
     Declared("org_prior", 1, "the organisation; nothing: the last org-wide read's"),
     Declared("month_to_date", PAGE, "pipeline; everything it is computed from"),
-    Declared("month_extras", PAGE, "pipeline; signature, production variant, day"),
-    Declared("page_reads", PAGE, "pipeline, gate's variants; signature, settings, week, "
+    Declared("month_extras", PAGE, "pipeline; change count, production variant, day"),
+    Declared("page_reads", PAGE, "pipeline, gate's variants; change count, settings, week, "
              "month"),
-    Declared("levers", PAGE, "pipeline, scenario; signature, settings"),
-    Declared("overview_cards", ORG, "pipeline; signature, settings"),
+    Declared("levers", PAGE, "pipeline, scenario; change count, settings"),
+    Declared("overview_cards", ORG, "pipeline; change count, settings"),
     Declared("org_plan_options", ORG, "pipeline; settings, costs window, curve stamp, "
-             "signature"),
-    Declared("forecast_record", 64, "pipeline, month; signature, settings, thresholds"),
+             "change count"),
+    Declared("forecast_record", 64, "pipeline, month; change count, settings, thresholds"),
     Declared("org_forecast_stored", 2, "month; nothing (closed months do not change)"),
-    Declared("org_forecast_scores", ORG, "pipeline, month; signature"),
+    Declared("org_forecast_scores", ORG, "pipeline, month; change count"),
     Declared("bill_months", 1_000, "month, pipeline asked for; runs' and bill's stamp"),
     Declared("portfolio", WHOLE, "day, token's pipelines, team; every input's key"),
     Declared("review", WHOLE, "month, week, token's pipelines, team; every input's key"),

@@ -111,7 +111,7 @@ class ChangeCounters:
     increases its variant's counter in the same transaction (``app.db.rollup``)."""
 
     by_variant: dict[tuple[int, str], int]  # (pipeline id, variant): its counter
-    by_pipeline: dict[int, int]  # the pipeline's signature: the sum of its variants'
+    by_pipeline: dict[int, int]  # the pipeline's change count: the sum of its variants'
 
 
 def change_counters(session: Session, pipeline_ids: Sequence[int] | None = None) -> ChangeCounters:
@@ -136,7 +136,7 @@ def production_variants(session: Session, pipeline_ids: Sequence[int] | None) ->
     return {pid: variant for pid, variant in session.execute(stmt)}
 
 
-def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
+def change_counts(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
     """Per pipeline id with runs ever stored (of these, perhaps more; every one: None), the
     sum of its variants' change counters: it grows with every write of one of its runs, and only
     then. Callers must not change the dict."""

@@ -121,7 +121,7 @@ def options_of(
     windows = costs.windows(session, briefs, RUN_WINDOW)
     stamps = evaluations.curve_stamps(session, ids)
     # Every run write of any variant moves it: the gate's candidate runs included.
-    signatures = rollup_reads.signatures(session, ids) if stamps else {}
+    change_counts = rollup_reads.change_counts(session, ids) if stamps else {}
     out, missing, keys = [], [], []
     for p in briefs:
         # The plan prices its cadences from the window's costs (costs.windows now gives
@@ -131,7 +131,7 @@ def options_of(
             missing.append(p.name)
             continue
         stamp = stamps.get(p.id)
-        key = (p, window, stamp, signatures.get(p.id) if stamp else None)
+        key = (p, window, stamp, change_counts.get(p.id) if stamp else None)
         out.append(
             KEPT_OPTIONS.get(session, (p.id, key), partial(_options, session, p, window, stamp))
         )

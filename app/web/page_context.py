@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app.analytics import month, weekly
-from app.analytics.reads import RunReads, read_runs, signature
+from app.analytics.reads import RunReads, change_count, read_runs
 from app.billing import service as billing
 from app.billing.schemas import ReconciliationOut
 from app.db.engine import status_thresholds_of
@@ -32,7 +32,7 @@ from app.planning.month_to_date import MonthToDate
 from app.planning.scenario import Scenario
 from app.planning.weekly import monday_of
 
-# The page's reads by (pipeline id, the gate's variants) while its signature, settings,
+# The page's reads by (pipeline id, the gate's variants) while its change count, settings,
 # week and month are as read.
 KEPT_PAGE: KeptMap[tuple[int, str | None, str | None], tuple[RunReads, weekly.PageWeeks]] = KeptMap(
     "page_reads"
@@ -120,7 +120,7 @@ def build(
         runs=runs,
         quality=quality_points(session, pipeline),
         weeks=weeks,
-        month_to_date=_month_to_date(session, pipeline, runs, weeks, now),
+        month_to_date=_page_month(session, pipeline, runs, weeks, now),
         bill=bill,
         price_note=price_note,
         query=query,
@@ -133,11 +133,11 @@ def kept_reads(
     session: Session, pipeline: Pipeline, g: GateParams, now: datetime
 ) -> tuple[RunReads, weekly.PageWeeks]:
     """The page's reads of the runs (the windows, the weeks and this month's spend), kept
-    between requests while the pipeline's signature, its settings, the gate's variants,
+    between requests while the pipeline's change count, its settings, the gate's variants,
     the week and the month are the same: a warm page reads only the variant statistics
-    (which carry the signature, read before anything filed under it)."""
+    (which carry the change count, read before anything filed under it)."""
     version = (
-        signature(session, pipeline),
+        change_count(session, pipeline),
         settings_key(pipeline),
         monday_of(now.date()),
         month.month_of(now),
@@ -150,7 +150,7 @@ def kept_reads(
     return KEPT_PAGE.get(session, ((pipeline.id, g.baseline, g.candidate), version), read)
 
 
-def _month_to_date(
+def _page_month(
     session: Session,
     pipeline: Pipeline,
     runs: RunReads,

@@ -38,7 +38,7 @@ from app.web import figures_marks as marks
 from app.web.page_context import GateParams, PipelinePageContext
 from app.web.sparkline import sparkline_svg
 
-# A card's gate verdict, note, costs and run count by pipeline id while its signature
+# A card's gate verdict, note, costs and run count by pipeline id while its change count
 # and settings are as read.
 KEPT_CARDS: KeptMap[int, tuple[str | None, str, list[float], int]] = KeptMap("overview_cards")
 
@@ -324,7 +324,7 @@ def cards(
     window = org_weeks.org_window(session, list(production), monday_of(today), production)
     out = []
     for pipeline in pipelines:
-        key = (window.signature(pipeline.id), pipelines_service.settings_key(pipeline))
+        key = (window.change_count(pipeline.id), pipelines_service.settings_key(pipeline))
         parts = KEPT_CARDS.get(session, (pipeline.id, key), partial(_card_parts, session, pipeline))
         verdict, note, costs, runs = parts
         out.append(

@@ -208,7 +208,7 @@ def test_a_record_reads_the_runs_once_and_keeps_the_backtests(
     ingest_headers: dict[str, str],
 ) -> None:
     """24 months of a pipeline with hundreds of runs: one read of the runs, not one per
-    month; a second request reads no run (kept under the signature and settings)."""
+    month; a second request reads no run (kept under the change count and settings)."""
     body = {"runs_per_week": 3, "monthly_budget_usd": 2700.0, "price_per_gpu_hour": PRICE}
     assert client.put(f"/api/v1/pipelines/{NAME}", json=body, headers=admin_headers).is_success
     first = record.closed_months(CURRENT, 26)[-1]

@@ -67,7 +67,7 @@ def test_a_pipeline_page_costs_at_most_thirteen_statements(
     assert len(cold) <= MAX_PAGE_STATEMENTS, "\n".join(cold)
     # Warm, the windows and the weeks are kept (page_context.kept_reads), and the month's
     # running attempts and experiments (analytics.month): the variant statistics, which
-    # carry the pipeline's signature, find them unchanged.
+    # carry the pipeline's change count, find them unchanged.
     warm = statements(committed_db.engine, demo_served, PAGE)
     # The record is kept too (app.analytics.record): 2 fewer statements more.
     assert len(warm) == len(cold) - 5, "\n".join(warm)

@@ -87,7 +87,7 @@ def test_the_portfolio_says_the_organisations_record_from_stored_forecasts(
     # 3 pipeline-months, the same months the pipeline's own record scored.
     assert f"The p90 was exceeded in {exceeded / 3:.0%} of 3 pipeline-months" in html
     # A late, costly run in the newest month: the organisation's record scores it again
-    # (the pipeline's signature moved), equal to the pipeline's own record.
+    # (the pipeline's change count moved), equal to the pipeline's own record.
     newest = record.closed_months(CURRENT, 1)[0]
     late = at(month_start(newest) + timedelta(days=2), 500, run_id="late")
     post(client, ingest_headers, [late])
