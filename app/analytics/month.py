@@ -20,7 +20,7 @@ moved: a warm request forecasts nothing and reads nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from functools import partial
@@ -115,13 +115,15 @@ def months(
     runs[none] = 0
     thresholds = status_thresholds_of(session)
     prior = prior_of(session, [i.costs for i in inputs])
-    out = {}
+    made: dict[tuple[int, int], tuple[object, Callable[[], MonthToDate]]] = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
         clock = i.extras.clock(now)
-        key = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
-        make = partial(_forecast, p, i, n, clock or now, thresholds, prior)
-        out[p.id] = KEPT_FORECASTS.get(session, ((p.id, window), key), make)
-    return out
+        version = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
+        made[(p.id, window)] = version, partial(_forecast, p, i, n, clock or now, thresholds, prior)
+
+    keys = ((slot, version) for slot, (version, _) in made.items())
+    found = KEPT_FORECASTS.get_many(session, keys, lambda new: {s: made[s][1]() for s in new})
+    return {pid: value for (pid, _), value in found.items()}
 
 
 def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
