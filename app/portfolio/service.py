@@ -19,7 +19,7 @@ from app.analytics import month
 from app.analytics.org import OrgInputs, org_inputs
 from app.db.kept import KeptMap
 from app.exceptions import Invalid
-from app.pipelines.service import decode_name_cursor, encode_name_cursor
+from app.pipelines.service import Brief, decode_name_cursor, encode_name_cursor
 from app.planning.month_to_date import MonthToDate
 from app.planning.portfolio import PortfolioRow, PortfolioTotals, portfolio_totals, sort_rows
 from app.planning.weekly import iso_week, last_complete_week, monday_of
@@ -37,6 +37,7 @@ class Portfolio:
     rows: list[PortfolioRow]
     teams: list[str]
     totals: PortfolioTotals
+    pipelines: tuple[Brief, ...]  # in name order, as the rows
     orders: dict[str, list[PortfolioRow]] = field(default_factory=dict, compare=False)
 
     def ordered(self, sort: str) -> list[PortfolioRow]:
@@ -82,7 +83,7 @@ def _portfolio(given: OrgInputs, months: dict[int, MonthToDate], today: date) ->
                 month_to_date=mtd,
             )
         )
-    return Portfolio(rows, given.teams, portfolio_totals(rows))
+    return Portfolio(rows, given.teams, portfolio_totals(rows), tuple(given.pipelines))
 
 
 def page(

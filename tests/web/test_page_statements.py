@@ -108,3 +108,7 @@ def test_the_overview_reads_the_change_counters_once(
     assert counter_reads(cold) == 1, "\n".join(cold)
     warm = statements(committed_db.engine, demo_served, "/")
     assert counter_reads(warm) == 1, "\n".join(warm)
+    # The pipelines are listed once for the portfolio and its cards; cold, the cards
+    # not kept read their pipelines' rows once more, for the gate.
+    listed = [s for s in warm if s.startswith("SELECT pipeline.id, pipeline.name")]
+    assert len(listed) == 1, "\n".join(warm)
