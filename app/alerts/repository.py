@@ -262,11 +262,11 @@ def latest_run_utilization(session: Session, pipeline_id: int) -> tuple[str, flo
 
 def unjudged_pipelines(session: Session, *, evaluated_before: datetime) -> list[str]:
     """Pipelines with an enabled rule that has not judged every run write: its pipeline's
-    run signature (the sum of its ``run_variant`` change counters, moved by each run
+    run change count (the sum of its ``run_variant`` change counters, moved by each run
     insert or delete in that write's own transaction) differs from what the rule's last
     evaluation saw, or the rule has not been evaluated since ``evaluated_before``."""
     ruled = select(AlertRule.pipeline_id).where(AlertRule.enabled.is_(True))
-    signature = (
+    change_count = (
         select(RunVariant.pipeline_id, func.sum(RunVariant.changes).label("changes"))
         .where(RunVariant.pipeline_id.in_(ruled))
         .group_by(RunVariant.pipeline_id)
@@ -275,12 +275,12 @@ def unjudged_pipelines(session: Session, *, evaluated_before: datetime) -> list[
     stmt = (
         select(Pipeline.name)
         .join(AlertRule, AlertRule.pipeline_id == Pipeline.id)
-        .join(signature, signature.c.pipeline_id == Pipeline.id)
+        .join(change_count, change_count.c.pipeline_id == Pipeline.id)
         .where(
             AlertRule.enabled.is_(True),
             or_(
                 AlertRule.evaluated_changes.is_(None),
-                AlertRule.evaluated_changes != signature.c.changes,
+                AlertRule.evaluated_changes != change_count.c.changes,
                 AlertRule.last_evaluated_at.is_(None),
                 AlertRule.last_evaluated_at < evaluated_before,
             ),

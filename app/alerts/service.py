@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from sqlalchemy.orm import Session
 
@@ -25,8 +26,9 @@ from app.analytics.month import months
 from app.analytics.service import current_bill_at_risk
 from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession, status_thresholds_of
+from app.db.kept import KeptMap
 from app.db.models import AlertDelivery, AlertRule, Pipeline
-from app.db.rollup_reads import signatures
+from app.db.rollup_reads import change_counts
 from app.exceptions import Invalid, NotFound
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week
@@ -242,11 +244,11 @@ def evaluate(
     """Evaluate a pipeline's enabled rules; queue a webhook per state change, in the
     transaction that changes the state (so neither happens without the other).
 
-    Each rule records the pipeline's run signature it judged (``evaluated_changes``),
+    Each rule records the pipeline's run change count it judged (``evaluated_changes``),
     read after the rules are locked and before the metrics, so a run committed meanwhile
     leaves the rule visibly behind and the sweeper evaluates it again. With
     ``unless_judged_since`` (the sweeper's), rules that already judged the current
-    signature since that moment are left alone: another process got there first.
+    change count since that moment are left alone: another process got there first.
 
     Returns the ids of the notifications queued or cancelled (empty: nothing changed).
     """
@@ -256,7 +258,7 @@ def evaluate(
         rows = repository.lock_enabled_rules(session, pipeline.id)
         if not rows:
             return []
-        changes = signatures(session, [pipeline.id]).get(pipeline.id)
+        changes = change_counts(session, [pipeline.id]).get(pipeline.id)
         if unless_judged_since is not None and all(
             _judged(r, changes, unless_judged_since) for r in rows
         ):
@@ -292,6 +294,8 @@ def _judged(rule: AlertRule, changes: int | None, since: datetime) -> bool:
 
 
 RULE_INDEX_SECONDS = 5.0
+# The pipelines with enabled rules, kept for the RULE_INDEX_SECONDS period they were read in.
+KEPT_RULES: KeptMap[str, frozenset[str]] = KeptMap("alert_rules")
 
 
 def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
@@ -304,16 +308,18 @@ def pipelines_with_rules(db: Database, names: Iterable[str]) -> list[str]:
     wanted = sorted(set(names))
     if not wanted:
         return []
-    expires, indexed = db.caches.get("alert_rules", (0.0, frozenset()))
-    if expires < time.monotonic():
-        with db.read_latest() as session:
-            indexed = repository.pipelines_with_enabled_rules(session)
-        db.caches["alert_rules"] = (time.monotonic() + RULE_INDEX_SECONDS, indexed)
+    period = int(time.monotonic() // RULE_INDEX_SECONDS)
+    indexed = KEPT_RULES.get_from(db.kept, ("index", period), partial(_rule_index, db))
     return [n for n in wanted if n in indexed]
 
 
+def _rule_index(db: Database) -> frozenset[str]:
+    with db.read_latest() as session:
+        return frozenset(repository.pipelines_with_enabled_rules(session))
+
+
 def forget_rule_index(db: Database) -> None:
-    db.caches.pop("alert_rules", None)
+    KEPT_RULES.forget(db.kept)
 
 
 def evaluate_after_ingest(db: Database, settings: Settings, names: list[str]) -> None:

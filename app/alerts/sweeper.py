@@ -1,8 +1,8 @@
 """The alert sweeper: every acknowledged run is judged by the alert rules, even when the
 process that stored it died before the evaluation that follows the response.
 
-An ingest moves its pipeline's run signature (the run_variant change counters) in the
-transaction that stores the run, and each evaluation records the signature it judged on
+An ingest moves its pipeline's run change count (the run_variant change counters) in the
+transaction that stores the run, and each evaluation records the change count it judged on
 every rule (``alert_rule.evaluated_changes``). The difference between the two is the work
 left undone, kept by the database itself: nothing else has to be written on the ingest
 path, and a run write can never be acknowledged without it. Each serving process runs one

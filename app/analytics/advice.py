@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.analytics.missing import NotEnoughData
-from app.analytics.reads import RunReads, RunRow, default_variants, read_runs, signature
+from app.analytics.reads import RunReads, RunRow, change_count, default_variants, read_runs
 from app.analytics.schemas import (
     CheckpointsOut,
     InputSource,
@@ -21,7 +21,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.analytics.service import echo, failure_defaults, runs_of, window
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name, settings_key
 from app.planning.failures import (
@@ -33,6 +33,10 @@ from app.planning.levers import rank_levers
 from app.planning.projection import runs_per_month
 from app.planning.scaling import ScalingModel, fit_usl, scaling_advice, scaling_table
 from app.planning.scenario import RUN_WINDOW, Scenario
+
+# The default variant's levers by (pipeline id, scenario) while its change count and
+# settings are as read.
+KEPT_LEVERS: KeptMap[tuple[int, Scenario], LeversOut | NotEnoughData] = KeptMap("levers")
 
 
 def _price(rows: list[RunRow], scenario: Scenario) -> float:
@@ -113,16 +117,15 @@ def levers_of(
 
 def kept_levers(session: Session, name: str, scenario: Scenario) -> LeversOut | NotEnoughData:
     """:func:`levers_of` the default variant, kept between requests while the pipeline's
-    runs (its signature), its settings and the scenario are the same: the weekly review
+    runs (its change count), its settings and the scenario are the same: the weekly review
     ranks the levers of its five costliest pipelines on every view (~20 ms each)."""
     pipeline = get_by_name(session, name)
-    key = (signature(session, pipeline), settings_key(pipeline), scenario)
-    cache: dict[int, tuple[object, LeversOut | NotEnoughData]] = kept(session, "levers")
-    found = cache.get(pipeline.id)
-    if found is None or found[0] != key:
-        made = levers(pipeline, read_runs(session, pipeline, (None,)), None, scenario)
-        found = cache[pipeline.id] = (key, made)
-    return found[1]
+    key = ((pipeline.id, scenario), (change_count(session, pipeline), settings_key(pipeline)))
+    return KEPT_LEVERS.get(
+        session,
+        key,
+        lambda: levers(pipeline, read_runs(session, pipeline, (None,)), None, scenario),
+    )
 
 
 def levers(

@@ -6,8 +6,7 @@ retraining's failed attempts; a retraining abandoned after failed attempts at wh
 cost) of the production variant's newest RUN_WINDOW retrainings
 (``analytics.service.current_monthly_cost``) times the runs a month. Reading 5,000
 such windows takes most of a second on 10 million runs, so each process keeps the means
-it computed (``Database.caches``: one per database, so tests and tools that open several
-never mix them), with what each depends on:
+it computed (the kept map ``recent_costs``, app/db/kept.py), with what each depends on:
 
 - the variant's change counter (``run_variant.changes``), which every write of one of
   its runs (insert, delete, measurement update) increases in the same transaction
@@ -34,14 +33,16 @@ from sqlalchemy.orm import Session
 from app.analytics import repository as repo
 from app.db import rollup_reads
 from app.db.cost_reads import Series
-from app.db.memo import kept, kept_view
+from app.db.kept import KeptMap
 
 # Above this many pipelines the counters of every pipeline are read (no list of ids to
 # send) and the others dropped in Python.
 ID_LIST_LIMIT = 1_000
 
-Key = tuple[int, str, int]  # pipeline id, variant, window
-Entry = tuple[int, float, Series]  # change counter, pipeline price, series
+Slot = tuple[int, str, int]  # pipeline id, production variant, window
+# The series by (pipeline id, production variant, window) while the variant's change
+# counter and the pipeline's price are as read.
+KEPT_COSTS: KeptMap[Slot, Series] = KeptMap("recent_costs")
 
 
 class Costed(Protocol):
@@ -74,25 +75,15 @@ def windows(session: Session, pipelines: Sequence[Costed], window: int) -> dict[
         return {}
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
     changes = rollup_reads.change_counters(session, ids).by_variant
-    cache: dict[Key, Entry] = kept(session, "recent_costs")
-    seen = kept_view(session, "recent_costs")  # a write session looks up, never stores
-    out: dict[int, Series] = {}
-    stale: dict[int, tuple[Key, tuple[int, float]]] = {}
+    keys: dict[Slot, object] = {}
     for p in pipelines:
         counter = changes.get((p.id, p.production_variant))
-        if counter is None:
-            continue  # no runs of the production variant ever stored
-        key = (p.id, p.production_variant, window)
-        stamp = (counter, p.price_per_gpu_hour)
-        entry = seen.get(key)
-        if entry is None or entry[:2] != stamp:
-            stale[p.id] = (key, stamp)
-        elif entry[2]:
-            out[p.id] = entry[2]
-    if stale:
-        fresh = repo.recent_costs(session, {pid: k[1] for pid, (k, _) in stale.items()}, window)
-        for pid, (key, (counter, price)) in stale.items():
-            found = cache[key] = (counter, price, fresh.get(pid, ()))
-            if found[2]:
-                out[pid] = found[2]
-    return out
+        if counter is not None:  # else no run of the production variant was ever stored
+            keys[(p.id, p.production_variant, window)] = (counter, p.price_per_gpu_hour)
+
+    def read(stale: list[Slot]) -> dict[Slot, Series]:
+        fresh = repo.recent_costs(session, {pid: variant for pid, variant, _ in stale}, window)
+        return {slot: fresh.get(slot[0], ()) for slot in stale}
+
+    found = KEPT_COSTS.get_many(session, keys.items(), read)
+    return {slot[0]: series for slot, series in found.items() if series}

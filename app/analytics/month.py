@@ -8,7 +8,7 @@ One function serves the projection API, the pipeline page, the portfolio, the re
 Org-wide (:func:`months`), each process keeps every pipeline's inputs: the month's spend
 by variant (the rollups), the production variant's window of retraining costs and its
 newest start (``run_variant``), filed under what they depend on: the pipeline's
-signature (``app.db.rollup_reads.signatures``, moved by every write of one of its runs),
+change count (``app.db.rollup_reads.change_counts``, moved by every write of one of its runs),
 its production variant, its price, the month and the window of retrainings (every
 argument they are read with). A request reads the change counters (one query per read
 session, shared with ``org_weeks`` and ``costs``) and reads inputs again only for the
@@ -20,9 +20,10 @@ moved: a warm request forecasts nothing and reads nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -42,7 +43,7 @@ from app.analytics.reads import RunReads, RunRow
 from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.planning.backtest import RecordRun, month_start, newest_start_before, series_before
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
@@ -61,6 +62,15 @@ ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
 
 
+# Org-wide: each pipeline's inputs by (id, month, day, window) while its change count,
+# production variant and price are as read; its month to date by (id, window) while its
+# inputs, retrainings still to start, budget, thresholds, prior and clock are.
+KEPT_INPUTS: KeptMap[tuple[int, date, date, int], Inputs] = KeptMap("month_inputs")
+KEPT_FORECASTS: KeptMap[tuple[int, int], MonthToDate] = KeptMap("org_month_to_date")
+# One pipeline's month to date from what its page read, by id, while all of that is equal.
+KEPT_PAGE_MONTH: KeptMap[int, MonthToDate] = KeptMap("month_to_date")
+
+
 class Budgeted(costs.Costed, Protocol):
     @property
     def monthly_budget_usd(self) -> float | None: ...
@@ -73,7 +83,7 @@ def month_of(now: datetime) -> date:
 @dataclass(frozen=True)
 class Inputs:
     """What one pipeline's month to date is computed from, besides the clock and its
-    budget; ``key`` is (signature, production variant, price, month, day, window): every
+    budget; ``key`` is (change count, production variant, price, month, day, window): every
     argument the inputs are read with (the day: the experiments' last 14 days move with it)."""
 
     key: tuple[int, str, float, date, date, int]
@@ -103,55 +113,71 @@ def months(
     runs = remaining_counts(np.where(none, 0, newest), per_week, now)
     runs[none] = 0
     thresholds = status_thresholds_of(session)
-    made: dict[int, tuple[object, MonthToDate]] = kept(session, "org_month_to_date")
     prior = org_prior(session)
-    out = {}
+    made: dict[tuple[int, int], tuple[object, Callable[[], MonthToDate]]] = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
         clock = i.extras.clock(now)
-        key = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
-        found = made.get(p.id)
-        if found is None or found[0] != key:
-            found = made[p.id] = (key, _forecast(p, i, n, clock or now, thresholds, prior))
-        out[p.id] = found[1]
-    return out
+        version = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
+        made[(p.id, window)] = version, partial(_forecast, p, i, n, clock or now, thresholds, prior)
+
+    keys = ((slot, version) for slot, (version, _) in made.items())
+    found = KEPT_FORECASTS.get_many(session, keys, lambda new: {s: made[s][1]() for s in new})
+    return {pid: value for (pid, _), value in found.items()}
 
 
 def _inputs(
     session: Session, pipelines: Sequence[Budgeted], now: datetime, window: int
 ) -> list[Inputs]:
     """Each pipeline's kept inputs, read again for those whose key moved (in the order
-    of ``pipelines``). The signatures are read first, so inputs can only be newer than
-    the signature they are filed under: the next request then reads them again. The
+    of ``pipelines``). The change counts are read first, so inputs can only be newer than
+    the change count they are filed under: the next request then reads them again. The
     day is in the key: the experiments' last 14 days move with it."""
     month, day = month_of(now), day_of(now)
     ids = None if len(pipelines) > ID_LIST_LIMIT else [p.id for p in pipelines]
-    signatures = rollup_reads.signatures(session, ids)
-    kept_inputs: dict[int, Inputs] = kept(session, "month_inputs")
+    change_counts = rollup_reads.change_counts(session, ids)
 
     def key(p: Budgeted) -> tuple[int, str, float, date, date, int]:
-        return (signatures.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
+        return (change_counts.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
                 day, window)  # fmt: skip
 
-    stale = [p for p in pipelines if (i := kept_inputs.get(p.id)) is None or i.key != key(p)]
-    if stale:
-        read = None if len(stale) > ID_LIST_LIMIT else [p.id for p in stale]
-        spends = rollup_reads.month_spend_by_variant(session, month, read)
-        starts = rollup_reads.newest_starts(session, read)
-        windows = costs.windows(session, stale, window)
-        changes = declared_changes(session, read)
-        extras = extras_of(session, stale, read, now, window)
-        for p in stale:
-            started = starts.get(p.id, {}).get(p.production_variant)
-            window_costs = windows.get(p.id, ())
-            kept_inputs[p.id] = Inputs(
-                key(p),
-                spends.get(p.id, {}),
-                window_costs,
-                epoch_microseconds(started) if started and window_costs else NO_START,
-                tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
-                extras.get(p.id, NO_EXTRAS),
-            )
-    return [kept_inputs[p.id] for p in pipelines]
+    by_id = {p.id: p for p in pipelines}
+
+    def read(slots: list[tuple[int, date, date, int]]) -> dict[tuple[int, date, date, int], Inputs]:
+        stale = [by_id[pid] for pid, *_ in slots]
+        fresh = _read_inputs(session, stale, now, window)
+        return {(p.id, month, day, window): replace(fresh[p.id], key=key(p)) for p in stale}
+
+    found = KEPT_INPUTS.get_many(
+        session, (((p.id, month, day, window), key(p)[:3]) for p in pipelines), read
+    )
+    return [found[(p.id, month, day, window)] for p in pipelines]
+
+
+def _read_inputs(
+    session: Session, stale: Sequence[Budgeted], now: datetime, window: int
+) -> dict[int, Inputs]:
+    """The inputs of ``stale``, read in one statement of each kind (their ``key`` is set
+    by the caller)."""
+    month = month_of(now)
+    read = None if len(stale) > ID_LIST_LIMIT else [p.id for p in stale]
+    spends = rollup_reads.month_spend_by_variant(session, month, read)
+    starts = rollup_reads.newest_starts(session, read)
+    windows = costs.windows(session, stale, window)
+    changes = declared_changes(session, read)
+    extras = extras_of(session, stale, read, now, window)
+    out = {}
+    for p in stale:
+        started = starts.get(p.id, {}).get(p.production_variant)
+        window_costs = windows.get(p.id, ())
+        out[p.id] = Inputs(
+            (0, p.production_variant, p.price_per_gpu_hour, month, day_of(now), window),
+            spends.get(p.id, {}),
+            window_costs,
+            epoch_microseconds(started) if started and window_costs else NO_START,
+            tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
+            extras.get(p.id, NO_EXTRAS),
+        )
+    return out
 
 
 def declared_changes(
@@ -225,7 +251,6 @@ def month_to_date_of(
     (``RunReads.series``, the same as :func:`months` reads), its latest declared change
     and its newest start, through the same forecast (:func:`bill_of`); and the attempts
     running now and the recent experiments (small indexed reads, kept by the day)."""
-    cache: dict[int, tuple[object, MonthToDate]] = kept(session, "month_to_date")
     thresholds = status_thresholds_of(session)
     changes = ((float(days_of([declared])[0]), PRICE_CHANGE),) if declared else ()
     extras = page_extras(session, pipeline, now)
@@ -239,13 +264,10 @@ def month_to_date_of(
     key = (p.monthly_budget_usd, p.runs_per_week, p.production_variant, p.price_per_gpu_hour,
            month_of(now), runs, spend, series, changes, started, thresholds, prior, extras,
            clock)  # fmt: skip
-    found = cache.get(pipeline.id)
-    if found is None or found[0] != key:
-        found = cache[pipeline.id] = (key, _month_to_date(*args))
-    return found[1]
+    return KEPT_PAGE_MONTH.get(session, (pipeline.id, key), lambda: _one_month(*args))
 
 
-def _month_to_date(
+def _one_month(
     pipeline: Budgeted,
     spend: dict[str, float],
     series: Series,
@@ -304,4 +326,4 @@ def forecast_of_month(
     if not series or started is None:
         return None
     # At the month's first instant nothing runs yet and no experiment is paced: no extras.
-    return _month_to_date(pipeline, {}, series, (), started, at, thresholds, FIXED_PRIOR)
+    return _one_month(pipeline, {}, series, (), started, at, thresholds, FIXED_PRIOR)

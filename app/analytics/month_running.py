@@ -1,7 +1,7 @@
 """What this month holds besides finished spend and the retrainings still to start: the
 attempts running now and the experiments' pace (docs/methodology.md §5.4), read for
 ``app.analytics.month`` (org-wide, kept with the month's inputs; one pipeline, kept by
-its signature, production variant and day)."""
+its change count, production variant and day)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.analytics import repository
 from app.db import running_reads
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.planning.running import (
     EXPERIMENT_DAYS,
     Running,
@@ -27,6 +27,9 @@ from app.planning.running import (
     usual_hours,
 )
 from app.planning.scenario import RUN_WINDOW
+
+# One pipeline's extras by id while its change count, production variant and day are as read.
+KEPT_EXTRAS: KeptMap[int, Extras] = KeptMap("month_extras")
 
 
 class Produced(Protocol):
@@ -103,15 +106,14 @@ def extras_of(
 
 
 def page_extras(session: Session, p: Produced, now: datetime) -> Extras:
-    """:func:`extras_of` one pipeline, kept between requests under its signature (read
+    """:func:`extras_of` one pipeline, kept between requests under its change count (read
     with its variant statistics, already read by the page), production variant and day."""
-    cache: dict[int, tuple[object, Extras]] = kept(session, "month_extras")
     key = (repository.variants(session, p.id)[1], p.production_variant, day_of(now))
-    found = cache.get(p.id)
-    if found is None or found[0] != key:
-        extras = extras_of(session, [p], [p.id], now, RUN_WINDOW).get(p.id, NO_EXTRAS)
-        found = cache[p.id] = (key, extras)
-    return found[1]
+    return KEPT_EXTRAS.get(
+        session,
+        (p.id, key),
+        lambda: extras_of(session, [p], [p.id], now, RUN_WINDOW).get(p.id, NO_EXTRAS),
+    )
 
 
 def typical_cost(costs: Sequence[float]) -> float:

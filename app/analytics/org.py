@@ -2,7 +2,7 @@
 together: the visible pipelines, the teams, the kept twelve-week window and the kept
 monthly costs. Each is kept between requests while the pipelines' runs are unchanged;
 ``key`` names them all, so a whole answer made from them can be recalled
-(``app.db.memo.recalled``) while the key is equal."""
+(the kept maps ``portfolio`` and ``review``, app/db/kept.py) while the key is equal."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ class OrgInputs:
 
     @property
     def key(self) -> tuple[object, ...]:
-        """Everything above, cheap to compare: the window by its end and signatures."""
+        """Everything above, cheap to compare: the window by its end and change counts."""
         w = self.window
-        return (self.pipelines, self.teams, w.last, w.signatures, self.costs)
+        return (self.pipelines, self.teams, w.last, w.change_counts, self.costs)
 
 
 def org_inputs(

@@ -6,15 +6,15 @@ On 10 million runs the rollup rows of those weeks lie scattered over the table (
 20,000 rows on 15,000 pages): reading them costs 0.1-0.2 s per query, every request.
 
 So each process keeps, per pipeline and window, the window's sums, with the pipeline's
-*signature* when they were read: the sum of its variants' change counters
+*change count* when they were read: the sum of its variants' change counters
 (``run_variant.changes``), which every insert or delete of one of its runs increases in
-the same transaction (``app.db.rollup``). A request reads the signatures (one small
+the same transaction (``app.db.rollup``). A request reads the change counts (one small
 GROUP BY of ``run_variant``) and reads rollup rows again only for the pipelines whose
-signature moved, so what it shows is exactly what a full read would give. Recorded USD
+change count moved, so what it shows is exactly what a full read would give. Recorded USD
 is at the price frozen on each run, so a price change does not touch these sums.
 
-The signatures are read before the rows, so rows can only be newer than the signature
-they are filed under; the next request then sees a higher signature and reads again.
+The change counts are read before the rows, so rows can only be newer than the change count
+they are filed under; the next request then sees a higher change count and reads again.
 
 Goodput is the production variant's (the baseline, not its experiments and probes):
 each entry keeps the production variant's sums beside every variant's (spend, badput)
@@ -32,29 +32,32 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.db import rollup_reads
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.db.run_terms import as_date
 from app.planning.rollup import SUMS
 from app.planning.weekly import WeekSummary, WeekTotals, summarise, with_goodput_of
 
 WINDOW_WEEKS = 12  # the review's trend; the portfolio's and review's weeks are its last two
 COLUMNS = ("runs", *SUMS)
-KEPT_WINDOWS = 4  # windows kept per process (this week's, last week's, a few browsed)
 ID_LIST_LIMIT = 1_000  # more pipelines to read again than this: read the whole window
 
 
 @dataclass(frozen=True)
 class PipelineWeeks:
-    signature: int
+    change_count: int
     sums: np.ndarray  # (WINDOW_WEEKS, len(COLUMNS)): each week, summed over variants
     month_usd: dict[date, float]  # recorded USD per calendar month, in the window
     production: np.ndarray  # the same sums of the production variant's runs: goodput
     production_variant: str | None = None  # the variant ``production`` was read under
-    # Week summaries made from ``sums`` when first asked for (the entry is replaced, not
-    # changed, when the pipeline's runs change).
+    # Week summaries made from ``sums`` when first asked for: a memo of a pure function of
+    # the frozen sums (two threads write equal values), the one mutable part of a kept
+    # entry, which is replaced, not changed, when the pipeline's runs change.
     summaries: dict[date, WeekSummary] = field(default_factory=dict, compare=False)
 
 
+# Each pipeline's window by (its first Monday, pipeline id) while its change count and
+# production variant are as read.
+KEPT_WEEKS: KeptMap[tuple[date, int], PipelineWeeks] = KeptMap("org_weeks")
 EMPTY = PipelineWeeks(
     0, np.zeros((WINDOW_WEEKS, len(COLUMNS))), {}, np.zeros((WINDOW_WEEKS, len(COLUMNS)))
 )
@@ -71,9 +74,9 @@ class OrgWindow:
 
     last: date
     pipelines: dict[int, PipelineWeeks]
-    # Each pipeline's signature its weeks were read under (absent: no runs ever): with
-    # ``last``, the key of anything computed from the window (``memo.recalled``).
-    signatures: dict[int, int] = field(default_factory=dict)
+    # Each pipeline's change count its weeks were read under (absent: no runs ever): with
+    # ``last``, the key of anything computed from the window (a whole answer kept).
+    change_counts: dict[int, int] = field(default_factory=dict)
 
     @property
     def first(self) -> date:
@@ -98,10 +101,10 @@ class OrgWindow:
                 entry.summaries[monday] = found
         return found
 
-    def signature(self, pipeline_id: int) -> int:
-        """The pipeline's signature its weeks were read under (0: it has no runs); also
+    def change_count(self, pipeline_id: int) -> int:
+        """The pipeline's change count its weeks were read under (0: it has no runs); also
         the key of anything else computed from its runs."""
-        return self.pipelines.get(pipeline_id, EMPTY).signature
+        return self.pipelines.get(pipeline_id, EMPTY).change_count
 
     def overall(self, pipeline_id: int, monday: date) -> float | None:
         """Overall goodput of the pipeline's week (None: no runs that week)."""
@@ -135,26 +138,28 @@ def org_window(
     that never had runs has empty weeks. ``production``: each pipeline's production
     variant, when the caller has read them (else they are read here)."""
     first = last - timedelta(weeks=WINDOW_WEEKS - 1)
-    kept = _window(session, first)
     ids_or_all = None if len(pipeline_ids) > ID_LIST_LIMIT else list(pipeline_ids)
-    current = rollup_reads.signatures(session, ids_or_all)
+    current = rollup_reads.change_counts(session, ids_or_all)
     if production is None:
         production = rollup_reads.production_variants(session, ids_or_all)
     wanted = [pid for pid in pipeline_ids if pid in current]
-    stale = [
-        pid
-        for pid in wanted
-        if (kept.get(pid, EMPTY).signature, kept.get(pid, EMPTY).production_variant)
-        != (current[pid], production.get(pid))
-    ]
-    if stale:
-        ids = None if len(stale) > ID_LIST_LIMIT else stale
-        rows = rollup_reads.window_rows(session, first, last + timedelta(weeks=1), ids)
-        fresh = _build(rows, first)
-        for pid in stale if ids is not None else current:
-            sums, months, prod = fresh.get(pid, (EMPTY.sums, {}, EMPTY.production))
-            kept[pid] = PipelineWeeks(current[pid], sums, months, prod, production.get(pid))
-    return OrgWindow(last, {pid: kept[pid] for pid in wanted}, {p: current[p] for p in wanted})
+    keys = [((first, pid), (current[pid], production.get(pid))) for pid in wanted]
+
+    def read(stale: list[tuple[date, int]]) -> dict[tuple[date, int], PipelineWeeks]:
+        ids = None if len(stale) > ID_LIST_LIMIT else [pid for _, pid in stale]
+        fresh = _build(
+            rollup_reads.window_rows(session, first, last + timedelta(weeks=1), ids), first
+        )
+        out = {}
+        for slot in stale:
+            sums, months, prod = fresh.get(slot[1], (EMPTY.sums, {}, EMPTY.production))
+            out[slot] = PipelineWeeks(current[slot[1]], sums, months, prod, production.get(slot[1]))
+        return out
+
+    found = KEPT_WEEKS.get_many(session, keys, read)
+    return OrgWindow(
+        last, {pid: w for (_, pid), w in found.items()}, {p: current[p] for p in wanted}
+    )
 
 
 def _build(
@@ -181,14 +186,3 @@ def _build(
         month = as_date(r["month_start"])
         spent[month] = spent.get(month, 0.0) + float(v)
     return {int(pid): (sums[i], months[int(pid)], prod[i]) for i, pid in enumerate(order)}
-
-
-def _window(session: Session, first: date) -> dict[int, PipelineWeeks]:
-    """This database's kept window starting ``first``, dropping the oldest window
-    beyond KEPT_WINDOWS."""
-    windows: dict[date, dict[int, PipelineWeeks]] = kept(session, "org_windows")
-    if first not in windows:
-        while len(windows) >= KEPT_WINDOWS:
-            windows.pop(next(iter(windows)), None)
-        windows[first] = {}
-    return windows[first]

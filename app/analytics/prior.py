@@ -11,7 +11,7 @@ the counters the portfolio reads too). A request whose key is unchanged reads tw
 statements and no window; after a new run, one window is read again and one window's
 part recomputed (each is kept by its series), and the 5,000 parts are combined (~5 ms).
 A write session (the alerts after an ingest) looks up what read sessions kept and
-stores nothing (``app.db.memo.kept_view``).
+stores nothing (``app.db.kept``).
 """
 
 from __future__ import annotations
@@ -23,15 +23,17 @@ from sqlalchemy.orm import Session
 from app.analytics import costs
 from app.db import rollup_reads
 from app.db.cost_reads import Series
-from app.db.memo import kept, kept_view
+from app.db.kept import KeptMap
 from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of
 from app.planning.org_prior import WindowStats, combine, rounded, window_stats
 from app.planning.scenario import RUN_WINDOW
 
 __all__ = ["columns", "org_prior", "prior_of"]
 
-PRIOR = "org_prior"  # the kept prior, under its key
-PARTS = "org_prior_parts"  # each window's part, under its series
+# The prior, in one slot, while every pipeline's id, production variant, price and
+# change counter are as read; each window's part under its series (pure of it).
+KEPT_PRIOR: KeptMap[str, OrgPrior] = KeptMap("org_prior")
+KEPT_PARTS: KeptMap[Series, WindowStats] = KeptMap("org_prior_parts")
 
 
 def org_prior(session: Session) -> OrgPrior:
@@ -40,13 +42,11 @@ def org_prior(session: Session) -> OrgPrior:
     listed = rollup_reads.costings(session)
     counters = rollup_reads.change_counters(session).by_variant
     key = (tuple(listed), tuple(counters.get((p.id, p.production_variant)) for p in listed))
-    found = kept_view(session, PRIOR).get("org")
-    if found is not None and found[0] == key:
-        prior: OrgPrior = found[1]
-        return prior
-    prior = prior_of(session, list(costs.windows(session, listed, RUN_WINDOW).values()))
-    kept(session, PRIOR)["org"] = (key, prior)
-    return prior
+
+    def make() -> OrgPrior:
+        return prior_of(session, list(costs.windows(session, listed, RUN_WINDOW).values()))
+
+    return KEPT_PRIOR.get(session, ("org", key), make)
 
 
 def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
@@ -57,13 +57,13 @@ def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:
     usable = [s for s in series if s]
     if len(usable) < 2:
         return FIXED_PRIOR
-    seen = kept_view(session, PARTS)
+    parts = KEPT_PARTS.get_many(
+        session,
+        ((s, None) for s in usable),
+        lambda new: {s: window_stats(*columns(s)) for s in new},
+    )
     # One part per pipeline, two pipelines with the same series counting twice.
-    stats = [seen.get(s) or window_stats(*columns(s)) for s in usable]
-    parts: dict[Series, WindowStats] = kept(session, PARTS)
-    parts.clear()
-    parts.update(zip(usable, stats, strict=True))
-    return rounded(combine(stats))
+    return rounded(combine([parts[s] for s in usable]))
 
 
 def columns(series: Series) -> tuple[list[float], list[float], list[float]]:

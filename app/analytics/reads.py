@@ -25,7 +25,7 @@ from app.planning.cost_series import FIXED_PRIOR, OrgPrior
 from app.planning.scaling import ScalingPoint
 from app.planning.scenario import RUN_WINDOW
 
-__all__ = ["FailureExposure", "RunReads", "RunRow", "default_variants", "read_runs", "signature"]
+__all__ = ["FailureExposure", "RunReads", "RunRow", "change_count", "default_variants", "read_runs"]
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,8 @@ class RunReads:
         )
 
 
-def signature(session: Session, pipeline: Pipeline) -> int:
-    """The pipeline's signature (the sum of its variants' change counters), read with the
+def change_count(session: Session, pipeline: Pipeline) -> int:
+    """The pipeline's change count (the sum of its variants' change counters), read with the
     variant statistics :func:`read_runs` starts from (one statement, kept for the
     session): what is kept from its runs is filed under it, read before them."""
     return repo.variants(session, pipeline.id)[1]

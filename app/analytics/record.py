@@ -16,9 +16,10 @@ when first asked for: the stored forecast where there is one, else a backtest
 (``month.forecast_of_month``, fed the attempts that had started before the month, with
 the pipeline's budget and cadence as they are now), against the month's spend. One read
 of the stored rows and one of the attempts; the backtests are computed from them in
-memory. The result is kept between requests (``memo.kept``, the :data:`KEPT_RECORDS`
-most recently used) under the pipeline's signature, its settings, the month and the
-status thresholds: closed months' stored rows no longer change, since the sweeper writes
+memory. The result is kept between requests (the kept map ``forecast_record``, its 64
+most recently used: each holds its pipeline's attempts, ~5,000 for a daily pipeline with
+retries over five years, ~1 MB) under the pipeline's change count, its settings, the month
+and the status thresholds: closed months' stored rows no longer change, since the sweeper writes
 only the current month and stops :data:`CLOSING` before it ends (a forecast made in a
 month's last minutes is no forecast, and its short write then commits before the month
 closes).
@@ -35,11 +36,11 @@ from typing import NamedTuple
 from sqlalchemy.orm import Session
 
 from app.analytics import month
-from app.analytics.reads import signature
+from app.analytics.reads import change_count
 from app.analytics.schemas import ForecastRecordOut, RecordMonthOut, RecordSummaryOut
 from app.db import forecasts, rollup_reads
 from app.db.engine import Database, status_thresholds_of
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import briefs, get_by_name
@@ -59,9 +60,6 @@ from app.planning.schedule import month_bounds
 
 MAX_MONTHS = 36  # the most closed months an answer holds (and what is kept)
 SWEEP_BATCH = 200  # pipelines recorded per sweeper wake: bounded work, ~0.1 s
-# Records kept per process, the most recently used: each holds its pipeline's attempts
-# (~5,000 for a daily pipeline with retries over five years, ~1 MB).
-KEPT_RECORDS = 64
 RUNS_BEFORE = 24  # months of attempts read before the oldest month a record shows
 CLOSING = timedelta(minutes=10)  # no forecast is stored this close to its month's end
 BACKTEST_NOTE = (
@@ -114,6 +112,10 @@ class PipelineRecord:
         if forecast is None:
             forecast = backtests(self.settings, self.runs, [first], self.thresholds).get(first)
         return None if forecast is None else score(forecast, self.spend.get(first, 0.0))
+
+
+# A pipeline's record by (id, month) while its change count, settings and the thresholds are.
+KEPT_RECORD: KeptMap[tuple[int, date], PipelineRecord] = KeptMap("forecast_record")
 
 
 def closed_months(current: date, count: int) -> list[date]:
@@ -170,15 +172,8 @@ def pipeline_record(
         pipeline.monthly_budget_usd,
     )
     thresholds = status_thresholds_of(session)
-    key = (signature(session, pipeline), settings, current, thresholds)
-    cache: dict[int, tuple[object, PipelineRecord]] = kept(session, "forecast_record")
-    found = cache.pop(pipeline.id, None)
-    if found is None or found[0] != key:
-        found = (key, _read(session, settings, thresholds, current))
-    cache[pipeline.id] = found  # the most recently used last
-    while len(cache) > KEPT_RECORDS:
-        del cache[next(iter(cache))]
-    return found[1]
+    key = ((pipeline.id, current), (change_count(session, pipeline), settings, thresholds))
+    return KEPT_RECORD.get(session, key, lambda: _read(session, settings, thresholds, current))
 
 
 def _read(
@@ -218,14 +213,16 @@ ORG_MONTHS = 12  # the portfolio's sentence: the last year
 
 
 @dataclass(frozen=True)
-class _Kept:
-    """One pipeline's stored forecasts of the org's months, and their score while its
-    signature is ``signature``."""
+class _Stored:
+    """Every pipeline's stored forecasts of the org's closed months: (name, rows) by id."""
 
-    name: str
-    signature: int
-    stored: dict[date, MonthForecast]
-    summary: RecordSummary
+    rows: dict[int, tuple[str, dict[date, MonthForecast]]]
+
+
+# The closed months' stored rows by the current month (they no longer change), and each
+# pipeline's score by (current month, id) while its change count is as read.
+KEPT_STORED: KeptMap[date, _Stored] = KeptMap("org_forecast_stored")
+KEPT_SCORES: KeptMap[tuple[date, int], RecordSummary] = KeptMap("org_forecast_scores")
 
 
 def org_record(
@@ -238,43 +235,31 @@ def org_record(
     not in it, and the portfolio says so.
 
     Kept between requests: the closed months' stored rows (they no longer change: the
-    module says why), and each pipeline's score under its signature (read once per read
-    session, shared with the portfolio); a warm request reads nothing, and after a
-    write only the spends of the pipelines whose signature moved are read again.
+    module says why), and each pipeline's score under its change count (read once per
+    request, shared with the portfolio); a warm request reads nothing, and after a
+    write only the spends of the pipelines whose change count moved are read again.
     """
     now = now or datetime.now(UTC)
     current = month.month_of(now)
-    signatures = rollup_reads.signatures(session)
-    state: dict[str, tuple[date, dict[int, _Kept]]] = kept(session, "org_forecast_record")
-    found = state.get("month")
-    if found is None or found[0] != current:  # one assignment: a reader sees old or new
-        found = state["month"] = (current, _org_stored(session, current, signatures))
-    pipelines = found[1]
-    moved = [pid for pid, k in pipelines.items() if k.signature != signatures.get(pid, 0)]
-    if moved:
-        since = closed_months(current, ORG_MONTHS)[-1]
-        spends = forecasts.month_spends(session, moved, since, current)
-        for pid in moved:
-            k = pipelines[pid]
-            summary = _scored(k.stored, spends.get(pid, {}))
-            pipelines[pid] = _Kept(k.name, signatures.get(pid, 0), k.stored, summary)
+    since = closed_months(current, ORG_MONTHS)[-1]
+    change_counts = rollup_reads.change_counts(session)
+    stored = KEPT_STORED.get(session, (current, None), lambda: _org_stored(session, current))
+
+    def scored(slots: list[tuple[date, int]]) -> dict[tuple[date, int], RecordSummary]:
+        spends = forecasts.month_spends(session, [pid for _, pid in slots], since, current)
+        return {(m, pid): _scored(stored.rows[pid][1], spends.get(pid, {})) for m, pid in slots}
+
+    keys = (((current, pid), change_counts.get(pid, 0)) for pid in stored.rows)
+    scores = KEPT_SCORES.get_many(session, keys, scored)
     wanted = set(names)
-    return pooled(k.summary for k in pipelines.values() if k.name in wanted)
+    return pooled(s for (_, pid), s in scores.items() if stored.rows[pid][0] in wanted)
 
 
-def _org_stored(session: Session, current: date, signatures: dict[int, int]) -> dict[int, _Kept]:
+def _org_stored(session: Session, current: date) -> _Stored:
     since = closed_months(current, ORG_MONTHS)[-1]
     stored = forecasts.stored(session, None, since, current)
-    if not stored:
-        return {}
-    ids = list(stored)
-    spends = forecasts.month_spends(session, ids, since, current)
-    named = forecasts.names(session, ids)
-    return {
-        pid: _Kept(named[pid], signatures.get(pid, 0), rows, _scored(rows, spends.get(pid, {})))
-        for pid, rows in stored.items()
-        if pid in named
-    }
+    named = forecasts.names(session, list(stored)) if stored else {}
+    return _Stored({pid: (named[pid], rows) for pid, rows in stored.items() if pid in named})
 
 
 def _scored(stored: dict[date, MonthForecast], spend: dict[date, float]) -> RecordSummary:

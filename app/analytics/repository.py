@@ -189,12 +189,12 @@ class VariantStats:
 @per_session
 def variants(session: Session, pipeline_id: int) -> tuple[list[VariantStats], int, datetime | None]:
     """Every variant of the pipeline, most-run first (one GROUP BY over its runs), and in
-    the same statement its signature (``rollup_reads.signatures``; 0: no runs) and its
+    the same statement its change count (``rollup_reads.change_counts``; 0: no runs) and its
     latest declared change (``cost_reads.latest_change``; None: none)."""
-    signature = select(func.coalesce(func.sum(RunVariant.changes), 0))
+    change_count = select(func.coalesce(func.sum(RunVariant.changes), 0))
     rows = session.execute(
         select(
-            signature.where(RunVariant.pipeline_id == pipeline_id).scalar_subquery(),
+            change_count.where(RunVariant.pipeline_id == pipeline_id).scalar_subquery(),
             latest_change(pipeline_id),
             Run.variant,
             func.count(),

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TypeVar
 
 from cadence_client.spreadsheet import cell_from_text
@@ -25,7 +26,7 @@ from app.billing.schemas import (
     ReconciliationOut,
 )
 from app.db.engine import WriteSession
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.exceptions import Invalid
 from app.pipelines import service as pipelines
 from app.planning.reconcile import (
@@ -49,7 +50,9 @@ UNATTRIBUTED = "(unattributed)"
 Out = TypeVar("Out", bound=FiguresOut)
 Reconciled = tuple[Reconciliation, dict[str, float]]
 EMPTY: Reconciled = (Reconciliation(), {})
-KEPT_MONTHS = 1000  # reconciliations from the lines kept per process (memo.kept)
+# Reconciliations from the lines by (month, pipeline asked for) while the runs' and the
+# bill's stamp is as read.
+KEPT_BILLS: KeptMap[tuple[str, str | None], Reconciled] = KeptMap("bill_months")
 
 
 @dataclass(frozen=True)
@@ -146,13 +149,9 @@ def month_reconciliation(
     found, key = repository.kept_totals(session, month_bounds(month)[0].date(), only)
     if found is not None:
         return found
-    made: dict[tuple[str, str | None], tuple[object, Reconciled]] = kept(session, "bill_months")
-    entry = made.get((month, only))
-    if entry is None or entry[0] != key:
-        if len(made) >= KEPT_MONTHS:
-            made.clear()  # a bound: pipelines x months browsed since the runs moved
-        entry = made[(month, only)] = (key, live_reconciliation(session, month, only))
-    return entry[1]
+    return KEPT_BILLS.get(
+        session, ((month, only), key), partial(live_reconciliation, session, month, only)
+    )
 
 
 def live_reconciliation(

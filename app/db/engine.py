@@ -14,13 +14,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db.memo import CACHES, KEEPS, READ_ONLY
+from app.db.kept import KEEPS, STORE, KeptStore
 from app.planning.budget_status import StatusThresholds
 from app.settings import Settings
 
 WRITE = {"cadence_write": True}
 # The info a read unit of work adds: only its sessions keep values between requests
-# (``memo.kept``), even in tests where reads and writes share one sessionmaker.
+# (``app.db.kept.KeptMap``), even in tests where reads and writes share one sessionmaker.
 READER = {KEEPS: True}
 THRESHOLDS = "cadence_status_thresholds"  # the session.info key of Database.status_thresholds
 
@@ -161,18 +161,17 @@ class Database:
     ) -> None:
         self.engine = engine
         self.read_engine = read_engine
-        # Small per-process caches that belong with this database (e.g. the alert rule
-        # index): values are (expires_monotonic, data).
-        self.caches: dict[str, Any] = {}
+        # What this process keeps between requests for this database (app/db/kept.py).
+        self.kept = KeptStore()
         # Tests: every session shares one connection, which no second thread may use.
         self.single_connection = bind is not None
         self._bind = bind
         # The budget words' thresholds (CADENCE_STATUS_*): every status is computed in
         # app/analytics/month.py, which reads them from its session (status_thresholds_of).
         self.status_thresholds = status_thresholds or StatusThresholds()
-        # Sessions carry the caches and thresholds in their info (a read service has a
-        # session, not the Database): ``app.db.memo.kept``.
-        info = {CACHES: self.caches, THRESHOLDS: self.status_thresholds}
+        # Sessions carry the kept maps and thresholds in their info (a read service has a
+        # session, not the Database): ``app.db.kept.KeptMap``.
+        info = {STORE: self.kept, THRESHOLDS: self.status_thresholds}
         extra: dict[str, Any] = {"expire_on_commit": False, "info": info}
         if bind is not None:
             self.read_sessions = sessionmaker(
@@ -182,9 +181,8 @@ class Database:
             return
         # Read-only units of work (dashboards, analytics) may go to a replica; what they
         # read cannot change under them by their own hand (``memo.per_read_session``).
-        reads = {**extra, "info": {**info, READ_ONLY: True}}
-        self.read_sessions = sessionmaker(read_engine or engine, **reads)
-        self.primary_reads = sessionmaker(engine, **reads)
+        self.read_sessions = sessionmaker(read_engine or engine, **extra)
+        self.primary_reads = sessionmaker(engine, **extra)
         self.write_sessions = sessionmaker(engine.execution_options(**WRITE), **extra)
 
     @property

@@ -300,8 +300,8 @@ class AlertRule(CreatedAt, Base):
     since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_value: Mapped[float | None] = mapped_column(Double, nullable=True)
     last_evaluated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    # The pipeline's run signature (the sum of its run_variant change counters) that the
-    # last evaluation saw. Every acknowledged run write moves the signature in its own
+    # The pipeline's run change count (the sum of its run_variant change counters) that the
+    # last evaluation saw. Every acknowledged run write moves the change count in its own
     # transaction, so a rule whose value differs has runs it has not judged: the sweeper
     # (app/alerts/sweeper.py) evaluates it, after a crash or a failed evaluation too.
     evaluated_changes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

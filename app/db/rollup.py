@@ -256,8 +256,8 @@ def rebuild(session: WriteSession | Connection) -> int:
 
 def rebuild_variants(session: WriteSession | Connection) -> None:
     """Replace ``run_variant`` with counts from the runs. Every counter starts above the
-    highest pipeline signature before (:func:`signatures`), so neither a counter nor a
-    signature a running process has cached is seen again."""
+    highest pipeline change count before (:func:`change_counts`), so neither a counter nor a
+    change count a running process has cached is seen again."""
     per_pipeline = (
         select(func.sum(VARIANTS.c.changes).label("s")).group_by(VARIANTS.c.pipeline_id).subquery()
     )

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
 
+from app.db.kept import KEEPS
 from app.db.memo import per_read_session
 from app.db.models import Pipeline, Run
 from app.db.rollup import ROLLUP, VARIANTS, _recompute_select
@@ -110,16 +111,21 @@ class ChangeCounters:
     increases its variant's counter in the same transaction (``app.db.rollup``)."""
 
     by_variant: dict[tuple[int, str], int]  # (pipeline id, variant): its counter
-    by_pipeline: dict[int, int]  # the pipeline's signature: the sum of its variants'
+    by_pipeline: dict[int, int]  # the pipeline's change count: the sum of its variants'
 
 
 def change_counters(session: Session, pipeline_ids: Sequence[int] | None = None) -> ChangeCounters:
-    """The change counters of these pipelines' variants (every one: None). Every
-    pipeline's are read once per read session: the portfolio's weeks, costs and month
-    to date all key on them. Callers must not change the dicts."""
-    if pipeline_ids is None:
-        return _every_change_counter(session)
-    return _change_counters(session, list(pipeline_ids))
+    """The change counters of these pipelines' variants (every one: None), and perhaps of
+    others. In a read unit of work (``Database.read``, ``read_latest``) every counter is
+    read once, by the first read of more than one pipeline, and every later read of the
+    request is answered from it: one snapshot for the whole page, whatever the
+    organisation's size (the portfolio's weeks, costs, month to date and record all key
+    on them). One pipeline alone (an alert's evaluation) reads its own. A write session
+    reads again each time, since it may have moved them. Callers must not change the
+    dicts."""
+    if pipeline_ids is not None and (len(pipeline_ids) < 2 or not session.info.get(KEEPS)):
+        return _change_counters(session, list(pipeline_ids))
+    return _every_change_counter(session)
 
 
 def production_variants(session: Session, pipeline_ids: Sequence[int] | None) -> dict[int, str]:
@@ -148,9 +154,9 @@ def costings(session: Session) -> list[Costing]:
     return [Costing._make(row) for row in session.execute(stmt.order_by(p.id))]
 
 
-def signatures(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
-    """Per pipeline id with runs ever stored (of these; every one: None), the sum of its
-    variants' change counters: it grows with every write of one of its runs, and only
+def change_counts(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
+    """Per pipeline id with runs ever stored (of these, perhaps more; every one: None), the
+    sum of its variants' change counters: it grows with every write of one of its runs, and only
     then. Callers must not change the dict."""
     return change_counters(session, pipeline_ids).by_pipeline
 

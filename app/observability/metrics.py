@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.observability.business import BusinessCollector
 from app.observability.context import REQUEST_ID_HEADER, choose_request_id, request_id_var
+from app.observability.kept import KeptCollector
 
 access_log = logging.getLogger("cadence.access")
 
@@ -95,6 +96,7 @@ class Telemetry:
         for outcome in ("created", "existing"):
             self.runs_ingested.labels(outcome)
         self.registry.register(BusinessCollector(app))
+        self.registry.register(KeptCollector(app))
         # The labelled series of each (method, route, status): prometheus_client's
         # ``labels()`` validates and locks on every call. Bounded: route templates.
         self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}

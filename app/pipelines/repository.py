@@ -105,6 +105,15 @@ BRIEF_COLUMNS = tuple(
         "price_per_gpu_hour",
         "production_variant",
         "runs_per_week",
+        # The gate's settings and the descriptions: what an overview card shows and is
+        # kept under, so the portfolio's one listing serves its cards too.
+        "quality_metric",
+        "higher_is_better",
+        "gate_cost_basis",
+        "gate_power",
+        "quality_value_usd_per_unit_month",
+        "variant_descriptions",
+        "quality_margin",
     )
 )
 

@@ -143,6 +143,13 @@ class Brief(NamedTuple):
     price_per_gpu_hour: float
     production_variant: str
     runs_per_week: float
+    quality_metric: str
+    higher_is_better: bool
+    gate_cost_basis: str
+    gate_power: float
+    quality_value_usd_per_unit_month: float | None
+    variant_descriptions: dict[str, str] | None
+    quality_margin: float
 
 
 BRIEF_FIELDS = Brief._fields

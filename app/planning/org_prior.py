@@ -1,6 +1,6 @@
 """The organisation's prior: what a small window borrows (docs/methodology.md 5.8).
 
-Computed from every pipeline's window (``app.analytics.month.prior_of``): the spread of
+Computed from every pipeline's window (``app.analytics.prior.prior_of``): the spread of
 log cost around each pipeline's level, the tail of extra attempts, and the pipelines'
 trend, each since the pipeline's own latest change.
 """
@@ -55,7 +55,7 @@ FIXED_PRIOR = OrgPrior()
 @dataclass(frozen=True)
 class WindowStats:
     """What one pipeline's window gives the prior (computed once per window and kept:
-    ``app.analytics.month.prior_of``): the sum of squares of log base cost around its
+    ``app.analytics.prior.prior_of``): the sum of squares of log base cost around its
     level and its degrees of freedom, its retrainings with extras and all of them, their
     extra over its mean base, and its slope with the slope's variance (None: no slope)."""
 

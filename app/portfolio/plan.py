@@ -7,7 +7,7 @@ retraining costs the portfolio keeps, ``analytics.costs.windows``, forecast over
 typical month at k runs a week), with draws seeded by the pipeline's id so pipelines are
 independent and one pipeline's cadences share their random numbers; the staleness cost
 is section 8's ``V x mean loss over 1/k weeks`` from the decay fitted to its
-evaluations. Each pipeline's options are kept between requests (``memo.kept``) under
+evaluations. Each pipeline's options are kept between requests (``app.db.kept``) under
 what they depend on: its window (moved by every write of its production variant's
 runs), cadence and the stamp of its evaluations and quality value; the whole plan is
 recalled while every key, the budget and the risk are equal.
@@ -16,6 +16,7 @@ recalled while every key, the budget and the risk are equal.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from app.analytics.prior import org_prior
 from app.auth.service import TokenInfo
 from app.db import rollup_reads
 from app.db.engine import WriteSession
-from app.db.memo import kept, recalled, remember
+from app.db.kept import KeptMap
 from app.db.models import OrgSetting
 from app.evaluations import service as evaluations
 from app.exceptions import Forbidden, Invalid
@@ -40,6 +41,11 @@ from app.planning.projection import CALENDAR
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import typical_month_runs
 from app.portfolio import repository
+
+# Each pipeline's options by id while its settings, costs window and curve are as read;
+# the whole plan by (token's pipelines, team, budget, risk) while every option's key is.
+KEPT_OPTIONS: KeptMap[int, Options] = KeptMap("org_plan_options")
+KEPT_PLAN: KeptMap[tuple[object, ...], tuple[OrgPlan, tuple[str, ...]]] = KeptMap("org_plan")
 
 PLAN_DRAWS = 1000  # per pipeline and cadence: P(over) near 10% to about +-1 point
 THIN_POINTS = 8  # a value curve from fewer evaluations is called thin
@@ -116,10 +122,9 @@ def options_of(
     windows = costs.windows(session, briefs, RUN_WINDOW)
     stamps = evaluations.curve_stamps(session, ids)
     # Every run write of any variant moves it: the gate's candidate runs included.
-    signatures = rollup_reads.signatures(session, ids) if stamps else {}
+    change_counts = rollup_reads.change_counts(session, ids) if stamps else {}
     # The gate's forecast borrows from the organisation: any pipeline's run may move it.
     prior = org_prior(session) if stamps else None
-    cache: dict[int, tuple[Any, Options]] = kept(session, "org_plan_options")
     out, missing, keys = [], [], []
     for p in briefs:
         # The plan prices its cadences from the window's costs (costs.windows now gives
@@ -129,11 +134,10 @@ def options_of(
             missing.append(p.name)
             continue
         stamp = stamps.get(p.id)
-        key = (p, window, stamp, (signatures.get(p.id), prior) if stamp else None)
-        found = cache.get(p.id)
-        if found is None or found[0] != key:
-            found = cache[p.id] = (key, _options(session, p, window, stamp))
-        out.append(found[1])
+        key = (p, window, stamp, (change_counts.get(p.id), prior) if stamp else None)
+        out.append(
+            KEPT_OPTIONS.get(session, (p.id, key), partial(_options, session, p, window, stamp))
+        )
         keys.append(key)
     return out, missing, tuple(keys)
 
@@ -185,8 +189,8 @@ def org_plan(
     chosen, tolerance = _budget(session, budget, risk)
     briefs = pipelines.briefs(session, only=only, owner=team)
     options, missing, key = options_of(session, briefs)
-    whole = (key, chosen, tolerance)
-    found: tuple[OrgPlan, list[str]] | None = recalled(session, "org_plan", whole)
-    if found is None:
-        found = remember(session, "org_plan", whole, (plan(options, chosen, tolerance), missing))
-    return found
+    slot = (tuple(only) if only is not None else None, team, chosen, tolerance)
+    found = KEPT_PLAN.get(
+        session, (slot, key), lambda: (plan(options, chosen, tolerance), tuple(missing))
+    )
+    return found[0], list(found[1])

@@ -11,18 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import partial
 
 from sqlalchemy.orm import Session
 
 from app.analytics import month
 from app.analytics.org import OrgInputs, org_inputs
-from app.db.memo import recalled, remember
+from app.db.kept import KeptMap
 from app.exceptions import Invalid
-from app.pipelines.service import decode_name_cursor, encode_name_cursor
+from app.pipelines.service import Brief, decode_name_cursor, encode_name_cursor
 from app.planning.month_to_date import MonthToDate
 from app.planning.portfolio import PortfolioRow, PortfolioTotals, portfolio_totals, sort_rows
 from app.planning.weekly import iso_week, last_complete_week, monday_of
 from app.portfolio.schemas import PortfolioOut, PortfolioRowOut, PortfolioTotalsOut
+
+# The whole portfolio by (day, token's pipelines, team) while its inputs are as read.
+KEPT_PORTFOLIO: KeptMap[tuple[object, ...], Portfolio] = KeptMap("portfolio")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Portfolio:
     rows: list[PortfolioRow]
     teams: list[str]
     totals: PortfolioTotals
+    pipelines: tuple[Brief, ...]  # in name order, as the rows
     orders: dict[str, list[PortfolioRow]] = field(default_factory=dict, compare=False)
 
     def ordered(self, sort: str) -> list[PortfolioRow]:
@@ -47,17 +52,16 @@ def load_portfolio(
 ) -> Portfolio:
     """The portfolio of every visible pipeline (``only``: a token's limit; of ``team``
     when given). Its inputs are kept between requests (the weeks, costs and month to
-    date), and so is the whole while they are the same (``memo.recalled``): a warm
+    date), and so is the whole while they are the same (the kept map ``portfolio``): a warm
     request reads the pipelines and their change counters and builds no row."""
     # Goodput change: the last complete week against the one before (the review's weeks);
     # month to date: every run this month up to now (the window ends with this week).
     given = org_inputs(session, only, team, monday_of(today))
     months = month.months(session, given.pipelines)
-    key = (today, given.key, months)
-    found: Portfolio | None = recalled(session, "portfolio", key)
-    if found is None:
-        found = remember(session, "portfolio", key, _portfolio(given, months, today))
-    return found
+    slot = (today, tuple(only) if only is not None else None, team)
+    return KEPT_PORTFOLIO.get(
+        session, (slot, (given.key, months)), partial(_portfolio, given, months, today)
+    )
 
 
 def _portfolio(given: OrgInputs, months: dict[int, MonthToDate], today: date) -> Portfolio:
@@ -79,7 +83,7 @@ def _portfolio(given: OrgInputs, months: dict[int, MonthToDate], today: date) ->
                 month_to_date=mtd,
             )
         )
-    return Portfolio(rows, given.teams, portfolio_totals(rows))
+    return Portfolio(rows, given.teams, portfolio_totals(rows), tuple(given.pipelines))
 
 
 def page(

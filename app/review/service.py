@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -17,13 +18,16 @@ from app.analytics import advice
 from app.analytics.missing import NotEnoughData
 from app.analytics.month import months
 from app.analytics.org import OrgInputs, org_inputs
-from app.db.memo import recalled, remember
+from app.db.kept import KeptMap
 from app.pipelines import service as pipelines
 from app.planning.budget_status import BudgetStatus
 from app.planning.month_to_date import MonthToDate
 from app.planning.scenario import Scenario
 from app.planning.weekly import WeekSummary
 from app.review.lines import MonthSpend, PipelineInfo, ReviewLine, lines_of, review_month, total_of
+
+# The whole review by (month, week, token's pipelines, team) while its inputs are as read.
+KEPT_REVIEW: KeptMap[tuple[object, ...], ReviewData] = KeptMap("review")
 
 ACTION_PIPELINES = 5  # levers are computed for the pipelines with the largest badput
 TOP_ACTIONS = 5
@@ -71,17 +75,16 @@ def load_review(
     the week (recorded) and projected (the current monthly cost), and the twelve
     weeks summed over all of them, from the rollups (``analytics.org_weeks``, never the
     runs). The inputs are kept between requests, and so is the whole while they are the
-    same (``memo.recalled``): a warm request builds no line."""
+    same (the kept map ``review``): a warm request builds no line."""
     given = org_inputs(session, only, team, monday)
     now = datetime.now(UTC)
     month = review_month(monday, now.date())
     this_month = month == now.date().replace(day=1)
     current = months(session, given.pipelines, now) if this_month else None
-    key = (month, given.key, current)
-    found: ReviewData | None = recalled(session, "review", key)
-    if found is None:
-        found = remember(session, "review", key, _review(given, month, current))
-    return found
+    slot = (month, monday, tuple(only) if only is not None else None, team)
+    return KEPT_REVIEW.get(
+        session, (slot, (given.key, current)), partial(_review, given, month, current)
+    )
 
 
 def _review(given: OrgInputs, month: date, current: dict[int, MonthToDate] | None) -> ReviewData:

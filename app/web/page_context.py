@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app.analytics import month, weekly
-from app.analytics.reads import RunReads, read_runs, signature
+from app.analytics.reads import RunReads, change_count, read_runs
 from app.billing import service as billing
 from app.billing.schemas import ReconciliationOut
 from app.db.engine import status_thresholds_of
-from app.db.memo import kept
+from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.evaluations.service import quality_points
 from app.pipelines.notes import ChangePoint, change_points
@@ -31,6 +31,12 @@ from app.planning.decay import QualityPoint
 from app.planning.month_to_date import MonthToDate
 from app.planning.scenario import Scenario
 from app.planning.weekly import monday_of
+
+# The page's reads by (pipeline id, the gate's variants) while its change count, settings,
+# week and month are as read.
+KEPT_PAGE: KeptMap[tuple[int, str | None, str | None], tuple[RunReads, weekly.PageWeeks]] = KeptMap(
+    "page_reads"
+)
 
 CHART_RUNS = 52
 TREND_WEEKS = 12
@@ -114,7 +120,7 @@ def build(
         runs=runs,
         quality=quality_points(session, pipeline),
         weeks=weeks,
-        month_to_date=_month_to_date(session, pipeline, runs, weeks, now),
+        month_to_date=_page_month(session, pipeline, runs, weeks, now),
         bill=bill,
         price_note=price_note,
         query=query,
@@ -127,26 +133,24 @@ def kept_reads(
     session: Session, pipeline: Pipeline, g: GateParams, now: datetime
 ) -> tuple[RunReads, weekly.PageWeeks]:
     """The page's reads of the runs (the windows, the weeks and this month's spend), kept
-    between requests while the pipeline's signature, its settings, the gate's variants,
+    between requests while the pipeline's change count, its settings, the gate's variants,
     the week and the month are the same: a warm page reads only the variant statistics
-    (which carry the signature, read before anything filed under it)."""
-    key = (
-        signature(session, pipeline),
+    (which carry the change count, read before anything filed under it)."""
+    version = (
+        change_count(session, pipeline),
         settings_key(pipeline),
-        (g.baseline, g.candidate),
         monday_of(now.date()),
         month.month_of(now),
     )
-    cache: dict[int, tuple[object, tuple[RunReads, weekly.PageWeeks]]] = kept(session, "page")
-    found = cache.get(pipeline.id)
-    if found is None or found[0] != key:
+
+    def read() -> tuple[RunReads, weekly.PageWeeks]:
         runs = read_runs(session, pipeline, (g.baseline, g.candidate), recent=CHART_RUNS)
-        weeks = weekly.page_weeks(session, pipeline, runs.latest_start, TREND_WEEKS, now)
-        found = cache[pipeline.id] = (key, (runs, weeks))
-    return found[1]
+        return runs, weekly.page_weeks(session, pipeline, runs.latest_start, TREND_WEEKS, now)
+
+    return KEPT_PAGE.get(session, ((pipeline.id, g.baseline, g.candidate), version), read)
 
 
-def _month_to_date(
+def _page_month(
     session: Session,
     pipeline: Pipeline,
     runs: RunReads,

@@ -15,7 +15,6 @@ from app.billing import service as billing
 from app.db.engine import status_thresholds_of
 from app.deps import DatabaseDep, ReadablePipeline, Viewer
 from app.pipelines import changes as pipeline_changes
-from app.pipelines import service as pipelines
 from app.pipelines.service import get_by_name
 from app.planning.weekly import iso_week, last_complete_week
 from app.planning.welch import ALPHA_MIN
@@ -76,7 +75,7 @@ def overview(
         portfolio = load_portfolio(session, visible_pipelines(viewer), team or None, today)
         ordered = portfolio.ordered(sort)
         shown = ordered[(page - 1) * OVERVIEW_PAGE : page * OVERVIEW_PAGE]
-        by_name = {p.name: p for p in pipelines.page(session, only=[r.name for r in shown])}
+        by_name = {p.name: p for p in portfolio.pipelines}  # listed once, for both
         costs = {r.name: r.monthly_cost_usd for r in shown}
         cards = views.cards(session, [by_name[r.name] for r in shown], today, costs)
         months = {r.name: r.month_to_date for r in shown}

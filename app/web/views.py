@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -23,10 +24,11 @@ from app.analytics import service as analytics
 from app.analytics.missing import NotEnoughData
 from app.analytics.reads import RunReads, default_variants, read_runs
 from app.analytics.schemas import CheckpointsOut, GateOut, LeversOut, ProjectionOut, ScalingOut
-from app.db import memo
+from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.pipelines import service as pipelines_service
 from app.pipelines.notes import ChangePoint
+from app.pipelines.service import Brief
 from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
 from app.planning.economics import badput
 from app.planning.model import PlanningError
@@ -36,6 +38,10 @@ from app.web import figures
 from app.web import figures_marks as marks
 from app.web.page_context import GateParams, PipelinePageContext
 from app.web.sparkline import sparkline_svg
+
+# A card's gate verdict, note, costs and run count by pipeline id while its change count
+# and settings are as read.
+KEPT_CARDS: KeptMap[int, tuple[str | None, str, list[float], int]] = KeptMap("overview_cards")
 
 
 @dataclass
@@ -270,7 +276,7 @@ def checkpoint_section(ctx: PipelinePageContext) -> tuple[Section, CheckpointsOu
 
 @dataclass(frozen=True)
 class Card:
-    pipeline: Pipeline
+    pipeline: Brief
     monthly_cost_usd: float | None
     budget_usd: float | None
     this_week: float | None
@@ -301,9 +307,18 @@ def _card_parts(session: Session, pipeline: Pipeline) -> tuple[str | None, str, 
     return verdict, note, [r.facts.cost_usd for r in production], len(rows)
 
 
+def _missing_cards(
+    session: Session, names: Mapping[int, str], ids: list[int]
+) -> dict[int, tuple[str | None, str, list[float], int]]:
+    """The parts of the cards not kept, their pipelines read in one statement (a warm
+    overview reads none: the portfolio's briefs key the cards)."""
+    read = pipelines_service.page(session, only=[names[i] for i in ids])
+    return {p.id: _card_parts(session, p) for p in read}
+
+
 def cards(
     session: Session,
-    pipelines: list[Pipeline],
+    pipelines: list[Brief],
     today: date,
     monthly_costs: Mapping[str, float | None],
 ) -> list[Card]:
@@ -317,14 +332,12 @@ def cards(
     prev = monday - timedelta(weeks=1)
     production = {p.id: p.production_variant for p in pipelines}
     window = org_weeks.org_window(session, list(production), monday_of(today), production)
-    kept = memo.kept(session, "overview_cards")
+    keys = ((p.id, (window.change_count(p.id), p)) for p in pipelines)  # a brief: every setting
+    names = {p.id: p.name for p in pipelines}
+    found = KEPT_CARDS.get_many(session, keys, partial(_missing_cards, session, names))
     out = []
     for pipeline in pipelines:
-        key = (window.signature(pipeline.id), pipelines_service.settings_key(pipeline))
-        found = kept.get(pipeline.id)
-        if found is None or found[0] != key:
-            found = kept[pipeline.id] = (key, _card_parts(session, pipeline))
-        verdict, note, costs, runs = found[1]
+        verdict, note, costs, runs = found[pipeline.id]
         out.append(
             Card(
                 pipeline=pipeline,

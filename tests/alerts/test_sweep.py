@@ -1,6 +1,6 @@
 """No alert lost: an acknowledged run is judged by the alert rules even when the
 evaluation that follows its response never happens (the process died) or fails (the
-database errored). The sweeper finds such rules by the run signature they last judged.
+database errored). The sweeper finds such rules by the run change count they last judged.
 
 ``test_a_kill_between_acknowledgement_and_evaluation_loses_no_alert`` does it for real on
 PostgreSQL: a `cadence serve` process acknowledges a run whose evaluation waits on a rule
@@ -105,7 +105,7 @@ def test_the_sweep_judges_only_what_moved_and_rules_gone_stale(
     judged = rules(db)[0].evaluated_changes
     assert judged is not None  # the follow-up judged it (38% is above the floor)
     assert sweep(db, settings) == {}
-    # Deleting a run moves the signature too.
+    # Deleting a run moves the change count too.
     r = c.delete(f"/api/v1/runs/{r.json()['id']}", headers=admin_headers)
     assert r.status_code == 204, r.text
     with db.write() as s:  # as if the follow-up of the delete had been lost

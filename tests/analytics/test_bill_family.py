@@ -8,7 +8,7 @@ unless said): lognormal (log sd 0.30); rare 3x reruns (6% of retrainings cost tw
 attempts); a 10%/month trend; a 35% step down six weeks ago (not declared: found from
 the costs). Windows of 4 and 20 retrainings; the month is the next four retrainings
 (days 7-28 after the newest). The organisation is 200 other pipelines of the same
-process (their windows give the prior, rounded, as ``month.prior_of`` does from all).
+process (their windows give the prior, rounded, as ``prior.prior_of`` does from all).
 
 Targets: the p90 exceeded in 10 +- 4% of months in each case; the p10-p90 band no wider
 than twice the true one; P(over) within 5 points of the observed share in each fifth of

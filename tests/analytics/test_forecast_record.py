@@ -208,7 +208,7 @@ def test_a_record_reads_the_runs_once_and_keeps_the_backtests(
     ingest_headers: dict[str, str],
 ) -> None:
     """24 months of a pipeline with hundreds of runs: one read of the runs, not one per
-    month; a second request reads no run (kept under the signature and settings)."""
+    month; a second request reads no run (kept under the change count and settings)."""
     body = {"runs_per_week": 3, "monthly_budget_usd": 2700.0, "price_per_gpu_hour": PRICE}
     assert client.put(f"/api/v1/pipelines/{NAME}", json=body, headers=admin_headers).is_success
     first = record.closed_months(CURRENT, 26)[-1]
@@ -253,11 +253,12 @@ def test_a_process_keeps_the_most_recently_used_records_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert seeded.put("/api/v1/pipelines/other", json={}, headers=admin_headers).is_success
-    monkeypatch.setattr(record, "KEPT_RECORDS", 1)
+    slots = db.kept.slots("forecast_record")
+    monkeypatch.setattr(slots, "declared", replace(slots.declared, bound=1))
     with db.read() as s:
         ours, other = get_by_name(s, NAME), get_by_name(s, "other")
         record.pipeline_record(s, ours)
-        assert set(db.caches["forecast_record"]) == {ours.id}
+        assert {pid for pid, _ in slots.values} == {ours.id}
         record.pipeline_record(s, other)
-        assert set(db.caches["forecast_record"]) == {other.id}  # ours dropped, not stale
+        assert {pid for pid, _ in slots.values} == {other.id}  # ours dropped, not stale
         assert record.pipeline_record(s, ours).last(12)  # read again when asked

@@ -249,7 +249,7 @@ def test_a_warm_plan_is_recalled_and_a_new_run_makes_it_again(
 
     monkeypatch.setattr(org_service, "_options", counted("options", org_service._options))
     monkeypatch.setattr(org_service, "plan", counted("plan", org_service.plan))
-    db.caches.clear()
+    db.kept.clear()
     first = org.get(PLAN, params={"budget": 7000}).json()
     assert made == {"options": 6, "plan": 1}
     assert org.get(PLAN, params={"budget": 7000}).json() == first
@@ -267,5 +267,5 @@ def test_a_warm_plan_is_recalled_and_a_new_run_makes_it_again(
     # The run's pipeline is made again; so are the three others with a value curve when
     # the organisation's prior (which their gates' forecasts borrow) moved.
     assert made == {"options": 10 if moved else 7, "plan": 3}
-    db.caches.clear()
+    db.kept.clear()
     assert org.get(PLAN, params={"budget": 7000}).json() == again  # as made from scratch

@@ -1,5 +1,6 @@
 """The org-wide answers recalled between requests (the portfolio's rows and the review's
-lines and CSV, ``app.db.memo.recalled``; the review's levers, ``advice.kept_levers``) are
+lines and CSV, the kept maps ``portfolio`` and ``review``; the review's levers,
+``advice.kept_levers``) are
 made once while nothing they come from changed, made again after any change (a run, a
 budget or price, a new pipeline, a deletion), and always equal the answer made from
 scratch."""
@@ -11,11 +12,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session
 
 from app.analytics import advice
 from app.db.engine import Database
-from app.db.memo import REMEMBERED, recalled, remember
 from app.planning.scenario import Scenario
 from app.portfolio import service as portfolio
 from app.review import service as review
@@ -54,7 +53,7 @@ def answers(client: TestClient) -> tuple[Any, str]:
 
 
 def from_scratch(client: TestClient, db: Database) -> tuple[Any, str]:
-    db.caches.clear()
+    db.kept.clear()
     return answers(client)
 
 
@@ -105,18 +104,6 @@ def test_a_deleted_run_leaves_the_recalled_answers(
     assert after != before
     assert after[0]["pipelines"][0]["month_to_date_usd"] >= 0
     assert from_scratch(client, db) == after
-
-
-def test_recalled_keeps_the_latest_few_per_name(db: Database) -> None:
-    with db.read() as s:
-        session: Session = s
-        assert recalled(session, "probe", 1) is None
-        for key in range(REMEMBERED + 1):
-            assert remember(session, "probe", key, [key]) == [key]
-        assert recalled(session, "probe", REMEMBERED) == [REMEMBERED]  # the newest
-        assert recalled(session, "probe", 1) == [1]
-        assert recalled(session, "probe", 0) is None  # the oldest went
-        assert recalled(session, "other", 1) is None  # names apart
 
 
 def test_kept_levers_equal_fresh_ones_after_runs_and_settings_change(

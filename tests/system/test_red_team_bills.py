@@ -5,6 +5,7 @@ their own tests; the FOCUS parts of 5 and 7 are here.)"""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,12 +14,13 @@ from cadence_client import Spool
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from app.analytics.prior import KEPT_PRIOR
 from app.billing import service
 from app.billing.command import import_files
 from app.db.engine import Database
-from app.db.memo import kept
 from app.db.models import BillLine
 from app.main import create_app
+from app.planning.cost_series import FIXED_PRIOR
 from app.reporting.focus import FOCUS_1_0
 from app.settings import Settings
 from tests.fixtures.bills import AWS_COLUMNS, aws_instance, aws_row, write_bill
@@ -113,11 +115,12 @@ def test_item_9_smaller(client: TestClient, admin_headers: dict[str, str], tmp_p
 
 
 def test_item_10_kept_values(db: Database, engine: object) -> None:
+    made = replace(FIXED_PRIOR, log_spread=9.0)  # what only the rolled-back write saw
     with pytest.raises(RuntimeError), db.write() as s:
-        kept(s, "costs")["ranker"] = 40.0
+        assert KEPT_PRIOR.get(s, ("org", "probe"), lambda: made) is made
         raise RuntimeError("rolled back")
     with db.read() as s:
-        assert "ranker" not in kept(s, "costs")  # never $40.00 against $4,000.00
+        assert KEPT_PRIOR.last(s, "org") is None  # never served after the rollback
 
 
 def test_item_2_a_warning_and_counts_of_what_was_stored(

@@ -1,5 +1,5 @@
 """The pipeline page's kept reads (``page_context.kept_reads``: the run windows, the
-weeks and this month's spend, kept while the pipeline's signature and settings are the
+weeks and this month's spend, kept while the pipeline's change count and settings are the
 same) follow every change, and a warm page equals a cold one."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def sections(client: TestClient) -> dict[str, Any]:
 
 
 def cold(client: TestClient, db: Database) -> dict[str, Any]:
-    db.caches.clear()
+    db.kept.clear()
     return sections(client)
 
 

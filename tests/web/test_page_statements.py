@@ -30,8 +30,10 @@ PAGE = f"/pipelines/{RANKER}"
 # (issue 34) added one UNION statement of the declared notes and the price changes, which
 # the charts and the forecast share; 2 more for the forecast's record (its stored rows and
 # the runs it backtests), kept when warm; 1 more for the month's running attempts and
-# recent experiments (one UNION statement, kept by the day).
-MAX_PAGE_STATEMENTS = 14
+# recent experiments (one UNION statement, kept by the day); 4 more for the one
+# organisation's prior (issue 34: every pipeline's settings and change counters, the
+# windows it is made from, 2 statements), which a warm page reads only the first 2 of.
+MAX_PAGE_STATEMENTS = 18
 
 
 @pytest.fixture
@@ -62,19 +64,21 @@ def statements(engine: Engine, client: TestClient, path: str) -> list[str]:
 def test_a_pipeline_page_costs_at_most_thirteen_statements(
     demo_served: TestClient, committed_db: Database
 ) -> None:
-    committed_db.caches.clear()  # cold: nothing kept from an earlier request
+    committed_db.kept.clear()  # cold: nothing kept from an earlier request
     cold = statements(committed_db.engine, demo_served, PAGE)
     assert len(cold) <= MAX_PAGE_STATEMENTS, "\n".join(cold)
     # Warm, the windows and the weeks are kept (page_context.kept_reads), and the month's
     # running attempts and experiments (analytics.month): the variant statistics, which
-    # carry the pipeline's signature, find them unchanged.
+    # carry the pipeline's change count, find them unchanged.
     warm = statements(committed_db.engine, demo_served, PAGE)
-    # The record is kept too (app.analytics.record): 2 fewer statements more.
-    assert len(warm) == len(cold) - 5, "\n".join(warm)
+    # The record is kept too (app.analytics.record): 2 fewer statements more; and the
+    # organisation's prior (app.analytics.prior): its windows are not read again, only
+    # every pipeline's settings and change counters, the prior's key.
+    assert len(warm) == len(cold) - 7, "\n".join(warm)
     assert not any("forecast_record" in s for s in warm)
     assert not any("run.started_at >=" in s or "anon_1.member" in s for s in warm)
     queries = [s for s in cold if s != "BEGIN"]
-    assert sum(s.startswith("SELECT pipeline.id") for s in queries) == 1  # read once
+    assert sum(s.startswith("SELECT pipeline.id, pipeline.name") for s in queries) == 1  # once
     assert sum("FROM evaluation" in s for s in queries) == 1
 
 
@@ -83,8 +87,32 @@ def test_the_what_if_re_render_reads_the_same_context(
 ) -> None:
     """The what-if re-render builds the same context without the page-only reads (the
     runs table, the history, the alerts): fewer statements than the page."""
-    committed_db.caches.clear()
+    committed_db.kept.clear()
     page = statements(committed_db.engine, demo_served, PAGE)
-    committed_db.caches.clear()
+    committed_db.kept.clear()
     whatif = statements(committed_db.engine, demo_served, f"{PAGE}/whatif?cadence=2")
     assert len(whatif) == len(page) - 5, "\n".join(whatif)  # and the forecast's record
+
+
+COUNTERS = "SELECT run_variant.pipeline_id, run_variant.variant, run_variant.changes FROM"
+
+
+def counter_reads(seen: list[str]) -> int:
+    """Statements that read the change counters (``rollup_reads.change_counters``)."""
+    return sum(s.startswith(COUNTERS) for s in seen)
+
+
+def test_the_overview_reads_the_change_counters_once(
+    demo_served: TestClient, committed_db: Database
+) -> None:
+    # One read per request, cold or warm, whatever the organisation's size: every part of
+    # the page (weeks, costs, month to date, cards, record) keys on one snapshot of them.
+    committed_db.kept.clear()
+    cold = statements(committed_db.engine, demo_served, "/")
+    assert counter_reads(cold) == 1, "\n".join(cold)
+    warm = statements(committed_db.engine, demo_served, "/")
+    assert counter_reads(warm) == 1, "\n".join(warm)
+    # The pipelines are listed once for the portfolio and its cards; cold, the cards
+    # not kept read their pipelines' rows once more, for the gate.
+    listed = [s for s in warm if s.startswith("SELECT pipeline.id, pipeline.name")]
+    assert len(listed) == 1, "\n".join(warm)

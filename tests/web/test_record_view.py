@@ -76,7 +76,7 @@ def test_the_portfolio_says_the_organisations_record_from_stored_forecasts(
     assert client.put(f"/api/v1/pipelines/{NAME}", json=body, headers=admin_headers).is_success
     post(client, ingest_headers, weekly_runs(FIRST, CURRENT))
     assert "No pipeline has a closed month to score yet." in client.get("/").text
-    db.caches.clear()  # the record of the month is kept: this test stores rows under it
+    db.kept.clear()  # the record of the month is kept: this test stores rows under it
     for first in record.closed_months(CURRENT, 3):  # three months recorded at their start
         now = datetime(first.year, first.month, 1, tzinfo=UTC) + timedelta(minutes=5)
         assert record.record_months(db, now=now) == 1
@@ -87,7 +87,7 @@ def test_the_portfolio_says_the_organisations_record_from_stored_forecasts(
     # 3 pipeline-months, the same months the pipeline's own record scored.
     assert f"The p90 was exceeded in {exceeded / 3:.0%} of 3 pipeline-months" in html
     # A late, costly run in the newest month: the organisation's record scores it again
-    # (the pipeline's signature moved), equal to the pipeline's own record.
+    # (the pipeline's change count moved), equal to the pipeline's own record.
     newest = record.closed_months(CURRENT, 1)[0]
     late = at(month_start(newest) + timedelta(days=2), 500, run_id="late")
     post(client, ingest_headers, [late])
