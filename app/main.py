@@ -29,6 +29,7 @@ from app.observability.logs import configure_logging
 from app.openapi import install_openapi
 from app.pipelines.router import router as pipelines_router
 from app.portfolio.router import router as portfolio_router
+from app.portfolio.warm import Warmer
 from app.runs.router import router as runs_router
 from app.security.headers import SecuredFastAPI
 from app.security.install import install_security
@@ -108,7 +109,7 @@ Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 def _lifespan(settings: Settings, database: Database | None) -> Lifespan:
     """The server's life: the database (made here unless a test passes its own), the
-    schema check, the alert sender and sweeper."""
+    schema check, the alert sender and sweeper, the warm start."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -121,6 +122,10 @@ def _lifespan(settings: Settings, database: Database | None) -> Lifespan:
         workers = (Sender(db, settings), Sweeper(db, settings)) if run_sender else ()
         for worker in workers:
             worker.start()
+        # A shared single connection (the tests' rolled-back one) is not for a second thread.
+        if settings.warm_start and not db.single_connection:
+            app.state.warmer = Warmer(db)
+            app.state.warmer.start()
         if database is None:
             _tune_collector()
         yield

@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         description="Send queued alert webhooks from this process and evaluate rules left "
         "unjudged (two background threads).",
     )
+    warm_start: bool = Field(
+        True,
+        description="At start, make the overview's and the review's org-wide reads once in "
+        "a background thread, so the first reader of a new worker does not wait for them "
+        "(readiness is not delayed).",
+    )
     alert_max_in_flight: int = Field(
         4, ge=1, le=64, description="Alert webhooks one process sends at the same time."
     )

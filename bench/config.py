@@ -37,6 +37,7 @@ class Config:
     # org phase: runs over 5,000 pipelines; --before: older code timed on the same data
     org_runs: int = 10_000_000
     before: Path | None = None
+    cold_starts: int = 5  # org phase: fresh servers whose first portfolio read is timed
     # sources phase: its own database, dropped and made anew each run
     sources_db: str = "cadence_bench_sources"
     notes: list[str] = field(default_factory=list)
@@ -57,4 +58,5 @@ def quick_sizes(cfg: Config) -> Config:
     cfg.healthz = 50
     cfg.reads = (10, 2, 15.0)
     cfg.repeat = 1
+    cfg.cold_starts = 1
     return cfg

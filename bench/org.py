@@ -14,6 +14,7 @@ from typing import Any
 
 from bench import dataset, server
 from bench.analytics import ENDPOINTS, measure_endpoint
+from bench.cold import measure_cold
 from bench.config import Config
 from bench.ingest import failure
 from bench.procs import say
@@ -63,6 +64,7 @@ def run_org(cfg: Config, out: list[dict[str, Any]]) -> None:
                 ]
                 for label, url, target in endpoints:
                     measure_endpoint(cfg, srv, out, name, f"org-{code}", label, url, target)
+            measure_cold(cfg, sqlalchemy_url(cfg.pg, name), f"cold-{code}", out)
         except Exception as exc:
             out.append(failure(f"org-{code}", "postgresql", "server", 0, exc))
             say(f"  org ({code}) FAILED: {out[-1]['error']}")

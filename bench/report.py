@@ -227,6 +227,23 @@ def org_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "before": before.get(r["name"])} for r in _group(results, "org-after")]
 
 
+COLD: list[Column] = [
+    ("first read", lambda r: r["name"]),
+    ("before median", lambda r: _f(r["before"]["latency_ms"]["p50"]) if r["before"] else "-"),
+    ("before max", lambda r: _f(r["before"]["latency_ms"]["max"]) if r["before"] else "-"),
+    ("after median", lambda r: _f(r["latency_ms"]["p50"])),
+    ("after max", lambda r: _f(r["latency_ms"]["max"])),
+    ("starts", lambda r: str(r["starts"])),
+    ("target", lambda r: r["target"]),
+]
+
+
+def cold_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A fresh worker's first read, after and before, side by side."""
+    before = {r["name"]: r for r in _group(results, "cold-before")}
+    return [{**r, "before": before.get(r["name"])} for r in _group(results, "cold-after")]
+
+
 MEMORY: list[Column] = [
     ("check", lambda r: r["name"]),
     ("RSS after small MiB", lambda r: _f(r["rss_after_small_mib"], 0)),
@@ -275,6 +292,11 @@ def tables(results: list[dict[str, Any]], cfg: Config) -> list[tuple[str, Row, l
             "Org-wide reads, 5,000 pipelines (sequential requests; ms; before = --before code)",
             ORG,
             org_rows(results),
+        ),
+        (
+            "A fresh worker's first org-wide read (ms; one worker, a new process each start)",
+            COLD,
+            cold_rows(results),
         ),
         ("Client: run.timed around a loop of 1 ms steps", CLIENT, _group(results, "client")),
         (

@@ -70,7 +70,13 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def settings(database_url: str) -> Settings:
     # No background alert sender: the ``db`` fixture's sessions share one connection,
     # which a second thread must not use. Alert tests drain the outbox themselves.
-    return Settings(database_url=database_url, default_price_per_gpu_hour=2.5, alert_sender=False)
+    # No warm start either: a test that wants one starts it (tests/portfolio/test_warm.py).
+    return Settings(
+        database_url=database_url,
+        default_price_per_gpu_hour=2.5,
+        alert_sender=False,
+        warm_start=False,
+    )
 
 
 @pytest.fixture(scope="session")
