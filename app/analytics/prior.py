@@ -5,11 +5,12 @@ pipeline's production window, whatever page asks: the pipeline page, the gate, t
 projection API, the portfolio of one team and the alerts all read :func:`org_prior`, so
 an answer never depends on what was read before it.
 
-It is kept between requests under what it is made from: every pipeline's id,
-production variant, price and that variant's change counter (read once per read session,
-the counters the portfolio reads too). A request whose key is unchanged reads two small
-statements and no window; after a new run, one window is read again and one window's
-part recomputed (each is kept by its series), and the 5,000 parts are combined (~5 ms).
+It is kept between requests under a stamp of what it is made from: every pipeline's id,
+production variant and price, and the sum of the production variants' change counters,
+read in one statement (``rollup_reads.prior_stamp``, once per read session). A request
+whose stamp is unchanged reads that one row and no window; after a new run, one window
+is read again and one window's part recomputed (each is kept by its series), and the
+5,000 parts are combined (~5 ms).
 A write session (the alerts after an ingest) looks up what read sessions kept and
 stores nothing (``app.db.kept``).
 """
@@ -39,14 +40,12 @@ KEPT_PARTS: KeptMap[Series, WindowStats] = KeptMap("org_prior_parts")
 def org_prior(session: Session) -> OrgPrior:
     """The organisation's prior from every pipeline's production window (the fixed prior
     while fewer than two pipelines have runs)."""
-    listed = rollup_reads.costings(session)
-    counters = rollup_reads.change_counters(session).by_variant
-    key = (tuple(listed), tuple(counters.get((p.id, p.production_variant)) for p in listed))
 
     def make() -> OrgPrior:
+        listed = rollup_reads.costings(session)
         return prior_of(session, list(costs.windows(session, listed, RUN_WINDOW).values()))
 
-    return KEPT_PRIOR.get(session, ("org", key), make)
+    return KEPT_PRIOR.get(session, ("org", rollup_reads.prior_stamp(session)), make)
 
 
 def prior_of(session: Session, series: Sequence[Series]) -> OrgPrior:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import String, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from app.db.kept import KEEPS
@@ -152,6 +152,34 @@ def costings(session: Session) -> list[Costing]:
     p = Pipeline
     stmt = select(p.id, p.production_variant, p.price_per_gpu_hour, p.runs_per_week)
     return [Costing._make(row) for row in session.execute(stmt.order_by(p.id))]
+
+
+@per_read_session
+def prior_stamp(session: Session) -> tuple[object, ...]:
+    """What the organisation's prior is made from, in one row (``app.analytics.prior``):
+    every pipeline's id, production variant and price as one text (PostgreSQL hashes it
+    with md5), and the count and sum of the production variants' change counters. The
+    counters only grow, each with every write of one of the variant's runs, so the sum
+    moves whenever a production window may have; a pipeline added, removed, or given
+    another production variant or price moves the text. Read in one statement, not the
+    5,000 rows of settings and 10,000 counters it stands for."""
+    p, v = Pipeline, VARIANTS.c
+    each = func.cast(p.id, String) + ":" + p.production_variant + ":" + func.cast(
+        p.price_per_gpu_hour, String
+    )
+    ordered = select(each.label("each")).order_by(p.id).subquery()
+    if dialect(session) == "postgresql":
+        settings = func.md5(func.string_agg(ordered.c.each, literal(",")))
+    else:  # SQLite keeps the subquery's order in group_concat
+        settings = func.group_concat(ordered.c.each, ",")
+    produced = (p.id == v.pipeline_id) & (p.production_variant == v.variant)
+    counters = select(func.count(), func.coalesce(func.sum(v.changes), 0)).join_from(
+        VARIANTS, p, produced
+    )
+    row = session.execute(
+        select(select(settings).scalar_subquery(), counters.subquery())
+    ).one()
+    return tuple(row)
 
 
 def change_counts(session: Session, pipeline_ids: Sequence[int] | None = None) -> dict[int, int]:
