@@ -137,7 +137,9 @@ def _document(operation: dict[str, Any], path: str, method: str) -> None:
     # 403 on reads too: in token mode a token without the read scope, or limited to
     # other pipelines, is refused (app/security/gate.py, app/deps.py).
     statuses = ["401", "403", "422", "503"]
-    if "{" in path or path.startswith("/api/v1/pipelines"):
+    # A pipeline named in the path, or in the query (GET /api/v1/runs?pipeline=), may not exist.
+    named = any(p.get("in") == "query" and p.get("name") == "pipeline" for p in params)
+    if "{" in path or path.startswith("/api/v1/pipelines") or named:
         statuses.append("404")
     if method in ("post", "put", "patch"):
         statuses += ["413", "415"]

@@ -1,28 +1,28 @@
 """Bill line, run-holding and kept-total queries for the reconciliation.
 
-The bill's totals kept at import (``bill_total``), and the stamp that says whether they
-still hold: the reconciliation of a month with a 30,000-line bill then reads a row a
-pipeline, not the month's lines and the runs' held resources (~1 s)."""
+The bill's totals kept at import (``bill_total``), read while no run write marked
+their month moved (app/db/bill_marks.py): the reconciliation of a month with a
+30,000-line bill then reads a row a pipeline, not the month's lines and the runs' held
+resources (~1 s)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from app.billing.reader import LineItem, Span
+from app.db.bill_marks import RESOURCE_TAG, UNCLAIMED, holds, kept_stamp
 from app.db.engine import WriteSession
-from app.db.models import BillLine, BillTotal, Pipeline, Run, RunRollup
+from app.db.models import BillLine, BillTotal, Pipeline, Run, RunVariant
 from app.planning.reconcile import Figures, Reconciliation
 from app.planning.resource_ids import short_id
 
 CHUNK = 500
-RESOURCE_TAG = "cloud_resource_id"
 
 
 LINE_VALUES = ("billed_cost", "effective_cost", "list_cost", "gpu_hours")
@@ -163,42 +163,28 @@ def latest_line_start(session: Session) -> datetime | None:
     return value
 
 
-UNCLAIMED = ""  # bill_total.pipeline of the lines no pipeline claims
-
-
-def runs_stamp(session: Session, month: date) -> str:
-    """What the runs a month's reconciliation reads were: the count and GPU-hours of the
-    runs started in the month or the one before (a run may reach into the month), from
-    the rollups (a few rows a pipeline). A run stored, deleted or re-measured moves it;
-    a tag edited alone does not (docs/finops.md)."""
-    before = (month - timedelta(days=1)).replace(day=1)
-    r = RunRollup
-    found = session.execute(
-        select(
-            func.count(),
-            func.coalesce(func.sum(r.runs), 0),
-            func.sum(RunRollup.__table__.c.gpu_hours),  # a column added by name
-        ).where(r.month_start.in_([before, month]))
-    ).one()
-    text = f"{found[0]}:{found[1]}:{float(found[2] or 0.0):.6f}"
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+def run_changes(session: Session) -> int:
+    """Every variant's change counter summed: it moves with any run write, the key of a
+    month reconciled from its lines when no totals of it were kept."""
+    return int(session.scalar(select(func.coalesce(func.sum(RunVariant.changes), 0))) or 0)
 
 
 def kept_totals(
     session: Session, month: date, only: str | None = None
 ) -> tuple[tuple[Reconciliation, dict[str, float]] | None, tuple[object, ...]]:
     """The month's kept figures and the GPU-hours the runs recorded, by pipeline (None
-    when none were kept or the runs moved since: the caller reconciles again), and a key
-    of what a reconciliation from the lines depends on now (the runs' stamp and the kept
-    rows, which every import rewrites)."""
+    when none were kept or a run of the month moved since, app/db/bill_marks.py: the
+    caller reconciles again), and a key of what a reconciliation from the lines depends
+    on now (the kept rows with their marks, which every import and every run write of
+    the month that names a cloud resource rewrites)."""
     statement = select(BillTotal).where(BillTotal.month == month)
     if only is not None:
         statement = statement.where(BillTotal.pipeline.in_([only, UNCLAIMED]))
     rows = session.scalars(statement).all()
-    stamp = runs_stamp(session, month)
-    key = (stamp, *((r.pipeline, r.runs_stamp, r.billed_usd, r.lines) for r in rows))
-    if not rows or rows[0].runs_stamp != stamp:  # the rows are written together
-        return None, key
+    key = tuple((r.pipeline, r.runs_stamp, r.billed_usd, r.lines) for r in rows)
+    marks = [r.runs_stamp for r in rows if r.pipeline == UNCLAIMED]
+    if not marks or not holds(marks[0]):
+        return None, key or ("none", run_changes(session))
     out, recorded = Reconciliation(), {}
     for row in rows:
         figures = Figures(row.billed_usd, row.explained_usd, row.billed_gpu_hours,
@@ -214,8 +200,9 @@ def kept_totals(
 def keep_totals(
     session: WriteSession, month: date, result: Reconciliation, recorded: dict[str, float]
 ) -> None:
-    """Replace the month's kept figures with ``result`` (the runs as they are now)."""
-    stamp = runs_stamp(session, month)
+    """Replace the month's kept figures with ``result`` (the runs as they are now: the
+    caller holds :func:`app.db.bill_marks.lock_totals` since before it read them)."""
+    stamp = kept_stamp()
     session.execute(delete(BillTotal).where(BillTotal.month == month))
     named = [(UNCLAIMED, result.unattributed), *result.pipelines.items()]
     session.add_all(

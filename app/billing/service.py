@@ -25,6 +25,7 @@ from app.billing.schemas import (
     PipelineFiguresOut,
     ReconciliationOut,
 )
+from app.db.bill_marks import lock_totals
 from app.db.engine import WriteSession
 from app.db.kept import KeptMap
 from app.exceptions import Invalid
@@ -88,6 +89,7 @@ def import_bill(session: WriteSession, bill: BillFile) -> Imported:
         repository.store_chunk(session, import_id, bill.source, chunk, stored)
     stored.replaced = repository.replace_restated(session, import_id, bill.spans)
     warnings: list[str] = []
+    lock_totals(session)  # from before the runs are read until the totals are committed
     for month in _months(bill.spans.values()):
         warnings += keep_month(session, month_text(month))
     return Imported(bill.source, bill.version, bill.rows, bill.gpu_lines, stored, warnings)
@@ -142,10 +144,11 @@ def month_reconciliation(
     session: Session, month: str, only: str | None = None
 ) -> tuple[Reconciliation, dict[str, float]]:
     """Every pipeline's figures for the month and the GPU-hours its runs recorded: those
-    kept at import while the runs have not moved since, else reconciled from the lines
-    (:func:`live_reconciliation`), once per process while the runs and the bill stay as
-    they are (a bill of this month, imported daily while runs keep arriving, would
-    otherwise be reconciled on every request until the next import)."""
+    kept at import while no run of the month moved since (app/db/bill_marks.py), else
+    reconciled from the lines (:func:`live_reconciliation`), once per process while the
+    runs and the bill stay as they are (a bill of this month, imported daily while runs
+    keep arriving, would otherwise be reconciled on every request until the next
+    import)."""
     found, key = repository.kept_totals(session, month_bounds(month)[0].date(), only)
     if found is not None:
         return found

@@ -7,7 +7,9 @@ of runs (``app.runs``) keeps it in step and several features read it. Writers ca
 PostgreSQL path does it inside its one statement, with the terms computed in Python
 (``app.runs.repository.insert_one_pg`` and :data:`PG_UPSERT_CTE`). :func:`recompute` is
 the same sums over every run, for :func:`rebuild` and the equivalence tests. Readers
-are in :mod:`app.db.rollup_reads`.
+are in :mod:`app.db.rollup_reads`. The same writers mark the bill's kept totals of the
+runs' months moved (:mod:`app.db.bill_marks`); the single-run PostgreSQL path is never
+taken by a run that names a cloud resource.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from app.db.bill_marks import mark_moved
 from app.db.engine import WriteSession
 from app.db.models import Run, RunRollup, RunVariant
 from app.db.run_terms import as_date, month_start, run_terms, week_start
@@ -91,6 +94,7 @@ def add_runs(session: WriteSession, run_ids: Sequence[int]) -> None:
         ids = {"ids": list(run_ids), "first": min(run_ids), "last": max(run_ids)}
         session.execute(rolled, ids)
         session.execute(counted, ids)
+        mark_moved(session, run_ids)
 
 
 def add_completed(session: WriteSession, run_ids: Sequence[int]) -> None:
@@ -101,6 +105,7 @@ def add_completed(session: WriteSession, run_ids: Sequence[int]) -> None:
         rolled, _ = _adding(dialect(session))
         session.execute(rolled, {"ids": list(run_ids), "first": min(run_ids), "last": max(run_ids)})
         count_changes(session, run_ids)
+        mark_moved(session, run_ids)
 
 
 @functools.cache
@@ -144,6 +149,7 @@ def _adding(backend: str) -> tuple[Any, Any]:
 def subtract_run(session: WriteSession, pk: int) -> None:
     """Take one run's terms out of its rollup row, computed in SQL from the stored row
     (a delete; the run need not load into Python), and drop the row if no runs remain."""
+    mark_moved(session, [pk])
     one = _recompute_select(dialect(session)).where(Run.id == pk).subquery()
     ins = upsert_insert(session, ROLLUP)
     # A run stored before timestamps were range-checked (year 10000) has no week on

@@ -16,6 +16,7 @@ from http import HTTPStatus
 
 from app.alerts.service import evaluate_after_ingest, pipelines_with_rules
 from app.auth.service import TokenInfo
+from app.db.bill_marks import RESOURCE_TAG
 from app.db.engine import Database, WriteSession
 from app.pipelines import service as pipelines
 from app.runs import service
@@ -44,9 +45,11 @@ def record_run(db: Database, run: RunIn, token: TokenInfo, settings: Settings) -
     :func:`store_runs` in a transaction.
     """
     result = None
-    # A running attempt takes the general path (its rollup terms wait for its finish), and
-    # so does resumed progress (checked against the earlier attempts).
-    if not db.is_sqlite and run.outcome != "running" and not run.resumed_from_hours:
+    # A running attempt takes the general path (its rollup terms wait for its finish),
+    # so does resumed progress (checked against the earlier attempts), and so does a run
+    # that names a cloud resource (it marks the bill's kept totals: app/db/bill_marks.py).
+    general = run.outcome == "running" or run.resumed_from_hours or RESOURCE_TAG in run.tags
+    if not db.is_sqlite and not general:
         service.check_one(run, token, settings)  # (the general path checks again: a few us)
         with db.one_statement() as cursor:
             result = service.insert_new(cursor, run)

@@ -45,6 +45,7 @@ def test_bearer_scheme_for_the_authorize_button(spec: dict[str, Any]) -> None:
         ("post", "/api/v1/runs", "401"),
         ("get", "/api/v1/pipelines/{name}/projection", "404"),
         ("get", "/api/v1/runs", "422"),
+        ("get", "/api/v1/runs", "404"),  # ?pipeline= names one that does not exist
     ],
 )
 def test_every_documented_error_is_the_real_error_body(
@@ -65,11 +66,13 @@ def test_real_error_answers_match_the_documented_schema(
     unauthorized = client.post("/api/v1/runs", json=make_run())
     missing = client.get("/api/v1/pipelines/no-such-pipeline/projection")
     bad_query = client.get("/api/v1/runs", params={"limit": "lots"})
+    unknown = client.get("/api/v1/runs", params={"pipeline": "no-such-pipeline"})
     answers = [
         (bad, "post", "/api/v1/runs", "422"),
         (unauthorized, "post", "/api/v1/runs", "401"),
         (missing, "get", "/api/v1/pipelines/{name}/projection", "404"),
         (bad_query, "get", "/api/v1/runs", "422"),
+        (unknown, "get", "/api/v1/runs", "404"),
     ]
     for answer, method, path, status in answers:
         assert str(answer.status_code) == status, answer.text

@@ -11,9 +11,11 @@ runs are stored. tests/reporting/test_precheck.py holds these rules to the serve
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -155,21 +157,54 @@ def _time_problems(run: dict[str, Any], now: datetime) -> list[str]:
     return found
 
 
-def first_bad(records: Sequence[Record], now: datetime | None = None) -> str | None:
+def first_bad(records: Iterable[Record], now: datetime | None = None) -> str | None:
     """The first bad record (where, run id, reasons) and how many more there are, or
     None when every record passes; also a run_id given twice with other values."""
+    return check_all(records, now)[0]
+
+
+def check_all(records: Iterable[Record], now: datetime | None = None) -> tuple[str | None, int]:
+    """:func:`first_bad` and the number of records, read once from an iterator: what
+    is kept per run is two 8-byte digests (its pipeline and run_id, its values), so a
+    file is checked in bounded memory whatever its size (~150 bytes a run)."""
     now = now or datetime.now(timezone.utc)
-    seen: dict[tuple[Any, Any], dict[str, Any]] = {}
-    first, bad = "", 0
+    seen: dict[int, int] = {}
+    first, bad, count = "", 0, 0
     for record in records:
+        count += 1
         found = problems(record.run, now)
-        key = (record.run.get("pipeline"), record.run.get("run_id"))
-        if seen.setdefault(key, record.run) != record.run:
-            found.append(f"run_id: {key[1]!r} comes twice in the file with different values")
+        key = _digest((record.run.get("pipeline"), record.run.get("run_id")))
+        values = _digest(record.run)
+        if seen.setdefault(key, values) != values:
+            found.append(
+                f"run_id: {record.run.get('run_id')!r} comes twice in the file with different "
+                "values"
+            )
         if found:
             bad += 1
             first = first or f"{record.where} (run {record.run.get('run_id')}): {'; '.join(found)}"
     if not bad:
-        return None
+        return None, count
     more = bad - 1
-    return first + (f" ({more} more bad run{'' if more == 1 else 's'} after it)" if more else "")
+    return first + (
+        f" ({more} more bad run{'' if more == 1 else 's'} after it)" if more else ""
+    ), count
+
+
+def _digest(value: Any) -> int:
+    """8 bytes of BLAKE2b over the value as canonical JSON (numbers as floats, so 8 and
+    8.0 are the same, as they are equal in Python)."""
+    text = json.dumps(_numbers(value), sort_keys=True, default=str, separators=(",", ":"))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def _numbers(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): _numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_numbers(v) for v in value]
+    return value

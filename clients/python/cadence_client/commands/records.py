@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -82,16 +82,24 @@ class Record:
 
 def read_records(path: Path) -> list[Record]:
     """The runs in ``path``: ``.csv``, ``.jsonl``/``.ndjson``, anything else is JSON."""
+    return list(iter_records(path))
+
+
+def iter_records(path: Path) -> Iterator[Record]:
+    """:func:`read_records` one run at a time: a CSV or JSON lines file is read a line
+    at a time, never whole (a ``.json`` document is parsed whole: use JSON lines for
+    large files)."""
     try:
         with path.open("rb") as raw:
             utf16 = raw.read(2) in (b"\xff\xfe", b"\xfe\xff")  # a UTF-16 byte-order mark
         with path.open(encoding="utf-16" if utf16 else "utf-8-sig", newline="") as handle:
             suffix = path.suffix.lower()
             if suffix == ".csv":
-                return read_csv(handle)
-            if suffix in (".jsonl", ".ndjson"):
-                return read_jsonl(handle)
-            return read_json(handle.read())
+                yield from iter_csv(handle)
+            elif suffix in (".jsonl", ".ndjson"):
+                yield from iter_jsonl(handle)
+            else:
+                yield from read_json(handle.read())
     except OSError as exc:
         raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -125,17 +133,25 @@ def read_json(text: str) -> list[Record]:
 
 def read_jsonl(handle: TextIO) -> list[Record]:
     """One run object per line; blank lines are skipped."""
-    records = []
+    return list(iter_jsonl(handle))
+
+
+def iter_jsonl(handle: TextIO) -> Iterator[Record]:
+    """:func:`read_jsonl` a line at a time."""
     for number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
         item = parse_json(line, number)
-        records.append(_record(item, f"line {number}"))
-    return records
+        yield _record(item, f"line {number}")
 
 
 def read_csv(handle: TextIO) -> list[Record]:
     """A header of field names, then one run per row (see :func:`csv_cell`)."""
+    return list(iter_csv(handle))
+
+
+def iter_csv(handle: TextIO) -> Iterator[Record]:
+    """:func:`read_csv` a row at a time."""
     reader = csv.reader(handle, strict=True)
     try:
         header = next(reader, None)
@@ -143,7 +159,6 @@ def read_csv(handle: TextIO) -> list[Record]:
             raise RecordError("line 1: empty file, expected a header row of field names")
         columns = [name.strip() for name in header]
         _check_header(columns)
-        records = []
         start = reader.line_num + 1
         for row in reader:
             where, start = f"line {start}", reader.line_num + 1
@@ -156,8 +171,7 @@ def read_csv(handle: TextIO) -> list[Record]:
                 if name in READ_ONLY_FIELDS or text == "":
                     continue
                 run[name] = csv_cell(name, text, where)
-            records.append(Record(run, where))
-        return records
+            yield Record(run, where)
     except csv.Error as exc:
         raise RecordError(f"line {reader.line_num}: bad CSV: {exc}") from exc
 

@@ -4,22 +4,20 @@ on (``export.py`` writes them back out; both share the connection flags here).""
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
 
 from cadence_client.client import CadenceClient
-from cadence_client.commands.precheck import first_bad
-from cadence_client.commands.records import (
-    Record,
-    RecordError,
-    read_records,
-)
+from cadence_client.commands.precheck import check_all
+from cadence_client.commands.records import Record, RecordError, iter_records
 from cadence_client.errors import AuthError, CadenceAPIError, ConflictError, ServiceUnavailable
 from cadence_client.refusal import print_refusal, run_name
 
@@ -142,46 +140,41 @@ def run_report(
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
+    """Check every run of the file (read once, a run at a time), then read it again
+    and post it in batches of BATCH_SIZE: memory holds one batch, not the file."""
     token = args.token or os.environ.get("CADENCE_TOKEN")
     if not token:
         _error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
         return USAGE
     try:
         records, source = _records(args)
+        # One run from flags is one request (stored whole), refused in the flags' names.
+        bad, total = check_all(records()) if args.file is not None else (None, 1)
     except RecordError as exc:
         _error(str(exc))
         return USAGE
-    if not records:
+    if not total:
         _error(f"{source} holds no runs")
         return USAGE
-    # One run from flags is one request (stored whole), refused in the flags' names.
-    bad = first_bad(records) if args.file is not None else None
     if bad is not None:
         _error(f"{source} {bad}")
         _error(f"nothing was stored: every run of {source} is checked before the first is sent")
         return REFUSED
     show = not args.quiet and (args.progress or sys.stderr.isatty()) and args.file is not None
-    progress = Progress(len(records), sys.stderr) if show else None
-    done = created = existing = 0
+    progress = Progress(total, sys.stderr) if show else None
+    posted = Posted(total)
     try:
         with client_for(args, token, transport, sleep) as client:
-            for offset in range(0, len(records), BATCH_SIZE):
-                chunk = records[offset : offset + BATCH_SIZE]
-                try:
-                    result = client.post_runs([r.run for r in chunk], batch_size=BATCH_SIZE)
-                except CadenceAPIError as exc:
-                    if progress:
-                        progress.close()
-                    _refused(exc, records, offset, source, args.file is None)
-                    _stored_before(records, done, created, existing)
-                    return _exit_code(exc)
-                created, existing = created + result.created, existing + result.existing
-                done += len(chunk)
-                if progress:
-                    progress.update(done)
+            code = _post_all(client, records(), posted, progress, source, args.file is None)
+        if code != OK:
+            return code
+    except RecordError as exc:  # the file changed since it was checked
+        _error(str(exc))
+        _stored_before(posted)
+        return USAGE
     except ServiceUnavailable as exc:
         _error(f"server unavailable at {exc.url}: {exc.message}")
-        _stored_before(records, done, created, existing)
+        _stored_before(posted)
         return UNAVAILABLE
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         _error(f"bad --url: {exc}")
@@ -193,19 +186,65 @@ def run_report(
         if progress:
             progress.close()
     if not args.quiet:
-        print(f"{_runs(done)} stored: {created} created, {existing} already there")
+        print(f"{_runs(posted.done)} stored: {posted.created} created, "
+              f"{posted.existing} already there")  # fmt: skip
     return OK
 
 
-def _records(args: argparse.Namespace) -> tuple[list[Record], str]:
+@dataclass
+class Posted:
+    """What the batches posted so far stored, and where they ended in the file."""
+
+    total: int
+    done: int = 0
+    created: int = 0
+    existing: int = 0
+    last: str = ""  # where the last stored run came from
+    next: str = ""  # where the first run not stored comes from
+
+
+def _post_all(
+    client: CadenceClient,
+    records: Iterable[Record],
+    posted: Posted,
+    progress: Progress | None,
+    source: str,
+    from_flags: bool,
+) -> int:
+    """Post the records in batches; OK, or the exit code of a refusal (said)."""
+    it = iter(records)
+    while chunk := list(itertools.islice(it, BATCH_SIZE)):
+        posted.next = chunk[0].where
+        try:
+            result = client.post_runs([r.run for r in chunk], batch_size=BATCH_SIZE)
+        except CadenceAPIError as exc:
+            if progress:
+                progress.close()
+            _refused(exc, chunk, source, from_flags)
+            _stored_before(posted)
+            return _exit_code(exc)
+        posted.created += result.created
+        posted.existing += result.existing
+        posted.done += len(chunk)
+        posted.last = chunk[-1].where
+        if progress:
+            progress.update(posted.done)
+    return OK
+
+
+def _records(args: argparse.Namespace) -> tuple[Callable[[], Iterable[Record]], str]:
+    """A reader of the runs (called once to check them, once to post them) and what to
+    call their source in messages."""
     flags = [f for f in RUN_FLAGS if getattr(args, f"run_{f}") is not None]
     if args.file is not None:
         if flags or args.tag:
             raise RecordError("give either --file or the run flags, not both")
-        return read_records(args.file), str(args.file)
+        path: Path = args.file
+        return (lambda: iter_records(path)), str(path)
     if not flags and not args.tag:
         raise RecordError("nothing to report: give --file PATH or the run flags (see --help)")
-    return [Record(run_from_flags(args), "the flags")], "the flags"
+    one = [Record(run_from_flags(args), "the flags")]
+    return (lambda: one), "the flags"
 
 
 def run_from_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -236,30 +275,28 @@ def _exit_code(exc: CadenceAPIError) -> int:
     return CONFLICT if isinstance(exc, ConflictError) else REFUSED
 
 
-def _refused(
-    exc: CadenceAPIError, records: Sequence[Record], offset: int, source: str, from_flags: bool
-) -> None:
+def _refused(exc: CadenceAPIError, chunk: Sequence[Record], source: str, from_flags: bool) -> None:
     """The refusal in the file's terms (``runs.csv line 5 (run r1)``) or the flags'
     (``--utilization``), never the request's (``runs.3.gpu_utilization``)."""
 
     def record(index: int) -> str | None:
-        if offset + index >= len(records):
+        if index >= len(chunk):
             return None
-        chosen = records[offset + index]
+        chosen = chunk[index]
         where = "" if from_flags else f"{source} {chosen.where}"
         return run_name(chosen.run, where)
 
     print_refusal(exc, record, FLAG_OF_FIELD if from_flags else {})
 
 
-def _stored_before(records: Sequence[Record], done: int, created: int, existing: int) -> None:
+def _stored_before(posted: Posted) -> None:
     """Exactly what is stored when a batch after the first is refused: each batch is a
     request of its own, stored whole or not at all."""
-    if done:
+    if posted.done:
         _error(
-            f"stored are the first {done} of the {len(records)} runs, up to "
-            f"{records[done - 1].where} ({created} created, {existing} already there); not "
-            f"stored are the {len(records) - done} from {records[done].where} on. Fix the "
+            f"stored are the first {posted.done} of the {posted.total} runs, up to "
+            f"{posted.last} ({posted.created} created, {posted.existing} already there); not "
+            f"stored are the {posted.total - posted.done} from {posted.next} on. Fix the "
             "problem and run again: the stored ones come back as already there"
         )
 
