@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.analytics import costs, plan_inputs
+from app.analytics import costs, month, plan_inputs
 from app.analytics.prior import org_prior
 from app.auth.service import TokenInfo
 from app.db import rollup_reads
@@ -43,7 +43,6 @@ from app.portfolio import repository
 
 PLAN_DRAWS = 1000  # per pipeline and cadence: P(over) near 10% to about +-1 point
 THIN_POINTS = 8  # a value curve from fewer evaluations is called thin
-THIN_WINDOW = 5  # a bill from fewer retrainings has a rough spread (as the forecast says)
 DEFAULT_RISK = 0.1
 
 
@@ -77,6 +76,7 @@ def _options(
     p: pipelines.Brief,
     window: tuple[float, ...],
     stamp: tuple[Any, ...] | None,
+    thin_spread: bool,
 ) -> Options:
     today = p.runs_per_week
     curve = _curve(session, p, stamp)
@@ -99,7 +99,7 @@ def _options(
         if curve is None or stamp is None
         else tuple(float(stamp[2]) * curve[0].mean_loss(1.0 / k) for k in ks),
         thin_curve=bool(curve and curve[1]),
-        thin_spread=len(window) < THIN_WINDOW,
+        thin_spread=thin_spread,
         gate_forbids=forbids,
         faster_usd=None
         if curve or not faster
@@ -119,20 +119,25 @@ def options_of(
     signatures = rollup_reads.signatures(session, ids) if stamps else {}
     # The gate's forecast borrows from the organisation: any pipeline's run may move it.
     prior = org_prior(session) if stamps else None
+    changes = month.declared_changes(session, ids)
     cache: dict[int, tuple[Any, Options]] = kept(session, "org_plan_options")
     out, missing, keys = [], [], []
     for p in briefs:
         # The plan prices its cadences from the window's costs (costs.windows now gives
         # each retraining's (cost, extra attempts' cost, start)).
-        window = tuple(c for c, _, _ in windows.get(p.id, ()))
+        series = windows.get(p.id, ())
+        window = tuple(c for c, _, _ in series)
         if not window:
             missing.append(p.name)
             continue
         stamp = stamps.get(p.id)
-        key = (p, window, stamp, (signatures.get(p.id), prior) if stamp else None)
+        declared = month.declared_days(changes.get(p.id, ()))
+        key = (p, series, declared, stamp, (signatures.get(p.id), prior) if stamp else None)
         found = cache.get(p.id)
         if found is None or found[0] != key:
-            found = cache[p.id] = (key, _options(session, p, window, stamp))
+            # Thin spread: the forecast's own flag that it borrows (its words say so).
+            thin = month.borrows_spread(series, declared)
+            found = cache[p.id] = (key, _options(session, p, window, stamp, thin))
         out.append(found[1])
         keys.append(key)
     return out, missing, tuple(keys)
