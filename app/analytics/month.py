@@ -174,7 +174,7 @@ def _read_inputs(
             spends.get(p.id, {}),
             window_costs,
             epoch_microseconds(started) if started and window_costs else NO_START,
-            tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes.get(p.id, ())),
+            declared_days(changes.get(p.id, ())),
             extras.get(p.id, NO_EXTRAS),
         )
     return out
@@ -186,6 +186,18 @@ def declared_changes(
     """Change points by pipeline (declared notes and price changes): what
     ``app.pipelines.service.change_points`` lists, for many pipelines in one statement."""
     return cost_reads.declared_changes(session, pipeline_ids)
+
+
+def declared_days(changes: Sequence[tuple[datetime, str]]) -> tuple[tuple[float, str], ...]:
+    """Declared changes as the cost model reads them: (day, description)."""
+    return tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes)
+
+
+def borrows_spread(series: Series, declared: Sequence[tuple[float, str]]) -> bool:
+    """Whether the forecast of this series borrows spread from the organisation (and
+    says "Only n retrainings to learn from"): how much it borrows follows from the
+    window since the latest change alone, not from the prior, so none is asked for."""
+    return bool(series) and fit(*columns(series), declared).borrow > 0
 
 
 # The sentence names a change by its date only: the page reads the latest change's time

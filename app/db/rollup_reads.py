@@ -164,8 +164,12 @@ def prior_stamp(session: Session) -> tuple[object, ...]:
     another production variant or price moves the text. Read in one statement, not the
     5,000 rows of settings and 10,000 counters it stands for."""
     p, v = Pipeline, VARIANTS.c
-    each = func.cast(p.id, String) + ":" + p.production_variant + ":" + func.cast(
-        p.price_per_gpu_hour, String
+    each = (
+        func.cast(p.id, String)
+        + ":"
+        + p.production_variant
+        + ":"
+        + func.cast(p.price_per_gpu_hour, String)
     )
     ordered = select(each.label("each")).order_by(p.id).subquery()
     if dialect(session) == "postgresql":
@@ -176,9 +180,7 @@ def prior_stamp(session: Session) -> tuple[object, ...]:
     counters = select(func.count(), func.coalesce(func.sum(v.changes), 0)).join_from(
         VARIANTS, p, produced
     )
-    row = session.execute(
-        select(select(settings).scalar_subquery(), counters.subquery())
-    ).one()
+    row = session.execute(select(select(settings).scalar_subquery(), counters.subquery())).one()
     return tuple(row)
 
 

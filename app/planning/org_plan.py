@@ -48,7 +48,7 @@ class Options:
     draws: np.ndarray = field(repr=False, compare=False)
     staleness: tuple[float, ...] | None = None
     thin_curve: bool = False  # a value curve from few evaluations
-    thin_spread: bool = False  # a bill whose spread is borrowed or from few retrainings
+    thin_spread: bool = False  # a bill whose forecast borrows spread (says so in words)
     gate_forbids: bool = False  # its A/B gate does not let it go faster than today
     # Without a curve: the expected bill at the next faster cadence a week can hold (what
     # evaluations would have to justify), None when none is faster.

@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.analytics import costs, plan_inputs
+from app.analytics import costs, month, plan_inputs
 from app.analytics.prior import org_prior
 from app.auth.service import TokenInfo
 from app.db import rollup_reads
+from app.db.cost_reads import Series
 from app.db.engine import WriteSession
 from app.db.kept import KeptMap
 from app.db.models import OrgSetting
@@ -49,7 +50,6 @@ KEPT_PLAN: KeptMap[tuple[object, ...], tuple[OrgPlan, tuple[str, ...]]] = KeptMa
 
 PLAN_DRAWS = 1000  # per pipeline and cadence: P(over) near 10% to about +-1 point
 THIN_POINTS = 8  # a value curve from fewer evaluations is called thin
-THIN_WINDOW = 5  # a bill from fewer retrainings has a rough spread (as the forecast says)
 DEFAULT_RISK = 0.1
 
 
@@ -83,6 +83,7 @@ def _options(
     p: pipelines.Brief,
     window: tuple[float, ...],
     stamp: tuple[Any, ...] | None,
+    thin_spread: bool,
 ) -> Options:
     today = p.runs_per_week
     curve = _curve(session, p, stamp)
@@ -105,7 +106,7 @@ def _options(
         if curve is None or stamp is None
         else tuple(float(stamp[2]) * curve[0].mean_loss(1.0 / k) for k in ks),
         thin_curve=bool(curve and curve[1]),
-        thin_spread=len(window) < THIN_WINDOW,
+        thin_spread=thin_spread,
         gate_forbids=forbids,
         faster_usd=None
         if curve or not faster
@@ -125,21 +126,36 @@ def options_of(
     change_counts = rollup_reads.change_counts(session, ids) if stamps else {}
     # The gate's forecast borrows from the organisation: any pipeline's run may move it.
     prior = org_prior(session) if stamps else None
+    changes = month.declared_changes(session, ids)
     out, missing, keys = [], [], []
     for p in briefs:
         # The plan prices its cadences from the window's costs (costs.windows now gives
         # each retraining's (cost, extra attempts' cost, start)).
-        window = tuple(c for c, _, _ in windows.get(p.id, ()))
+        series = windows.get(p.id, ())
+        window = tuple(c for c, _, _ in series)
         if not window:
             missing.append(p.name)
             continue
         stamp = stamps.get(p.id)
-        key = (p, window, stamp, (change_counts.get(p.id), prior) if stamp else None)
-        out.append(
-            KEPT_OPTIONS.get(session, (p.id, key), partial(_options, session, p, window, stamp))
-        )
+        declared = month.declared_days(changes.get(p.id, ()))
+        key = (p, series, declared, stamp, (change_counts.get(p.id), prior) if stamp else None)
+        make = partial(_thin_options, session, p, series, declared, stamp)
+        out.append(KEPT_OPTIONS.get(session, (p.id, key), make))
         keys.append(key)
     return out, missing, tuple(keys)
+
+
+def _thin_options(
+    session: Session,
+    p: pipelines.Brief,
+    series: Series,
+    declared: tuple[tuple[float, str], ...],
+    stamp: Any,
+) -> Options:
+    """:func:`_options`, its bill's spread thin exactly when the forecast borrows spread
+    (the forecast's own flag, which its words say)."""
+    window = tuple(c for c, _, _ in series)
+    return _options(session, p, window, stamp, month.borrows_spread(series, declared))
 
 
 def org_budget(session: Session) -> tuple[float | None, float]:

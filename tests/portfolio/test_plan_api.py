@@ -13,10 +13,12 @@ import pytest
 from cadence_client.commands.plan import run_plan
 from fastapi.testclient import TestClient
 
+from app.analytics import month
 from app.analytics.prior import org_prior
 from app.db.engine import Database
 from app.demo import load_demo, week_start
 from app.demo_portfolio import ORG_BUDGET_USD, load_portfolio_demo
+from app.pipelines import service as pipelines
 from app.portfolio import plan as org_service
 from tests.fixtures.builders import make_run, make_token
 from tests.fixtures.client import URL, args, through
@@ -91,7 +93,14 @@ def test_pipelines_without_a_value_curve_keep_today_and_say_what_faster_would_ad
         at[3.0]["expected_bill_usd"] - at[2.0]["expected_bill_usd"], abs=0.01
     )
     # churn-scorer's curve comes from six evaluations: thin, so re-solved at half and double.
-    assert [s["pipeline"] for s in body["sensitivity"]] == ["churn-scorer"]
+    # Its bill and the embedder's borrow spread (their forecasts say so: fewer than 10
+    # retrainings since their latest change), so their bill spread is thin too.
+    said = {(s["pipeline"], s["input"]) for s in body["sensitivity"]}
+    assert said == {
+        ("churn-scorer", "value curve"),
+        ("churn-scorer", "bill spread"),
+        ("search-embedder", "bill spread"),
+    }
 
 
 def test_a_budget_too_small_for_any_plan_says_what_would_fit(org: TestClient) -> None:
@@ -269,3 +278,22 @@ def test_a_warm_plan_is_recalled_and_a_new_run_makes_it_again(
     assert made == {"options": 10 if moved else 7, "plan": 3}
     db.kept.clear()
     assert org.get(PLAN, params={"budget": 7000}).json() == again  # as made from scratch
+
+
+def test_the_plans_thin_spread_is_the_forecasts_own_borrowing(
+    org: TestClient, db: Database
+) -> None:
+    # Issue 39: "bill spread" is a thin input exactly when the pipeline's month forecast
+    # borrows spread from the organisation and says so in its working, whatever the
+    # window's length (a window after a change is shorter than the window read).
+    with db.read() as s:
+        briefs = pipelines.briefs(s)
+        options, _, _ = org_service.options_of(s, briefs)
+        said = {
+            p.name: any(" to learn from: " in w for w in m.working)
+            for p in briefs
+            if (m := month.months(s, [p]).get(p.id)) is not None
+        }
+    thin = {o.name: o.thin_spread for o in options}
+    assert thin == {name: said[name] for name in thin}
+    assert any(thin.values()) and not all(thin.values())  # the demo has both kinds
