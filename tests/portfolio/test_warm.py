@@ -16,7 +16,7 @@ from app.demo import load_demo
 from app.main import create_app
 from app.portfolio.warm import Warmer, warm
 from app.settings import Settings
-from tests.web.test_page_statements import statements
+from tests.fixtures.serving import statements
 
 URL = "/api/v1/portfolio?sort=spend"
 

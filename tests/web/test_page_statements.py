@@ -14,16 +14,15 @@ it, before the counted requests, and is no statement of theirs.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, event
 
 from app.db.engine import Database
 from app.demo import RANKER, load_demo
 from app.main import create_app
 from app.settings import Settings
+from tests.fixtures.serving import statements
 
 PAGE = f"/pipelines/{RANKER}"
 # The issue found 22 (29 on SQLite and 30 on PostgreSQL here); 10 until the change points
@@ -46,20 +45,6 @@ def demo_served(committed_db: Database, settings: Settings) -> Iterator[TestClie
     with TestClient(create_app(settings, database=committed_db)) as client:
         assert client.get("/healthz").status_code == 200  # the pool's first connection
         yield client
-
-
-def statements(engine: Engine, client: TestClient, path: str) -> list[str]:
-    seen: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(" ".join(statement.split())[:120])
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        assert client.get(path).status_code == 200
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-    return seen
 
 
 def test_a_pipeline_page_costs_at_most_thirteen_statements(
