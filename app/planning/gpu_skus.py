@@ -38,14 +38,22 @@ class Catalog:
     aws: Mapping[str, float]
     azure: Mapping[str, float]
     gcp: Mapping[str, float]
+    # Azure's names squashed as bills may write them, the longest first (so a short name
+    # is not found inside a longer one): made once, not on every line read.
+    azure_longest_first: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def of(cls, entries: Iterable[CatalogEntry]) -> Catalog:
         rows = list(entries)
+        azure = {
+            e.instance_type.removeprefix("Standard_"): e.gpus for e in rows if e.cloud == "azure"
+        }
+        squashed = {_azure_key(k): v for k, v in azure.items()}
         return cls(
             {e.instance_type.lower(): e.gpus for e in rows if e.cloud == "aws"},
-            {e.instance_type.removeprefix("Standard_"): e.gpus for e in rows if e.cloud == "azure"},
+            azure,
             {e.instance_type.lower(): e.gpus for e in rows if e.cloud == "gcp"},
+            tuple(sorted(squashed.items(), key=lambda kv: -len(kv[0]))),
         )
 
 
@@ -89,8 +97,7 @@ def gpus_per_unit(texts: Iterable[str], catalog: Catalog) -> float | None:
     if AWS_SINGLE.search(text):
         return 1
     squashed = _azure_key(text)
-    azure = {_azure_key(k): v for k, v in catalog.azure.items()}
-    for key, gpus in sorted(azure.items(), key=lambda kv: -len(kv[0])):
+    for key, gpus in catalog.azure_longest_first:
         if key in squashed:
             return gpus
     match = GCP.search(text)
