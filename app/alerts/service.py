@@ -22,8 +22,8 @@ from app.alerts import digest, repository, rules, targets
 from app.alerts.rules import AlertKind
 from app.alerts.schemas import AlertRuleIn, AlertRuleOut, DeliveryOut
 from app.alerts.sender import WAKE
+from app.analytics.bill_now import current_bill_at_risk
 from app.analytics.month import months
-from app.analytics.service import current_bill_at_risk
 from app.analytics.weekly import latest_weeks_goodput
 from app.db.engine import Database, WriteSession, status_thresholds_of
 from app.db.kept import KeptMap

@@ -1,12 +1,12 @@
-"""The mean retraining cost of many pipelines' production variants, kept between requests.
+"""The windows of retraining costs of many pipelines' production variants, kept between
+requests.
 
-The portfolio, the weekly review and /metrics show every pipeline's monthly cost at its
-current cadence, the expected bill: the mean retraining cost (a run plus its
-retraining's failed attempts; a retraining abandoned after failed attempts at what they
-cost) of the production variant's newest RUN_WINDOW retrainings
-(``analytics.service.current_monthly_cost``) times the runs a month. Reading 5,000
-such windows takes most of a second on 10 million runs, so each process keeps the means
-it computed (the kept map ``recent_costs``, app/db/kept.py), with what each depends on:
+The month to date and today's expected bill (``app.analytics.month``,
+``app.analytics.bill_now``) of every pipeline are forecast from the cost series of its
+production variant's newest RUN_WINDOW retrainings (a run plus its retraining's failed
+attempts; a retraining abandoned after failed attempts at what they cost). Reading 5,000
+such windows takes most of a second on 10 million runs, so each process keeps the series
+it read (the kept map ``recent_costs``, app/db/kept.py), with what each depends on:
 
 - the variant's change counter (``run_variant.changes``), which every write of one of
   its runs (insert, delete, measurement update) increases in the same transaction
@@ -14,17 +14,16 @@ it computed (the kept map ``recent_costs``, app/db/kept.py), with what each depe
 - the pipeline's current price, which prices runs that carry no price of their own;
 - the variant's name (the production variant can be changed) and the window.
 
-A mean is reused only while all of them are as read in the current transaction, so it
+A series is reused only while all of them are as read in the current transaction, so it
 is exactly what a fresh computation would give; the others are computed in one query.
 A retraining's attempts share its variant (a failed attempt moves the same counter).
 
-The counter is read before the means, so a mean can only be newer than the counter
-it is filed under; the next reader then sees a higher counter and computes again.
+The counter is read before the series, so a series can only be newer than the counter
+it is filed under; the next reader then sees a higher counter and reads again.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -57,13 +56,6 @@ class Costed(Protocol):
     def price_per_gpu_hour(self) -> float: ...
     @property
     def runs_per_week(self) -> float: ...
-
-
-def mean_costs(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, float]:
-    """Mean retraining cost (USD) of each pipeline's production variant's newest ``window``
-    runs, by pipeline id; a pipeline whose production variant has no runs is absent."""
-    found = windows(session, pipelines, window).items()
-    return {pid: math.fsum(c for c, _, _ in w) / len(w) for pid, w in found}
 
 
 def windows(session: Session, pipelines: Sequence[Costed], window: int) -> dict[int, Series]:

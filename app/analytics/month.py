@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from functools import partial
 from typing import Protocol
 
@@ -30,6 +30,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.analytics import costs
+from app.analytics.cost_models import cost_models, model_of
 from app.analytics.month_running import (
     NO_EXTRAS,
     Extras,
@@ -47,7 +48,7 @@ from app.db.kept import KeptMap
 from app.planning.backtest import RecordRun, month_start, newest_start_before, series_before
 from app.planning.bill import DEFAULT_DRAWS, BillForecast, forecast_bill
 from app.planning.budget_status import StatusThresholds
-from app.planning.cost_series import FIXED_PRIOR, OrgPrior, days_of, fit
+from app.planning.cost_series import FIXED_PRIOR, CostModel, OrgPrior, days_of, fit
 from app.planning.month_to_date import MonthToDate, month_to_date
 from app.planning.scenario import RUN_WINDOW
 from app.planning.schedule import (
@@ -106,7 +107,7 @@ def months(
     now = now or datetime.now(UTC)
     if not pipelines:
         return {}
-    inputs = _inputs(session, pipelines, now, window)
+    inputs = inputs_of(session, pipelines, now, window)
     newest = np.fromiter((i.newest_us for i in inputs), dtype=np.int64, count=len(inputs))
     per_week = np.fromiter((p.runs_per_week for p in pipelines), dtype=float, count=len(inputs))
     none = newest == NO_START
@@ -114,18 +115,28 @@ def months(
     runs[none] = 0
     thresholds = status_thresholds_of(session)
     prior = org_prior(session)
-    made: dict[tuple[int, int], tuple[object, Callable[[], MonthToDate]]] = {}
+    made: dict[tuple[int, int], tuple[object, Inputs, Callable[..., MonthToDate]]] = {}
     for p, i, n in zip(pipelines, inputs, runs.tolist(), strict=True):
         clock = i.extras.clock(now)
         version = (i.key, n, p.monthly_budget_usd, thresholds, prior, clock)
-        made[(p.id, window)] = version, partial(_forecast, p, i, n, clock or now, thresholds, prior)
+        made[(p.id, window)] = (
+            version,
+            i,
+            partial(_forecast, p, i, n, clock or now, thresholds, prior),
+        )
 
-    keys = ((slot, version) for slot, (version, _) in made.items())
-    found = KEPT_FORECASTS.get_many(session, keys, lambda new: {s: made[s][1]() for s in new})
-    return {pid: value for (pid, _), value in found.items()}
+    def make(new: list[tuple[int, int]]) -> dict[tuple[int, int], MonthToDate]:
+        wanted = {
+            s: (made[s][1].costs, made[s][1].declared, prior) for s in new if made[s][1].costs
+        }
+        models = cost_models(session, wanted)
+        return {s: made[s][2](models.get(s)) for s in new}
+
+    keys = ((slot, version) for slot, (version, _, _) in made.items())
+    return {pid: value for (pid, _), value in KEPT_FORECASTS.get_many(session, keys, make).items()}
 
 
-def _inputs(
+def inputs_of(
     session: Session, pipelines: Sequence[Budgeted], now: datetime, window: int
 ) -> list[Inputs]:
     """Each pipeline's kept inputs, read again for those whose key moved (in the order
@@ -207,12 +218,12 @@ PRICE_CHANGE = ""
 
 def _forecast(
     p: Budgeted, i: Inputs, runs: int, now: datetime, thresholds: StatusThresholds,
-    prior: OrgPrior,
+    prior: OrgPrior, model: CostModel | None = None,
 ) -> MonthToDate:  # fmt: skip
     """The month to date: the bill of the retrainings still to start, the attempts
     running now (a whole retraining is the window's mean cost) and the experiments' rest
     of the month."""
-    forecast = bill_of(i.costs, i.declared, p.runs_per_week, runs, now, prior)
+    forecast = bill_of(i.costs, i.declared, p.runs_per_week, runs, now, prior, model=model)
     running, rest = i.extras.parts(
         p.production_variant, typical_cost([c for c, _, _ in i.costs]), now
     )
@@ -234,6 +245,7 @@ def bill_of(
     budget_usd: float | None = None,
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
+    model: CostModel | None = None,
 ) -> BillForecast:
     """The bill of the ``runs`` retrainings still to start this month from the cost
     series (app/planning/cost_series.py: change points, trend, borrowed spread), each at
@@ -241,9 +253,10 @@ def bill_of(
     family calibration test, tests/analytics/test_bill_family.py)."""
     if not series:
         return forecast_bill([0.0], exactly(runs))
-    costs_, extras, days = columns(series)
-    model = fit(costs_, extras, days, declared, prior)
-    future = schedule_days(days[-1], runs_per_week, float(days_of([now])[0]), runs)
+    if model is None:  # else the kept fit of this series (app.analytics.cost_models)
+        model = model_of(series, declared, prior)
+    newest = float(days_of([series[-1][2]])[0])
+    future = schedule_days(newest, runs_per_week, float(days_of([now])[0]), runs)
     return forecast_series(
         model, exactly(runs), future, budget_usd=budget_usd, draws=draws, seed=seed
     )
@@ -310,7 +323,13 @@ def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> Seri
     latest = runs.latest_change
     declared = ((_day(latest), PRICE_CHANGE),) if latest is not None else ()
     days = tuple(_day(r.started_at) for r in rows)
-    return SeriesContext(days, abandoned, declared, runs.prior, _day(datetime.now(UTC)))
+    return SeriesContext(days, abandoned, declared, runs.prior, today_day(datetime.now(UTC)))
+
+
+def today_day(now: datetime) -> float:
+    """The day number of 00:00 UTC on ``now``'s day: where a typical month starts, so
+    today's expected bill is the same figure all day (``app.analytics.bill_now``)."""
+    return _day(datetime.combine(day_of(now), time(), tzinfo=UTC))
 
 
 def _day(moment: datetime) -> float:

@@ -13,7 +13,7 @@ from datetime import date
 from sqlalchemy.orm import Session
 
 from app.analytics import org_weeks
-from app.analytics import service as analytics
+from app.analytics.bill_now import current_monthly_costs
 from app.pipelines import service as pipelines
 
 
@@ -40,4 +40,4 @@ def org_inputs(
     teams = pipelines.teams(session, only=only)
     production = {p.id: p.production_variant for p in listed}
     window = org_weeks.org_window(session, list(production), last, production)
-    return OrgInputs(listed, teams, window, analytics.current_monthly_costs(session, listed))
+    return OrgInputs(listed, teams, window, current_monthly_costs(session, listed))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
-from app.analytics import costs, month
-from app.analytics import repository as repo
+from app.analytics import bill_now, month
 from app.analytics.missing import NotEnoughData
 from app.analytics.reads import RunReads, RunRow, default_variants, read_runs
 from app.analytics.schemas import (
@@ -24,20 +22,17 @@ from app.db.models import Pipeline
 from app.exceptions import Invalid
 from app.pipelines.service import get_by_name
 from app.planning.budget_status import DEFAULT_RISK_TOLERANCE
-from app.planning.cost_basis import CostBasis, basis_figure
+from app.planning.cost_basis import CostBasis
 from app.planning.failures import DEFAULT_FAILURE_RATE, estimate_failure_rate
 from app.planning.gate import GateResult, GateThresholds, evaluate_gate
 from app.planning.gate_words import GateContext, GateWords, gate_words
 from app.planning.model import PlanningError
 from app.planning.month_to_date import MonthToDate
 from app.planning.projection import (
-    CALENDAR,
-    CadenceProjection,
-    monthly_cost_now,
     project_costs,
 )
 from app.planning.scaling import ScalingModel, fit_usl
-from app.planning.scenario import RUN_WINDOW, RunWindow, Scenario, window_of
+from app.planning.scenario import RunWindow, Scenario, window_of
 from app.planning.sources import gate_source_warnings
 from app.planning.whatif import WhatIf
 
@@ -188,12 +183,10 @@ def projection(
     wanted = sorted({*(cadences or [1.0, 2.0]), target})
     what_if, model = scenario_inputs(runs, scenario)
     budget = scenario.budget_or(pipeline.monthly_budget_usd)
-    # Today is the production variant's bill (the page's "today"), whichever variant is
-    # projected; a pipeline with no production runs measures from the first variant.
-    production = pipeline.production_variant
-    current = runs_of(pipeline, runs, production if runs.window(production) else chosen[0])
+    current = _today(pipeline, runs, chosen[0], scenario.convention)
     if isinstance(current, NotEnoughData):
         return current
+    today_rows, today_usd = current
     out, windows = {}, {}
     for variant in chosen:
         rows = runs_of(pipeline, runs, variant)
@@ -208,9 +201,10 @@ def projection(
             current_runs_per_week=pipeline.runs_per_week,
             what_if=what_if,
             scaling_model=model,
-            current_runs=[r.facts for r in current],
+            current_runs=[r.facts for r in today_rows],
             risk_tolerance=risk_tolerance,
             series=month.series_context(runs, variant, rows),
+            current_cost_usd=today_usd,
         )
     return ProjectionOut(
         pipeline=pipeline.name,
@@ -224,39 +218,18 @@ def projection(
     )
 
 
-def current_monthly_cost(
-    session: Session, pipeline: Pipeline, basis: str = "expected_bill"
-) -> float | None:
-    """The expected bill at the pipeline's current cadence, from its production
-    variant's newest RUN_WINDOW runs, as recorded (what ``GET .../projection?variant=
-    <production_variant>&cadence=<runs_per_week>`` shows), or its p90 on ``basis="p90"``;
-    None when that variant has no runs."""
-    at = _current_cadence(session, pipeline)
-    return None if at is None else basis_figure(basis, at.expected_bill_usd, at.bill_p90_usd)
-
-
-def current_bill_at_risk(session: Session, pipeline: Pipeline) -> tuple[float, float] | None:
-    """(the bill at risk, the expected bill) at the current cadence: the bill the one test
-    is about, the (1 - CADENCE_RISK_TOLERANCE) quantile (the p90 at 10%;
-    app/planning/verdict.py). The cost_over_budget alert holds it against the budget."""
-    at = _current_cadence(session, pipeline)
-    return None if at is None else (at.bill_at_risk_usd, at.expected_bill_usd)
-
-
-def _current_cadence(session: Session, pipeline: Pipeline) -> CadenceProjection | None:
-    rows = repo.recent_runs(
-        session, pipeline.id, variant=pipeline.production_variant, limit=RUN_WINDOW
-    )
-    if not rows:
-        return None
-    tolerance = status_thresholds_of(session).risk_tolerance
-    proj = project_costs(
-        [r.facts for r in rows],
-        [pipeline.runs_per_week],
-        convention=CALENDAR,
-        risk_tolerance=tolerance,
-    )
-    return proj.cadences[0]
+def _today(
+    pipeline: Pipeline, runs: RunReads, first: str, convention: str
+) -> tuple[list[RunRow], float] | NotEnoughData:
+    """Today's runs and expected bill: the production variant's (the page's "today"),
+    whichever variant is projected; a pipeline with no production runs measures from the
+    first variant shown."""
+    production = pipeline.production_variant
+    today = production if runs.window(production) else first
+    rows = runs_of(pipeline, runs, today)
+    if isinstance(rows, NotEnoughData):
+        return rows
+    return rows, bill_now.bill_today(pipeline, runs, today, convention)
 
 
 def gate_of(
@@ -382,16 +355,3 @@ def thresholds_for(pipeline: Pipeline, **given: Any) -> GateThresholds:
         return gate_thresholds(pipeline, **given)
     except PlanningError as exc:
         raise _bad("gate", str(exc)) from exc
-
-
-def current_monthly_costs(session: Session, pipelines: Sequence[costs.Costed]) -> dict[int, float]:
-    """:func:`current_monthly_cost` for many pipelines at once, by pipeline id (a
-    pipeline whose production variant has no runs is absent): the expected bill, the mean
-    retraining cost of the production variant's newest RUN_WINDOW runs times the current
-    cadence's runs per calendar month (:func:`app.planning.projection.monthly_cost_now`).
-    The means are cached between requests while the runs they come from are unchanged
-    (``app.analytics.costs``)."""
-    means = costs.mean_costs(session, pipelines, RUN_WINDOW)
-    return {
-        p.id: monthly_cost_now(means[p.id], p.runs_per_week) for p in pipelines if p.id in means
-    }

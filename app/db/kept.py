@@ -76,6 +76,8 @@ KEPT: tuple[Declared, ...] = (
              "variant, price"),
     Declared("org_month_to_date", ORG, "pipeline, window; inputs' key, retrainings still "
              "to start, budget, thresholds, prior, the extras' clock"),
+    Declared("bill_now", ORG, "pipeline, window; inputs' key, cadence, prior, day"),
+    Declared("cost_models", ORG, "pipeline, window; cost series, declared changes, prior"),
     Declared("org_prior_parts", ORG, "a window's cost series; nothing (pure)"),
     Declared("org_prior", 1, "the organisation; every pipeline's id, production variant, "
              "price and change counter"),

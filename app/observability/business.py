@@ -8,8 +8,8 @@ reads the pipelines, their change counters and the delivery counts:
 - ``cadence_pipeline_expected_bill_usd``: the expected bill of a typical month that
   ``GET /api/v1/pipelines/{name}/projection?cadences=<runs_per_week>`` gives for the
   pipeline's production variant (calendar months, its newest RUN_WINDOW runs, no
-  what-ifs): ``analytics.service.current_monthly_cost``, the overview's figure too, the
-  expected bill (the mean retraining cost of the kept windows times the runs a month).
+  what-ifs): ``analytics.bill_now``, today's expected bill, the overview's and the
+  portfolio's figure too (the typical month from today, priced by the cost series).
   ``cadence_pipeline_projected_monthly_cost_usd``, its old name, is exported beside it
   for one release, marked deprecated in its HELP;
 - ``cadence_pipeline_monthly_budget_usd``: the pipeline's budget (omitted when unset);
@@ -45,9 +45,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.alerts.service import delivery_counts
+from app.analytics.bill_now import current_monthly_costs
 from app.analytics.month import months
 from app.analytics.org_weeks import org_window
-from app.analytics.service import current_monthly_costs
 from app.db.base import utcnow
 from app.pipelines import service as pipelines_service
 from app.planning.causes import BADPUT_CAUSES

@@ -96,43 +96,43 @@ def project_costs(
     current_runs: Sequence[RunFacts] | None = None,
     risk_tolerance: float = DEFAULT_RISK_TOLERANCE,
     series: SeriesContext | None = None,
+    current_cost_usd: float | None = None,
 ) -> Projection:
     """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
-    Each run is first adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`).
-    Then, at k runs per week, m = k * weeks_per_month(convention) and
+    Each run is adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`); at
+    k runs per week, m = k * weeks_per_month(convention) and
 
-    - GPU-hours per run, cost per run = medians over the adjusted runs (the typical
-      retraining, shown as such);
-    - monthly cost = the expected bill: runs in the month x the mean retraining cost
-      (the run plus its retraining's failed attempts), exact; monthly GPU-hours = m x
-      the mean retraining's GPU-hours;
-    - band and p_over_budget = the bill's p10..p90 and P(bill > budget), from the
-      months of :func:`app.planning.bill.forecast_bill` (``series``: series_bill.py);
+    - GPU-hours, cost per run = medians of the adjusted runs (the typical retraining);
+    - monthly cost = the expected bill: runs in the month x the mean retraining cost (a
+      run plus its failed attempts), exact; monthly GPU-hours = m x the mean's;
+    - band, p_over_budget = the bill's p10..p90, P(bill > budget) from the months of
+      :func:`app.planning.bill.forecast_bill` (``series``: series_bill.py);
     - headroom = budget - expected bill; within_budget = the one test (budget_status);
-    - vs_current_ratio = monthly cost / today's expected bill (``current_runs``, default
-      ``runs``, as observed, at ``current_runs_per_week``: production's for a candidate).
-
+    - vs_current_ratio = monthly cost / today's bill: ``current_cost_usd`` (the series'
+      figure, ``app.analytics.bill_now``) or the mean of ``current_runs`` (production's
+      for a candidate; default ``runs``) at ``current_runs_per_week``.
     Without runs: :class:`PlanningError` (see :func:`project_from_inputs`)."""
     if not runs:
         raise PlanningError("no runs to project from; use project_from_inputs")
-    wpm = weeks_per_month(convention)
     if budget_usd is not None and budget_usd < 0:
         raise PlanningError("budget must be >= 0")
     adjusted, warnings = _adjusted(runs, what_if, scaling_model)
     costs = [a.cost_usd for a in adjusted]
     window = _bill_window(runs, costs, what_if, scaling_model)
     typical = _typical(runs, adjusted)
-    current_cost, current_gpu = _today(current_runs or runs, current_runs_per_week, convention)
-    today = (current_runs_per_week, current_cost)
+    current_cost, current_gpu = _today(
+        current_runs or runs, current_runs_per_week, convention, current_cost_usd
+    )
     bill_at = biller(window, costs, series, convention, budget_usd, seed, warnings)
+    limits, today = (budget_usd, risk_tolerance), (current_runs_per_week, current_cost)
 
     def at(k: float) -> CadenceProjection:
-        return _at_cadence(k, convention, bill_at(k), typical, (budget_usd, risk_tolerance), today)
+        return _at_cadence(k, convention, bill_at(k), typical, limits, today)
 
     return Projection(
         convention=convention,
-        weeks_per_month=wpm,
+        weeks_per_month=weeks_per_month(convention),
         runs_used=len(runs),
         cadences=tuple(at(k) for k in cadences),
         current_runs_per_week=current_runs_per_week,
@@ -183,14 +183,16 @@ def _adjusted(
 
 
 def _today(
-    today: Sequence[RunFacts], runs_per_week: float | None, convention: str
+    today: Sequence[RunFacts], runs_per_week: float | None, convention: str, given: float | None
 ) -> tuple[float | None, float | None]:
     """Today's expected bill and GPU-hours a month: the same mean retraining (failed
-    attempts included) at today's cadence, as observed (None without a cadence)."""
+    attempts included) at today's cadence, as observed, or the bill ``given`` (None
+    without a cadence)."""
     if runs_per_week is None:
         return None, None
     m_now = runs_per_month(runs_per_week, convention)
     cost = m_now * math.fsum(r.retraining_cost_usd for r in today) / len(today)
+    cost = cost if given is None else given
     return cost, m_now * _mean_gpu_hours(today)
 
 
@@ -383,15 +385,3 @@ def project_from_inputs(
     ]
     notes.extend(n for n in result.notes if not n.startswith(("Only ", "Band: ")))
     return replace(result, notes=tuple(notes))
-
-
-def monthly_cost_now(mean_cost_per_retraining: float, runs_per_week: float) -> float:
-    """The expected bill at the current cadence as observed, no what-ifs, from the mean
-    retraining cost of the default variant's recent runs: what :func:`project_costs`
-    gives at ``runs_per_week`` (calendar months), without the bill's percentiles, for
-    readers that need every pipeline's figure at once.
-
-    Example: retrainings of 10, 30, 20 USD (mean 20) at 3 runs a week:
-    3 * 52/12 * 20 = 260 USD.
-    """
-    return runs_per_month(runs_per_week, "calendar") * mean_cost_per_retraining

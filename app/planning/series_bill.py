@@ -182,9 +182,25 @@ def typical_month(
 ) -> BillForecast:
     """The bill of a typical month at ``runs_per_week`` starting today: its retrainings
     every 7/k days from today, each priced at its own date."""
-    gap = 7.0 / runs_per_week if runs_per_week > 0 else 0.0
-    future = [now_day + gap * (j + 1) for j in range(max(runs.counts))]
+    future = typical_days(runs, runs_per_week, now_day)
     return forecast_series(model, runs, future, budget_usd=budget_usd, seed=seed)
+
+
+def typical_days(runs: RunsInMonth, runs_per_week: float, now_day: float) -> list[float]:
+    """The days of a typical month's retrainings: every 7/k days after ``now_day``, as
+    many as the month may hold. Check: 2/week from day 10, up to 9: 13.5, 17, ..., 41.5."""
+    gap = 7.0 / runs_per_week if runs_per_week > 0 else 0.0
+    return [now_day + gap * (j + 1) for j in range(max(runs.counts))]
+
+
+def typical_expected_bill(
+    model: CostModel, runs_per_week: float, now_day: float, convention: str
+) -> float:
+    """E[B] of a typical month at ``runs_per_week`` starting on ``now_day``: the expected
+    bill of :func:`typical_month`, exact and without draws (what the org-wide pages show
+    for each pipeline, the projection's figure at that cadence)."""
+    runs = typical_month_runs(runs_per_week, convention)
+    return expected_bill(model, runs, typical_days(runs, runs_per_week, now_day))
 
 
 def biller(

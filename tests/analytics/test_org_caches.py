@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from app.analytics import costs, org_weeks
 from app.analytics import repository as analytics_repo
-from app.analytics.service import current_monthly_cost, current_monthly_costs
+from app.analytics.bill_now import current_monthly_cost, current_monthly_costs
 from app.db import rollup_reads
 from app.db.engine import Database
 from app.db.models import Pipeline
@@ -204,8 +204,8 @@ def test_a_session_without_the_database_caches_keeps_nothing(
     with db.read() as s:
         listed = briefs(s)
         s.info.clear()  # as a session made outside app.db.engine.Database
-        costs.mean_costs(s, listed, 20)
-        costs.mean_costs(s, listed, 20)
+        costs.windows(s, listed, 20)
+        costs.windows(s, listed, 20)
     assert len(calls["medians"]) == 2
 
 
