@@ -7,25 +7,38 @@ resources (~1 s)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, insert, or_, select, text, update
+from sqlalchemy import Table, delete, func, insert, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from app.billing.reader import LineItem, Span
 from app.db.bill_marks import RESOURCE_TAG, UNCLAIMED, holds, kept_stamp
+from app.db.copy import copy_rows, copy_tuples, driver_cursor
 from app.db.engine import WriteSession
 from app.db.models import BillLine, BillTotal, Pipeline, Run, RunVariant
+from app.db.sql import dialect
 from app.planning.reconcile import Figures, Reconciliation
 from app.planning.resource_ids import short_id
 
 CHUNK = 500
+LINE_TABLE = cast(Table, BillLine.__table__)
+LINES_AT_ONCE = 2_000  # rows a reconciliation fetches at a time
 
 
 LINE_VALUES = ("billed_cost", "effective_cost", "list_cost", "gpu_hours")
+# The binary COPY types of a stored line: every column an import writes (a LineItem's
+# fields, its file and its import; tests/billing/test_import_scaling.py holds them to
+# the table's columns).
+_FLOATS = (*LINE_VALUES, "gpus_per_unit")
+_TIMES = ("charge_period_start", "charge_period_end")
+PG_LINE_TYPES = {
+    name: "float8" if name in _FLOATS else "timestamptz" if name in _TIMES else "text"
+    for name in (*(f.name for f in fields(LineItem)), "source", "import_id")
+}
 
 
 @dataclass
@@ -42,9 +55,17 @@ class Stored:
 def lock_imports(session: WriteSession) -> None:
     """One bill import at a time (PostgreSQL; SQLite's write lock already is one), so
     what each import counts as new is what it stored: two imports of one bill at once
-    report 2,000 new and 2,000 already stored, not 2,000 new each."""
+    report 2,000 new and 2,000 already stored, not 2,000 new each.
+
+    The import's statements are also planned for their values each time, never by a
+    generic plan: psycopg prepares :func:`store_chunk`'s look-up after 5 runs, and
+    PostgreSQL then kept the plan it made while this transaction's table was small, a
+    sequential scan that compares each row with the 500 keys one by one. It grew with
+    every chunk stored: 100,000 lines took 286 s, 305,000 did not finish in 19 min.
+    Planned with its keys, the look-up hashes them or uses the row_key index."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(hashtext('cadence.bill_import'))"))
+        session.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
 
 
 def store_chunk(
@@ -80,10 +101,21 @@ def store_chunk(
     if updates:
         session.execute(update(BillLine), updates)
     if inserts:
-        # executemany of one cached statement: a VALUES list of 500 rows compiled anew
-        # each chunk was 80% of an import's time
-        session.execute(insert(BillLine), inserts)
+        _insert_lines(session, inserts)
         out.new += len(inserts)
+
+
+def _insert_lines(session: WriteSession, rows: list[dict[str, Any]]) -> None:
+    """New lines: COPY on PostgreSQL (an executemany of 275,000 lines took 45 s), else
+    an executemany of one cached statement (a VALUES list of 500 rows compiled anew
+    each chunk was 80% of an import's time) into the table, not the ORM class: the
+    ORM's bulk insert splits a chunk at every change of which values are None (a tag, a
+    list cost), 4,300 executemany calls for 27,000 lines."""
+    if dialect(session) == "postgresql":
+        with driver_cursor(session) as cursor:
+            copy_rows(cursor, "bill_line", PG_LINE_TYPES, copy_tuples(rows, PG_LINE_TYPES))
+    else:
+        session.execute(insert(LINE_TABLE), rows)
 
 
 def _sum_into(row: dict[str, Any], more: dict[str, Any]) -> None:
@@ -120,11 +152,12 @@ def lines_between(
     *,
     resources: Sequence[str] | None = None,
     pipeline: str | None = None,
-) -> Sequence[Any]:
+) -> Iterable[Any]:
     """The bill lines whose charge period overlaps [start, end); with ``resources``, only
     those of these resources or tagged for ``pipeline`` (one pipeline's page). Rows of
-    the six columns the reconciliation reads, not whole lines: a month of 30,000 hourly
-    lines is then ~10 MB, not ~50."""
+    the six columns the reconciliation reads, not whole lines, fetched LINES_AT_ONCE at
+    a time (a server-side cursor on PostgreSQL) for the caller to go through once: the
+    import of 90,000 lines held them all at once, 67 MB more at its peak."""
     b = BillLine
     statement = select(
         b.charge_period_start, b.charge_period_end, b.effective_cost, b.gpu_hours,
@@ -141,7 +174,8 @@ def lines_between(
                 BillLine.pipeline_tag == pipeline,
             )
         )
-    return session.execute(statement.order_by(BillLine.id)).all()
+    ordered = statement.order_by(BillLine.id)
+    return session.execute(ordered, execution_options={"yield_per": LINES_AT_ONCE})
 
 
 def holdings_between(session: Session, start: datetime, end: datetime) -> list[Any]:

@@ -172,7 +172,7 @@ def live_reconciliation(
     ]
     runs = [Recorded(r.name, r.started_at, r.finished_at, r.gpu_hours or 0.0) for r in held]
     resources = None if only is None else [h.resource_id for h in holdings if h.pipeline == only]
-    lines = [
+    lines = (  # a stream: reconcile goes through the lines once
         BillLine(
             start=line.charge_period_start,
             end=line.charge_period_end,
@@ -184,7 +184,7 @@ def live_reconciliation(
         for line in repository.lines_between(
             session, start, end, resources=resources, pipeline=only
         )
-    ]
+    )
     return reconcile(lines, holdings, start, end), recorded_gpu_hours(runs, start, end)
 
 
