@@ -197,7 +197,7 @@ def borrows_spread(series: Series, declared: Sequence[tuple[float, str]]) -> boo
     """Whether the forecast of this series borrows spread from the organisation (and
     says "Only n retrainings to learn from"): how much it borrows follows from the
     window since the latest change alone, not from the prior, so none is asked for."""
-    return bool(series) and fit(*columns(series), declared).borrow > 0
+    return bool(series) and fit(*columns(series), declared).borrows
 
 
 # The sentence names a change by its date only: the page reads the latest change's time
