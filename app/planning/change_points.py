@@ -84,10 +84,11 @@ def start_weights(
     return starts, weights / weights.sum()
 
 
-def change_evidence(y: np.ndarray, x: np.ndarray) -> float | None:
-    """ln of the Bayes factor of a change against none in ``y`` (its own spread, no
-    prior), for the organisation's rate of changes; None below SPLIT_MIN retrainings."""
-    found = evidence(y, x, (0.0, 0.0))
+def change_evidence(y: np.ndarray, x: np.ndarray, spread: tuple[float, float]) -> float | None:
+    """ln of the Bayes factor of a change against none in ``y`` (``spread`` as in
+    :func:`evidence`), for the organisation's rate of changes; None below SPLIT_MIN
+    retrainings."""
+    found = evidence(y, x, spread)
     if found is None:
         return None
     logs = found[1]

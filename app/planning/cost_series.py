@@ -46,7 +46,7 @@ TREND_MIN = 8
 BORROW_BELOW = 10
 FEW = 3
 SPREAD_WEIGHT = 8.0  # the prior's spread counts as this many retrainings
-MIN_WEIGHT = 0.05  # a start less likely than this is left out (the rest reweighed)
+MIN_WEIGHT = 0.10  # a start less likely than this is left out (the rest reweighed)
 MOST_STARTS = 2  # the likeliest starts kept: each is a window the bill draws from
 
 
@@ -140,7 +140,7 @@ def fit(
         _window(c[at:], base[at:], y[at:], d[at:], prior, change, weight)
         for at, change, weight in _starts(y, d, declared, prior)
     ]
-    return _with_sentences(replace(models[0], others=tuple(models[1:])))
+    return _with_sentences(models[0], tuple(models[1:]))
 
 
 def _window(
@@ -244,11 +244,12 @@ def _ratio(y: np.ndarray, at: int) -> float:
     return math.exp(statistics.median(values[at:]) - statistics.median(values[:at]))
 
 
-def _with_sentences(model: CostModel) -> CostModel:
-    """The model with the words the page and the API show for it: the change it starts
-    after (or the two starts it weighs), its trend, and what it borrows."""
-    hyps = model.hypotheses
-    out = _change_words(model) if len(hyps) == 1 else _weighed_words(hyps)
+def _with_sentences(model: CostModel, others: tuple[CostModel, ...]) -> CostModel:
+    """The model, with the ``others`` it weighs, and the words the page and the API show
+    for them: the change it starts after (or the two starts it weighs), its trend, and
+    what it borrows."""
+    hyps = (model, *others)
+    out = _change_words(model) if not others else _weighed_words(hyps)
     for h in hyps:
         if h.slope != 0.0:
             monthly = math.expm1(h.slope * DAYS_PER_MONTH)
@@ -261,7 +262,7 @@ def _with_sentences(model: CostModel) -> CostModel:
     borrowing = next((h for h in hyps if h.borrow > 0), None)
     if borrowing is not None:
         out.append(_borrow_words(borrowing, len(hyps) > 1))
-    return replace(model, sentences=tuple(out))
+    return replace(model, others=others, sentences=tuple(out))
 
 
 def _change_words(model: CostModel) -> list[str]:

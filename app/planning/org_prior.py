@@ -84,7 +84,10 @@ def window_stats(
     y, x = np.log(base[ok]), np.asarray(days, dtype=float)[ok]
     found = find_splits(y, x)
     # Its latest change is weighed from the clear split before it (as the forecast does).
-    change = change_evidence(*(v[found[-2] if len(found) > 1 else 0 :] for v in (y, x)))
+    # Its spread pooled with the fixed prior's, as a forecast pools it with the
+    # organisation's (not known yet: it is what these windows make).
+    since = found[-2] if len(found) > 1 else 0
+    change = change_evidence(y[since:], x[since:], (FIXED_PRIOR.log_spread, PRIOR_WEIGHT))
     y, x = y[(at := found[-1] if found else 0) :], x[at:]
     ss = float(((y - y.mean()) ** 2).sum()) if y.size >= 2 else 0.0
     slope = _ols_slope(y, x) if y.size >= 3 and not step_like(y, x) else None

@@ -111,6 +111,8 @@ def series_draws(
 
 def _shares(hyps: Sequence[CostModel], draws: int) -> np.ndarray:
     """How many draws each window takes: its weight's share, largest remainders."""
+    if len(hyps) == 1:
+        return np.array([draws])
     weights = np.array([h.weight for h in hyps])
     shares: np.ndarray = np.floor(weights * draws).astype(np.intp)
     extra = np.argsort(shares - weights * draws, kind="stable")[: draws - int(shares.sum())]
@@ -184,8 +186,8 @@ def forecast_series(
     p_over = p_exceeds(simulated, budget_usd)
     working = [
         f"Runs in the month: {runs.describe()}.",
-        f"Window: {model.size} retrainings since the latest change, mean ${mean:,.2f} "
-        f"at its middle day, typical (median) ${median:,.2f}.",
+        f"{_window_words(model)}, mean ${mean:,.2f} at the middle day, typical (median) "
+        f"${median:,.2f}.",
         f"Expected bill ${expected:,.2f}; {draws} draws (seed {seed}): p10 ${lo:,.0f}, "
         f"p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
         *model.sentences,
@@ -195,6 +197,14 @@ def forecast_series(
     summary = (runs, runs.mean, model.size, mean, median, expected, lo, mid, hi)
     return BillForecast(*summary, budget_usd, p_over, seed, tuple(working), simulated,
                         model.sentences)  # fmt: skip
+
+
+def _window_words(model: CostModel) -> str:
+    """ "Window: 12 retrainings since the latest change", or the windows weighed."""
+    if not model.others:
+        return f"Window: {model.size} retrainings since the latest change"
+    each = " and ".join(f"{h.size} ({h.weight:.0%})" for h in model.hypotheses)
+    return f"Windows weighed: the last {each} retrainings"
 
 
 def schedule_days(

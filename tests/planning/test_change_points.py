@@ -13,9 +13,9 @@ import pytest
 
 from app.planning.change_points import change_evidence, evidence, start_weights
 from app.planning.cost_series import fit
-from app.planning.org_prior import FIXED_PRIOR, OrgPrior, WindowStats, combine
+from app.planning.org_prior import FIXED_PRIOR, OrgPrior, WindowStats, combine, window_stats
 from app.planning.schedule import exactly
-from app.planning.series_bill import expected_bill, series_draws
+from app.planning.series_bill import expected_bill, forecast_series, series_draws
 
 WEEKS = 7.0 * np.arange(12)
 STEP = np.array([0.0] * 8 + [0.3] * 4)  # log costs: 35% up after the 8th
@@ -58,8 +58,8 @@ def test_steps_under_ten_percent_and_short_windows_are_no_change() -> None:
     assert weights[0] == 1.0 and np.all(weights[1:] == 0.0)
     starts, weights = start_weights(STEP[:7], WEEKS[:7], (0.1, 4.0), 0.9)
     assert starts.tolist() == [0] and weights.tolist() == [1.0]
-    assert change_evidence(STEP[:7], WEEKS[:7]) is None
-    assert change_evidence(small, WEEKS) == -math.inf
+    assert change_evidence(STEP[:7], WEEKS[:7], (0.1, 4.0)) is None
+    assert change_evidence(small, WEEKS, (0.1, 4.0)) == -math.inf
 
 
 def test_the_rate_of_changes_is_the_organisations() -> None:
@@ -76,6 +76,19 @@ def test_the_rate_of_changes_is_the_organisations() -> None:
     # Bayes factors of 1 (the costs say nothing): every chance is q itself, so q =
     # (N q + 1) / (N + 2), whose fixed point is 1/2.
     assert combine([window(0.0)] * 40).change_rate == pytest.approx(0.5, abs=1e-4)
+    # A window's evidence is the forecast's, its spread pooled with the fixed prior's
+    # (0.25, as 4 degrees of freedom): costs that double after the 8th of 12 make a
+    # change more than e^10 times likelier than none (one level leaves RSS = 12 x 2/3 x
+    # 1/3 x (ln 2)^2 = 1.28, 36 lower in ln m at s^2 = 0.25 / 14; a line, which follows
+    # a step in part, is nearer); STEP's 35% only suggests one; seven retrainings say
+    # nothing.
+    doubled = window_stats([100.0] * 8 + [200.0] * 4, [0.0] * 12, list(WEEKS))
+    assert doubled.change is not None and doubled.change > 10
+    costs = list(100 * np.exp(STEP))
+    stats = window_stats(costs, [0.0] * 12, list(WEEKS))
+    assert stats.change == pytest.approx(change_evidence(STEP, WEEKS, (0.25, 4.0)))
+    assert stats.change is not None and 0 < stats.change < 3
+    assert window_stats(costs[:7], [0.0] * 7, list(WEEKS[:7])).change is None
 
 
 def test_an_uncertain_change_makes_the_bill_a_mixture() -> None:
@@ -101,3 +114,5 @@ def test_an_uncertain_change_makes_the_bill_a_mixture() -> None:
     sentence = next(s for s in model.sentences if s.startswith("Costs may have fallen"))
     assert f"the costs make a change then {later.weight:.0%} likely" in sentence
     assert sentence.endswith(f"and all 20 at {whole.weight:.0%}.")
+    working = forecast_series(model, exactly(4), future).working
+    assert f"Windows weighed: the last {hyps[0].size} ({hyps[0].weight:.0%}) and " in working[1]
