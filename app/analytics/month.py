@@ -204,11 +204,15 @@ def declared_days(changes: Sequence[tuple[datetime, str]]) -> tuple[tuple[float,
     return tuple((float(days_of([at])[0]), PRICE_CHANGE) for at, _ in changes)
 
 
-def borrows_spread(series: Series, declared: Sequence[tuple[float, str]]) -> bool:
+def borrows_spread(
+    series: Series, declared: Sequence[tuple[float, str]], prior: OrgPrior = FIXED_PRIOR
+) -> bool:
     """Whether the forecast of this series borrows spread from the organisation (and
-    says "Only n retrainings to learn from"): how much it borrows follows from the
-    window since the latest change alone, not from the prior, so none is asked for."""
-    return bool(series) and fit(*columns(series), declared).borrow > 0
+    says "Only n retrainings to learn from"): whether a window it weighs has fewer than
+    10 retrainings. Which windows it weighs follows from the prior too (its spread and
+    its rate of changes), so the forecast's answer needs the forecast's prior; without
+    one, the fixed prior's."""
+    return bool(series) and fit(*columns(series), declared, prior).borrows
 
 
 # The sentence names a change by its date only: the page reads the latest change's time

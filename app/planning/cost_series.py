@@ -5,10 +5,13 @@ epoch) and the part paid for extra attempts (failed attempts of the same retrain
 the declared change times. Output (:class:`CostModel`): what the bill draws future
 retraining costs from (:mod:`app.planning.series_bill`):
 
-1. *Change point*: the window starts after the latest change, declared or found. A split
-   is found when two levels of log base cost (the cost without extra attempts, so a rare
-   rerun is not a change) explain the costs clearly better than one level and better
-   than a straight trend (:mod:`app.planning.change_points`).
+1. *Change point*: the window starts after the latest change. A declared one is
+   certain; where the costs changed is weighed (:mod:`app.planning.change_points`, on
+   log base cost, the cost without extra attempts, so a rare rerun is not a change):
+   each possible start (none, or a split at each retraining) by how well it explains
+   the costs and by how often the organisation's windows changed. The likeliest
+   :data:`MOST_STARTS` starts above :data:`MIN_WEIGHT` are kept, each a window with its
+   weight (``CostModel.others``): the bill draws from each in proportion.
 2. *Trend*: Theil-Sen slope of log base cost on time over the window since the change,
    used only when clearly non-zero (|slope| > :data:`TREND_Z` standard errors, and at
    least :data:`TREND_MIN` retrainings); the window is then brought to its middle day
@@ -24,17 +27,18 @@ retraining costs from (:mod:`app.planning.series_bill`):
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
 
-from app.planning.change_points import find_split, step_like, theil_sen
+from app.planning.change_points import find_split, find_splits, start_weights, step_like, theil_sen
 from app.planning.model import PlanningError
 from app.planning.org_prior import FIXED_PRIOR, PRIOR_WEIGHT, TREND_Z, OrgPrior, org_prior
 
-__all__ = ["FIXED_PRIOR", "CostModel", "OrgPrior", "days_of", "fit", "org_prior"]
+__all__ = ["FIXED_PRIOR", "CostModel", "OrgPrior", "days_of", "find_split", "fit", "org_prior"]
 
 SECONDS_PER_DAY = 86_400.0
 DAYS_PER_MONTH = 30.436875  # 365.2425 / 12
@@ -42,6 +46,8 @@ TREND_MIN = 8
 BORROW_BELOW = 10
 FEW = 3
 SPREAD_WEIGHT = 8.0  # the prior's spread counts as this many retrainings
+MIN_WEIGHT = 0.10  # a start less likely than this is left out (the rest reweighed)
+MOST_STARTS = 2  # the likeliest starts kept: each is a window the bill draws from
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,9 @@ class Change:
     ratio: float
     declared: bool
     description: str = ""
+    # How likely the costs make it: 1 for a declared change, or a clear split before the
+    # latest; a latest change found in the costs is as likely as its window's weight.
+    likely: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -72,10 +81,25 @@ class CostModel:
     prior: OrgPrior
     change: Change | None
     sentences: tuple[str, ...]
+    # How likely this window's start is, and the other starts the costs leave open
+    # (each a CostModel with its own weight; the weights sum to 1): a change found in
+    # the costs is rarely certain, so the bill is a mixture over where it happened.
+    weight: float = 1.0
+    others: tuple[CostModel, ...] = ()
 
     @property
     def size(self) -> int:
         return int(self.bases.size)
+
+    @property
+    def hypotheses(self) -> tuple[CostModel, ...]:
+        """This window and the others the costs leave open, most likely first."""
+        return (self, *self.others)
+
+    @property
+    def borrows(self) -> bool:
+        """Whether any window the forecast weighs borrows spread from the prior."""
+        return any(h.borrow > 0 for h in self.hypotheses)
 
     def borrowed_spread(self) -> float:
         """Log spread of a borrowed draw: the window's own (n - 1 degrees of freedom)
@@ -112,8 +136,19 @@ def fit(
         raise PlanningError("cost series: costs finite and >= 0, extras between 0 and the cost")
     base = c - e
     y = np.log(np.maximum(base, 1e-9 * max(float(c.max()), 1e-9)))
-    start, change = _latest_change(y, d, declared)
-    c, base, y, d = c[start:], base[start:], y[start:], d[start:]
+    models = [
+        _window(c[at:], base[at:], y[at:], d[at:], prior, change, weight)
+        for at, change, weight in _starts(y, d, declared, prior)
+    ]
+    return _with_sentences(models[0], tuple(models[1:]))
+
+
+def _window(
+    c: np.ndarray, base: np.ndarray, y: np.ndarray, d: np.ndarray, prior: OrgPrior,
+    change: Change | None, weight: float,
+) -> CostModel:  # fmt: skip
+    """The model of the window since one change (``c``, ``base``, ``y`` its log, ``d``
+    start there)."""
     slope, se = _slope(y, d, prior)
     # The level is read at the window's middle day, where the slope's error moves it
     # least; a future retraining's distance from there carries that error.
@@ -122,8 +157,9 @@ def fit(
     n = c.size
     borrow = 1.0 if n < FEW else (SPREAD_WEIGHT / (n + SPREAD_WEIGHT) if n < BORROW_BELOW else 0.0)
     share, ratio = _tail(c - base, base, prior)
-    model = CostModel(base * shift, anchor, slope, se, borrow, share, ratio, prior, change, ())
-    return _with_sentences(model)
+    return CostModel(
+        base * shift, anchor, slope, se, borrow, share, ratio, prior, change, (), weight
+    )
 
 
 def _slope(y: np.ndarray, d: np.ndarray, prior: OrgPrior) -> tuple[float, float]:
@@ -166,60 +202,137 @@ def _tail(extras: np.ndarray, bases: np.ndarray, prior: OrgPrior) -> tuple[float
     return share, ratio
 
 
-def _latest_change(
-    y: np.ndarray, d: np.ndarray, declared: Sequence[tuple[float, str]]
-) -> tuple[int, Change | None]:
-    """Where the window starts, and the change that starts it."""
+def _starts(
+    y: np.ndarray, d: np.ndarray, declared: Sequence[tuple[float, str]], prior: OrgPrior
+) -> list[tuple[int, Change | None, float]]:
+    """Where the window may start, the change that starts it and how likely it is, most
+    likely first. The latest declared change is certain, and so is each clear split
+    found before the latest one; from there (``settled``) the latest change is weighed
+    (:func:`app.planning.change_points.start_weights`): none, or a split at each
+    position, those under MIN_WEIGHT left out and at most MOST_STARTS kept."""
     past = [(day, text) for day, text in declared if day <= d[-1]]
-    start, change = 0, None
+    settled, change = 0, None
     if past:
         day, text = max(past)
-        start = int(np.searchsorted(d, day, side="left"))
-        change = Change(day, _ratio(y, start), True, text)
-    found = find_split(y[start:], d[start:])
-    if found is not None:
-        start += found
-        change = Change(float(d[start]), _ratio(y, start), False)
-    return start, change
+        settled = int(np.searchsorted(d, day, side="left"))
+        change = Change(day, _ratio(y, settled), True, text)
+    found = find_splits(y[settled:], d[settled:])
+    if len(found) >= 2:
+        settled += found[-2]
+        change = Change(float(d[settled]), _ratio(y, settled), False)
+    spread = (prior.log_spread, PRIOR_WEIGHT)
+    starts, weights = start_weights(y[settled:], d[settled:], spread, prior.change_rate)
+    order = np.argsort(-weights, kind="stable")[:MOST_STARTS]
+    kept = [int(i) for i in order if weights[i] >= MIN_WEIGHT]
+    total = math.fsum(float(weights[i]) for i in kept)
+    out: list[tuple[int, Change | None, float]] = []
+    for i in kept:
+        at, weight = settled + int(starts[i]), float(weights[i]) / total
+        if at != settled:
+            out.append((at, Change(float(d[at]), _ratio(y, at), False, likely=weight), weight))
+        else:
+            out.append((at, change, weight))
+    return out
 
 
 def _ratio(y: np.ndarray, at: int) -> float:
+    """The level after ``at`` over the level before: exp of the medians' difference
+    (``statistics.median`` of a short window is np.median's value in a sixth the time)."""
     if at <= 0 or at >= y.size:
         return 1.0
-    return math.exp(float(np.median(y[at:]) - np.median(y[:at])))
+    values = y.tolist()
+    return math.exp(statistics.median(values[at:]) - statistics.median(values[:at]))
 
 
-def _with_sentences(model: CostModel) -> CostModel:
-    """The model with the words the page and the API show for it."""
-    out = []
+def _with_sentences(model: CostModel, others: tuple[CostModel, ...]) -> CostModel:
+    """The model, with the ``others`` it weighs, and the words the page and the API show
+    for them: the change it starts after (or the two starts it weighs), its trend, and
+    what it borrows."""
+    hyps = (model, *others)
+    out = _change_words(model) if not others else _weighed_words(hyps)
+    for h in hyps:
+        if h.slope != 0.0:
+            monthly = math.expm1(h.slope * DAYS_PER_MONTH)
+            moved = "rose" if monthly > 0 else "fell"
+            where = "" if len(hyps) == 1 else f"where it weighs them ({h.weight:.0%}), "
+            out.append(
+                f"Costs {moved} {abs(monthly):.0%} a month over the last {h.size} "
+                f"retrainings; {where}the forecast follows the trend."
+            )
+    borrowing = next((h for h in hyps if h.borrow > 0), None)
+    if borrowing is not None:
+        out.append(_borrow_words(borrowing, len(hyps) > 1))
+    return replace(model, others=others, sentences=tuple(out))
+
+
+def _change_words(model: CostModel) -> list[str]:
+    if model.change is None:
+        return []
     n = model.size
-    if model.change is not None:
-        ch = model.change
-        moved = "fell" if ch.ratio < 1 else "rose"
-        when = datetime.fromtimestamp(ch.day * SECONDS_PER_DAY, UTC).strftime("%b %-d")
-        what = f"the change on {when}" if ch.declared else f"a change found in the costs on {when}"
-        if ch.declared and ch.description:
-            what += f" ({ch.description})"
-        out.append(
-            f"Costs {moved} {abs(ch.ratio - 1):.0%} after {what}; the forecast uses the "
-            f"{n} retraining{'s' if n != 1 else ''} since."
-        )
-    if model.slope != 0.0:
-        monthly = math.expm1(model.slope * DAYS_PER_MONTH)
-        moved = "rose" if monthly > 0 else "fell"
-        out.append(
-            f"Costs {moved} {abs(monthly):.0%} a month over the last {n} retrainings; "
-            "the forecast follows the trend."
-        )
-    if model.borrow > 0:
-        source = (
-            f"the organisation's other {model.prior.pipelines - 1} pipelines"
-            if model.prior.pipelines > 1
-            else "a fixed prior (no other pipelines to learn from)"
-        )
-        out.append(
-            f"Only {n} retraining{'s' if n != 1 else ''} to learn from: the spread and how "
-            f"often a retraining needs extra attempts are borrowed from {source} "
-            f"({model.borrow:.0%} weight)."
-        )
-    return CostModel(**{**model.__dict__, "sentences": tuple(out)})
+    return [
+        f"Costs {_moved(model.change)} after {_what(model.change)}; the forecast uses the "
+        f"{n} retraining{'s' if n != 1 else ''} since."
+    ]
+
+
+def _weighed_words(hyps: tuple[CostModel, ...]) -> list[str]:
+    """Two starts: a change found in the costs that may have happened, and either none
+    since the settled change (or in the whole window) or a change at another date."""
+    found = [h.change is not None and h.change.likely < 1.0 for h in hyps]
+    new = [h for h, f in zip(hyps, found, strict=True) if f]
+    if len(new) == 2:
+        (a, b), ch = new, new[0].change
+        assert ch is not None and b.change is not None
+        return [
+            f"Costs {_moved(ch)} after a change found in the costs on {_day(ch)} "
+            f"({a.weight:.0%} likely) or {_day(b.change)} ({b.weight:.0%}); the forecast "
+            f"weighs the {a.size} and the {b.size} retrainings since."
+        ]
+    (later,), (settled,) = new, [h for h, f in zip(hyps, found, strict=True) if not f]
+    ch, before = later.change, settled.change
+    assert ch is not None
+    out = [] if before is None else [f"Costs {_moved(before)} after {_what(before)}."]
+    since = f"the {settled.size} since it" if before else f"all {settled.size}"
+    out.append(
+        f"Costs may have {_moved(ch, perfect=True)} on {_day(ch)}: the costs make a change "
+        f"then {later.weight:.0%} likely, so the forecast weighs the {later.size} "
+        f"retraining{'s' if later.size != 1 else ''} since at {later.weight:.0%} and {since} "
+        f"at {settled.weight:.0%}."
+    )
+    return out
+
+
+def _moved(change: Change, *, perfect: bool = False) -> str:
+    """ "fell 35%" (or "fallen 35%"), "rose 12%" ("risen 12%")."""
+    words = ("fell", "fallen") if change.ratio < 1 else ("rose", "risen")
+    word = words[perfect]
+    return f"{word} {abs(change.ratio - 1):.0%}"
+
+
+def _day(change: Change) -> str:
+    return datetime.fromtimestamp(change.day * SECONDS_PER_DAY, UTC).strftime("%b %-d")
+
+
+def _what(change: Change) -> str:
+    if not change.declared:
+        return f"a change found in the costs on {_day(change)}"
+    what = f"the change on {_day(change)}"
+    return f"{what} ({change.description})" if change.description else what
+
+
+def _borrow_words(model: CostModel, weighed: bool) -> str:
+    n = model.size
+    where = ""
+    if weighed:
+        since = f"since {_day(model.change)}" if model.change else "in the window"
+        where = f", where the forecast weighs the {n} {since} at {model.weight:.0%}"
+    source = (
+        f"the organisation's other {model.prior.pipelines - 1} pipelines"
+        if model.prior.pipelines > 1
+        else "a fixed prior (no other pipelines to learn from)"
+    )
+    return (
+        f"Only {n} retraining{'s' if n != 1 else ''} to learn from: the spread and how "
+        f"often a retraining needs extra attempts are borrowed from {source} "
+        f"({model.borrow:.0%} weight{where})."
+    )

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.planning.change_points import find_split, step_like
+from app.planning.change_points import change_evidence, find_splits, step_like
 
 TREND_Z = 3.0  # a slope is clear beyond this many standard errors
 PRIOR_WEIGHT = 4.0  # n0: the prior counts as this many retrainings
 TAIL_WEIGHT_MAX = 60.0
 SLOPE_FLOOR = 0.0005  # per day: 1.5% a month
+RATE_STEPS = 200  # EM steps at most for the rate of changes (it moves < 1e-6 long before)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class OrgPrior:
     slope_spread: float = 0.001  # sd of the pipelines' true slopes around it (per day)
     tail_weight: float = 4.0  # how many retrainings the tail share counts as
     slope_mean_se: float = math.inf  # how well the mean slope is known
+    # How often a window's level changed (where its latest change may be is weighed
+    # against it): the organisation's share, else an assumption, one window in five.
+    change_rate: float = 0.2
 
     @property
     def clear_trend(self) -> bool:
@@ -65,6 +69,7 @@ class WindowStats:
     count: int
     ratio_sum: float
     slope: tuple[float, float] | None
+    change: float | None = None  # ln Bayes factor of its latest change (None: too short)
 
 
 def window_stats(
@@ -77,11 +82,17 @@ def window_stats(
     has = (e > 0) & ok
     # Spread and slope since the pipeline's own latest change (a step is no trend).
     y, x = np.log(base[ok]), np.asarray(days, dtype=float)[ok]
-    y, x = y[(at := find_split(y, x) or 0) :], x[at:]
+    found = find_splits(y, x)
+    # Its latest change is weighed from the clear split before it (as the forecast does).
+    # Its spread pooled with the fixed prior's, as a forecast pools it with the
+    # organisation's (not known yet: it is what these windows make).
+    since = found[-2] if len(found) > 1 else 0
+    change = change_evidence(y[since:], x[since:], (FIXED_PRIOR.log_spread, PRIOR_WEIGHT))
+    y, x = y[(at := found[-1] if found else 0) :], x[at:]
     ss = float(((y - y.mean()) ** 2).sum()) if y.size >= 2 else 0.0
     slope = _ols_slope(y, x) if y.size >= 3 and not step_like(y, x) else None
     ratio = float(e[has].sum() / base[ok].mean()) if ok.any() else 0.0
-    return WindowStats(ss, max(y.size - 1, 0), int(has.sum()), c.size, ratio, slope)
+    return WindowStats(ss, max(y.size - 1, 0), int(has.sum()), c.size, ratio, slope, change)
 
 
 def org_prior(
@@ -108,7 +119,8 @@ def combine(stats: Sequence[WindowStats]) -> OrgPrior:
     slope, slope_spread, slope_se = _slope_prior([w.slope for w in stats if w.slope])
     share = tails / count
     weight = _tail_weight([(float(w.tails), w.count) for w in stats], share)
-    return OrgPrior(spread, share, ratio, len(stats), slope, slope_spread, weight, slope_se)
+    rate = _change_rate([w.change for w in stats if w.change is not None])
+    return OrgPrior(spread, share, ratio, len(stats), slope, slope_spread, weight, slope_se, rate)
 
 
 def rounded(prior: OrgPrior) -> OrgPrior:
@@ -120,7 +132,25 @@ def rounded(prior: OrgPrior) -> OrgPrior:
 
     return OrgPrior(two(prior.log_spread), two(prior.tail_share), two(prior.tail_ratio),
                     prior.pipelines, two(prior.slope), two(prior.slope_spread),
-                    two(prior.tail_weight), two(prior.slope_mean_se))  # fmt: skip
+                    two(prior.tail_weight), two(prior.slope_mean_se),
+                    two(prior.change_rate))  # fmt: skip
+
+
+def _change_rate(evidence: list[float]) -> float:
+    """The share of the windows whose level changed: each window's chance of a change,
+    r = q B / (q B + 1 - q) (B its Bayes factor), averaged with one window of each kind
+    added, q = (sum r + 1) / (N + 2), to the fixed point (EM). Check: Bayes factors
+    inf, inf and 0: r = 1, 1, 0 whatever q, so q = 3 / 5."""
+    if len(evidence) < 2:
+        return FIXED_PRIOR.change_rate
+    factor = np.exp(np.clip(evidence, -50.0, 50.0))
+    rate = FIXED_PRIOR.change_rate
+    for _ in range(RATE_STEPS):
+        chance = rate * factor / (rate * factor + 1.0 - rate)
+        rate, before = (float(chance.sum()) + 1.0) / (factor.size + 2.0), rate
+        if abs(rate - before) < 1e-6:
+            break
+    return rate
 
 
 def _tail_weight(shares: list[tuple[float, int]], p: float) -> float:

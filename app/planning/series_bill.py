@@ -1,11 +1,14 @@
 """The month's bill from a :class:`~app.planning.cost_series.CostModel` (methodology.md,
 "Costs move"): the bill of :mod:`app.planning.bill` with each future retraining priced at
-its own date and small windows drawing part of their costs from the organisation's prior.
+its own date, small windows drawing part of their months from the organisation's prior,
+and an uncertain change point read as a mixture of the windows it leaves open.
 
-Per draw d and future retraining j (day ``future_days[j]``):
+Per draw d, first its window (the model's hypotheses, each its weight's share of the
+draws), then per future retraining j (day ``future_days[j]``):
 
 - a base cost: from the widened bootstrap of the window's base costs (as
-  :func:`app.planning.bill.bill_draws`) or, with probability ``borrow``, level_d x
+  :func:`app.planning.bill.bill_draws`) or, for a share ``borrow`` of the draws (all the
+  month's retrainings together: they share the window's level and its error), level_d x
   exp(s z - s^2/2), level_d = mean base x exp(s z_d / sqrt(n) - s^2 / 2n) (the level's
   own uncertainty), s the spread pooled with the organisation's;
 - times 1 + ``tail_ratio`` with probability ``tail_share`` (extra attempts);
@@ -13,7 +16,7 @@ Per draw d and future retraining j (day ``future_days[j]``):
 
 E[B] is exact, not read from the draws: per retraining E[cost] = mean base x (1 + tail
 share x tail ratio), times E[exp(beta dt)] = exp(slope dt + se^2 dt^2 / 2), summed over
-the retrainings the month may hold.
+the retrainings the month may hold, and weighed over the windows.
 """
 
 from __future__ import annotations
@@ -45,13 +48,23 @@ def trend_factors(model: CostModel, future_days: Sequence[float]) -> np.ndarray:
 
 
 def expected_bill(model: CostModel, runs: RunsInMonth, future_days: Sequence[float]) -> float:
-    """E[B], exact. Check: the twelve costs growing 2% a week (weeks 0-11), four more
-    weekly: 100 x (1.02^12 + ... + 1.02^15) = $522.72."""
+    """E[B], exact: over the windows the model weighs (one unless a change is uncertain),
+    the weighted sum of their expected bills. Check: the twelve costs growing 2% a week
+    (weeks 0-11), four more weekly: 100 x (1.02^12 + ... + 1.02^15) = $522.72."""
+    return math.fsum(h.weight * _expected(h, runs, future_days) for h in model.hypotheses)
+
+
+def _expected(model: CostModel, runs: RunsInMonth, future_days: Sequence[float]) -> float:
     factors = trend_factors(model, future_days)
     cumulative = np.concatenate(([0.0], np.cumsum(factors)))
     per_count = [cumulative[k] for k in runs.counts]
     terms = zip(runs.probabilities, per_count, strict=True)
     return model.mean_cost() * math.fsum(p * s for p, s in terms)
+
+
+def mean_cost(model: CostModel) -> float:
+    """E[a retraining's cost] at each window's middle day, weighed over the windows."""
+    return math.fsum(h.weight * h.mean_cost() for h in model.hypotheses)
 
 
 def series_draws(
@@ -62,7 +75,12 @@ def series_draws(
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
 ) -> np.ndarray:
-    """``draws`` simulated bills (the module doc's steps), vectorised."""
+    """``draws`` simulated bills (the module doc's steps), vectorised in one pass over
+    every window the model weighs: each window takes its weight's share of the draws
+    (:func:`_shares`), and all the retrainings of a draw come from its window, so they
+    share its level and that level's error. Over several windows the bills are then
+    shuffled, so that no draw's place says which window it came from (the org plan adds
+    pipelines' draws place by place)."""
     most = int(max(runs.counts))
     if draws < 1:
         raise PlanningError("draws must be >= 1")
@@ -71,31 +89,79 @@ def series_draws(
     if most == 0:
         return np.zeros(draws)
     rng = np.random.default_rng(seed)
-    n = model.size
-    resample = rng.integers(0, n, size=(draws, n))
+    hyps = model.hypotheses
+    shares = _shares(hyps, draws)
+    cost = _resampled(hyps, shares, most, rng)
     counts = rng.choice(np.asarray(runs.counts), p=np.asarray(runs.probabilities), size=draws)
-    positions = rng.integers(0, n, size=(draws, most))
-    cost = widened(model.bases)[np.take_along_axis(resample, positions, axis=1)]
-    if model.borrow > 0:
-        borrowed = _borrowed(model, rng, cost.shape)
-        cost = np.where(rng.random((draws, most)) < model.borrow, borrowed, cost)
-    cost = cost * (1.0 + (rng.random((draws, most)) < model.tail_share) * model.tail_ratio)
-    dt = np.asarray(future_days[:most], dtype=float) - model.anchor_day
-    if model.slope != 0.0:
-        beta = model.slope + model.slope_se * rng.standard_normal((draws, 1))
-        cost = cost * np.exp(beta * dt[None, :])
-    taken = np.arange(most)[None, :] < counts[:, None]
-    return np.asarray(np.einsum("ij,ij->i", cost, taken.astype(float)))
-
-
-def _borrowed(model: CostModel, rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    s = model.borrowed_spread()
-    n = model.size
-    level = float(model.bases.mean()) * np.exp(
-        s / math.sqrt(n) * rng.standard_normal((shape[0], 1)) - s * s / (2 * n)
+    borrow, share, ratio, slope, slope_se, anchor = _columns(
+        [(h.borrow, h.tail_share, h.tail_ratio, h.slope, h.slope_se, h.anchor_day) for h in hyps],
+        shares,
     )
-    noise = np.exp(s * rng.standard_normal(shape) - s * s / 2)
-    return np.asarray(level * noise)
+    if model.borrows:
+        borrowed = _borrowed(hyps, shares, rng, cost.shape)
+        cost = np.where(rng.random((draws, 1)) < borrow, borrowed, cost)
+    cost = cost * (1.0 + (rng.random((draws, most)) < share) * ratio)
+    if any(h.slope != 0.0 for h in hyps):
+        beta = slope + slope_se * rng.standard_normal((draws, 1))
+        cost = cost * np.exp(beta * (np.asarray(future_days[:most], dtype=float) - anchor))
+    taken = np.arange(most)[None, :] < counts[:, None]
+    bills = np.asarray(np.einsum("ij,ij->i", cost, taken.astype(float)))
+    return bills if len(hyps) == 1 else np.asarray(rng.permutation(bills))
+
+
+def _shares(hyps: Sequence[CostModel], draws: int) -> np.ndarray:
+    """How many draws each window takes: its weight's share, largest remainders."""
+    if len(hyps) == 1:
+        return np.array([draws])
+    weights = np.array([h.weight for h in hyps])
+    shares: np.ndarray = np.floor(weights * draws).astype(np.intp)
+    extra = np.argsort(shares - weights * draws, kind="stable")[: draws - int(shares.sum())]
+    shares[extra] += 1
+    return shares
+
+
+def _columns(rows: Sequence[tuple[float, ...]], shares: np.ndarray) -> list[np.ndarray]:
+    """Each number of the windows' ``rows`` as a column, one row per draw (its
+    window's); one window: a 1 x 1 column that broadcasts."""
+    table = np.asarray(rows, dtype=float)
+    if len(rows) > 1:
+        table = np.repeat(table, shares, axis=0)
+    return [table[:, i : i + 1] for i in range(table.shape[1])]
+
+
+def _resampled(
+    hyps: Sequence[CostModel], shares: np.ndarray, most: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Per draw, ``most`` costs: its window widened and resampled with replacement (the
+    window's own uncertainty), then the costs drawn from that resample: positions in
+    one span, the windows' sizes' least common multiple, taken modulo each draw's
+    window size (so uniform on each) in one call whatever the windows."""
+    kept = [(h, int(k)) for h, k in zip(hyps, shares, strict=True) if k]
+    resamples = [rng.integers(0, h.size, size=(k, h.size)) for h, k in kept]
+    span = math.lcm(*(h.size for h, _ in kept))
+    positions = rng.integers(0, span, size=(int(shares.sum()), most))
+    out, row = [], 0
+    for (h, k), resample in zip(kept, resamples, strict=True):
+        at = positions[row : row + k] if span == h.size else positions[row : row + k] % h.size
+        out.append(widened(h.bases)[np.take_along_axis(resample, at, axis=1)])
+        row += k
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+def _borrowed(
+    hyps: Sequence[CostModel], shares: np.ndarray, rng: np.random.Generator, shape: tuple[int, int]
+) -> np.ndarray:
+    """Costs drawn from the spread pooled with the prior's around each window's level,
+    itself uncertain by s / sqrt(n); both lognormal with their means kept."""
+    s, n, mean = _columns(
+        [
+            (h.borrowed_spread() if h.borrow > 0 else 0.0, h.size, float(h.bases.mean()))
+            for h in hyps
+        ],
+        shares,
+    )
+    level = mean * np.exp(s / np.sqrt(n) * rng.standard_normal((shape[0], 1)) - s * s / (2 * n))
+    return np.asarray(level * np.exp(s * rng.standard_normal(shape) - s * s / 2))
 
 
 def forecast_series(
@@ -114,14 +180,14 @@ def forecast_series(
         raise PlanningError("budget must be >= 0")
     simulated = series_draws(model, runs, future_days, draws=draws, seed=seed)
     expected = expected_bill(model, runs, future_days)
-    mean = model.mean_cost()
+    mean = mean_cost(model)
     median = float(np.median(model.bases))
     lo, mid, hi = bill_quantiles(simulated)
     p_over = p_exceeds(simulated, budget_usd)
     working = [
         f"Runs in the month: {runs.describe()}.",
-        f"Window: {model.size} retrainings since the latest change, mean ${mean:,.2f} "
-        f"at its middle day, typical (median) ${median:,.2f}.",
+        f"{_window_words(model)}, mean ${mean:,.2f} at the middle day, typical (median) "
+        f"${median:,.2f}.",
         f"Expected bill ${expected:,.2f}; {draws} draws (seed {seed}): p10 ${lo:,.0f}, "
         f"p50 ${mid:,.0f}, p90 ${hi:,.0f}.",
         *model.sentences,
@@ -131,6 +197,14 @@ def forecast_series(
     summary = (runs, runs.mean, model.size, mean, median, expected, lo, mid, hi)
     return BillForecast(*summary, budget_usd, p_over, seed, tuple(working), simulated,
                         model.sentences)  # fmt: skip
+
+
+def _window_words(model: CostModel) -> str:
+    """ "Window: 12 retrainings since the latest change", or the windows weighed."""
+    if not model.others:
+        return f"Window: {model.size} retrainings since the latest change"
+    each = " and ".join(f"{h.size} ({h.weight:.0%})" for h in model.hypotheses)
+    return f"Windows weighed: the last {each} retrainings"
 
 
 def schedule_days(

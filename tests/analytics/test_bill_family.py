@@ -12,12 +12,16 @@ process (their windows give the prior, rounded, as ``prior.prior_of`` does from 
 
 Targets: the p90 exceeded in 10 +- 4% of months in each case; the p10-p90 band no wider
 than twice the true one; P(over) within 5 points of the observed share in each fifth of
-predictions, pooled over the four processes of a window size. Binomial error: with
+predictions, pooled over the four processes of a window size, and for the step alone
+with windows of 20 (the change found in the costs is uncertain there: the forecast weighs
+the windows since each likely start, app/planning/change_points.py). Binomial error: with
 MONTHS = 1000 months a case, a true 10% rate is read with sd sqrt(.1 x .9 / 1000) = 0.95
 points, so +-4 points is 4.2 sd: a calibrated forecast passes, one at 15% does not (5.3
 sd). A fifth of 4 x 1000 pooled predictions holds 800 months: sd <= sqrt(.25 / 800) =
-1.8 points, the 5-point tolerance 2.8 sd. Budgets are drawn per month around the true
-median bill (x U(0.8, 1.3)) so predictions spread over (0, 1). Seeded; ~20 s here.
+1.8 points, the 5-point tolerance 2.8 sd; a fifth of the step's 1000 holds 200: sd <=
+3.5 points, so alone it is the weaker check (before the weighing it was 30 points off).
+Budgets are drawn per month around the true median bill (x U(0.8, 1.3)) so predictions
+spread over (0, 1). Seeded; ~25 s here.
 """
 
 from __future__ import annotations
@@ -107,29 +111,37 @@ def test_p90_is_exceeded_in_about_one_month_in_ten(process: str, window: int) ->
     assert months[:, 3].mean() <= 2.0 * float(found["true_band"])
 
 
-def fifth_gaps(processes: tuple[str, ...], window: int) -> list[float]:
-    """Predicted minus observed share over, per fifth of the pooled predictions."""
+def fifth_gaps(processes: tuple[str, ...], window: int, column: int = 1) -> list[float]:
+    """Predicted minus observed share over, per fifth of the pooled predictions (column
+    1: the forecast; 5: the previous one)."""
     months = np.concatenate([case(p, window)["months"] for p in processes])  # type: ignore[misc]
-    order = np.argsort(months[:, 1], kind="stable")
-    return [months[p, 1].mean() - months[p, 2].mean() for p in np.array_split(order, 5)]
+    order = np.argsort(months[:, column], kind="stable")
+    return [months[p, column].mean() - months[p, 2].mean() for p in np.array_split(order, 5)]
 
 
-def test_p_over_budget_is_calibrated_in_each_fifth() -> None:
-    # Windows of 4, all four processes pooled (4,000 months): within 5 points in the
-    # upper four fifths. KNOWN GAP at the edge: the lowest fifth (P ~3.5% said, ~8.5% go
-    # over: a window of 4 that happened to come out low still reads too sure) is 5.0
-    # points off; asserted at 6 so that it is seen and cannot grow.
-    small = fifth_gaps(PROCESSES, 4)
-    assert max(map(abs, small[1:])) <= 0.05 and abs(small[0]) <= 0.06
-    # Windows of 20 without the step (3,000 months, a fifth 600: sd <= 2 points).
-    assert max(map(abs, fifth_gaps(PROCESSES[:3], 20))) <= 0.05
-    # KNOWN GAP, asserted so that it is seen: with 20-retraining windows the 35% step
-    # six weeks ago (six retrainings since, log sd 0.15) is found in about 2 windows of
-    # 3; when it is missed the window mixes both levels, the forecast is too high and
-    # its P(over) too sure: in the top fifths it says ~0.9-0.99 where ~0.6-0.8 go over.
-    # The p90 target holds for it (above); this fifths target does not yet.
-    step = fifth_gaps(("step",), 20)
-    assert max(map(abs, step)) > 0.05 and max(step) <= 0.35
+@pytest.mark.parametrize("window", [4, 20])
+def test_p_over_budget_is_calibrated_in_each_fifth(window: int) -> None:
+    # All four processes pooled (4,000 months): within 5 points in every fifth. Before
+    # the month's retrainings shared one window's level (a draw borrowed or resampled
+    # as a whole), windows of 4 read 5.0 points off in their lowest fifth.
+    gaps = fifth_gaps(PROCESSES, window)
+    before = fifth_gaps(PROCESSES, window, column=5)
+    print(f"n={window}: {np.round(gaps, 3)} (previous forecast: {np.round(before, 3)})")
+    assert max(map(abs, gaps)) <= 0.05
+
+
+def test_p_over_budget_is_calibrated_after_a_step_found_in_the_costs() -> None:
+    # Windows of 20 with the 35% step six weeks ago (six retrainings since, log sd 0.15,
+    # not declared): the split is clear in about 2 windows of 3. When it was missed the
+    # window mixed both levels and its P(over) was too sure (~0.9-0.99 said where ~0.6-0.8
+    # went over: 30 points off in a fifth). Weighing the likely starts by their evidence,
+    # with the organisation's rate of changes (here nearly every window changed), keeps
+    # every fifth within 5 points; the previous forecast (the plain window) is far off.
+    gaps = fifth_gaps(("step",), 20)
+    before = fifth_gaps(("step",), 20, column=5)
+    print(f"step n=20: {np.round(gaps, 3)} (previous forecast: {np.round(before, 3)})")
+    assert max(map(abs, gaps)) <= 0.05
+    assert max(map(abs, before)) > 0.2
 
 
 def test_the_previous_forecast_missed_the_trend() -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from app.planning.bill import (
     FailureWindow,
+    bill_draws,
+    bill_quantiles,
     excess_kurtosis,
     failure_window,
     forecast_bill,
@@ -202,3 +204,30 @@ def test_failure_rate_zero_removes_recorded_failures() -> None:
     assert np.all(f.draws == 624.0)
     with pytest.raises(PlanningError):
         FailureWindow((1.0,), (), ())
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 999, 1000, 2000, 2001, 40_000])
+def test_bill_quantiles_are_numpys_inverted_cdf(n: int) -> None:
+    # The partition by hand against np.percentile's inverted_cdf, with ties: for n = 10
+    # the p10 is the 1st smallest (10 x 0.1 - 1 = 0, whole), the p50 the 5th, the p90
+    # the 9th; for n = 7 the 1st (0.7 - 1 < 0: clipped), the 4th (2.5 -> 3, 0-based)
+    # and the 7th (5.3 -> 6).
+    draws = np.round(np.random.default_rng(n).lognormal(6.0, 0.3, n), -1)
+    expected = np.percentile(draws, [10.0, 50.0, 90.0], method="inverted_cdf")
+    assert bill_quantiles(draws) == tuple(float(v) for v in expected)
+    ordered = np.sort(draws)
+    if n == 10:
+        assert bill_quantiles(draws) == (ordered[0], ordered[4], ordered[8])
+    if n == 7:
+        assert bill_quantiles(draws) == (ordered[0], ordered[3], ordered[6])
+
+
+def test_one_more_retraining_adds_to_every_draw() -> None:
+    # The positions are drawn a retraining at a time and last, so with one seed a month
+    # of N = 9 or 10 (2.2 a week) is each draw of N = 8 or 9 (2 a week: the counts
+    # coupled through one uniform each) plus at most one more cost, never less: the
+    # band cannot fall as the cadence rises.
+    window = np.random.default_rng(4).lognormal(5.0, 0.4, 20)
+    low = bill_draws(window, typical_month_runs(2.0), draws=500, seed=9)
+    high = bill_draws(window, typical_month_runs(2.2), draws=500, seed=9)
+    assert np.all(high >= low) and np.any(high > low)
