@@ -91,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="run ingestion and analytics against this checkout's code instead",
     )
+    p.add_argument(
+        "--cold-starts",
+        type=int,
+        default=Config.cold_starts,
+        help="org phase: fresh starts whose first portfolio read is timed (0: none)",
+    )
     p.add_argument("--results", type=Path, default=Config.results_dir, help="output folder")
     return p
 
@@ -113,6 +119,8 @@ def config(args: argparse.Namespace) -> Config:
         cfg.notes.append(f"code under test: {server.CODE[0]}")
     if args.quick:
         quick_sizes(cfg)
+    if not args.quick or args.cold_starts != Config.cold_starts:
+        cfg.cold_starts = max(0, args.cold_starts)
     if args.repeat is not None:
         cfg.repeat = max(1, args.repeat)
     return cfg

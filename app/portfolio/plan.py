@@ -34,6 +34,7 @@ from app.evaluations import service as evaluations
 from app.exceptions import Forbidden, Invalid
 from app.pipelines import service as pipelines
 from app.planning.bill import forecast_bill
+from app.planning.cost_series import OrgPrior
 from app.planning.decay import fit_decay
 from app.planning.model import PlanningError
 from app.planning.org_plan import Options, allowed_cadences
@@ -124,8 +125,9 @@ def options_of(
     stamps = evaluations.curve_stamps(session, ids)
     # Every run write of any variant moves it: the gate's candidate runs included.
     change_counts = rollup_reads.change_counts(session, ids) if stamps else {}
-    # The gate's forecast borrows from the organisation: any pipeline's run may move it.
-    prior = org_prior(session) if stamps else None
+    # The forecasts borrow from the organisation (the gate's, and whether the bill's
+    # spread is thin): any pipeline's run may move it.
+    prior = org_prior(session)
     changes = month.declared_changes(session, ids)
     out, missing, keys = [], [], []
     for p in briefs:
@@ -138,8 +140,8 @@ def options_of(
             continue
         stamp = stamps.get(p.id)
         declared = month.declared_days(changes.get(p.id, ()))
-        key = (p, series, declared, stamp, (change_counts.get(p.id), prior) if stamp else None)
-        make = partial(_thin_options, session, p, series, declared, stamp)
+        key = (p, series, declared, prior, stamp, change_counts.get(p.id) if stamp else None)
+        make = partial(_thin_options, session, p, series, declared, stamp, prior)
         out.append(KEPT_OPTIONS.get(session, (p.id, key), make))
         keys.append(key)
     return out, missing, tuple(keys)
@@ -151,11 +153,12 @@ def _thin_options(
     series: Series,
     declared: tuple[tuple[float, str], ...],
     stamp: Any,
+    prior: OrgPrior,
 ) -> Options:
     """:func:`_options`, its bill's spread thin exactly when the forecast borrows spread
-    (the forecast's own flag, which its words say)."""
+    (the forecast's own flag, which its words say, with the organisation's prior)."""
     window = tuple(c for c, _, _ in series)
-    return _options(session, p, window, stamp, month.borrows_spread(series, declared))
+    return _options(session, p, window, stamp, month.borrows_spread(series, declared, prior))
 
 
 def org_budget(session: Session) -> tuple[float | None, float]:
