@@ -273,9 +273,9 @@ def test_a_warm_plan_is_recalled_and_a_new_run_makes_it_again(
     with db.read() as s:
         moved = org_prior(s) != prior
     again = org.get(PLAN, params={"budget": 7000}).json()
-    # The run's pipeline is made again; so are the three others with a value curve when
-    # the organisation's prior (which their gates' forecasts borrow) moved.
-    assert made == {"options": 10 if moved else 7, "plan": 3}
+    # The run's pipeline is made again; so are all six when the organisation's prior
+    # moved (whether a forecast borrows spread, and the gates' forecasts, read it).
+    assert made == {"options": 12 if moved else 7, "plan": 3}
     db.kept.clear()
     assert org.get(PLAN, params={"budget": 7000}).json() == again  # as made from scratch
 
