@@ -18,7 +18,7 @@ from bench.analytics import ENDPOINTS, measure_endpoint
 from bench.cold import measure_cold
 from bench.config import Config
 from bench.ingest import failure
-from bench.procs import say, tree_cpu_seconds
+from bench.procs import pg_cpu_seconds, say, tree_cpu_seconds
 from bench.server import Server, sqlalchemy_url
 
 PIPELINES = 5_000
@@ -59,7 +59,8 @@ def run_org(cfg: Config, out: list[dict[str, Any]]) -> None:
         server.CODE[0] = path or server.REPO
         try:
             with Server(sqlalchemy_url(cfg.pg, name), cfg.workers, f"org-{code}") as srv:
-                out.append({"group": "settle", "key": f"org-{code}:settle", **settle(srv.pid)})
+                waited = settle(srv.pid, name)
+                out.append({"group": "settle", "key": f"org-{code}:settle", **waited})
                 endpoints = ORG_ENDPOINTS + [
                     (f"big pipeline: {label}", p.format(p=dataset.BIG), t)
                     for label, p, t in ENDPOINTS
@@ -75,16 +76,21 @@ def run_org(cfg: Config, out: list[dict[str, Any]]) -> None:
             server.CODE[0] = server.REPO
 
 
-def settle(pid: int, quiet: float = 0.1, timeout: float = 240.0) -> dict[str, Any]:
+def settle(pid: int, database: str, quiet: float = 0.1, timeout: float = 240.0) -> dict[str, Any]:
     """Wait until the service is idle: its workers' warm starts (CADENCE_WARM_START) make
     every pipeline's org-wide values in background threads for ~20 s after readiness,
-    and timing warm reads while they run measured their CPU, not the reads. Idle: under
-    ``quiet`` of a core over two seconds in a row (or ``timeout``)."""
+    and timing warm reads while they run measured their CPU, not the reads. Idle: the
+    service and its database's backends under ``quiet`` of a core for three seconds in a
+    row (or ``timeout``); the warm start waits on PostgreSQL while it reads."""
+
+    def busy() -> float:
+        return tree_cpu_seconds(pid) + pg_cpu_seconds(database)
+
     began = time.monotonic()
-    calm, last = 0, tree_cpu_seconds(pid)
-    while calm < 2 and time.monotonic() - began < timeout:
+    calm, last = 0, busy()
+    while calm < 3 and time.monotonic() - began < timeout:
         time.sleep(1.0)
-        now = tree_cpu_seconds(pid)
+        now = busy()
         calm = calm + 1 if now - last < quiet else 0
         last = now
     waited = time.monotonic() - began
