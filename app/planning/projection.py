@@ -66,8 +66,9 @@ class CadenceProjection:
 class Projection:
     """Cost projections for several cadences, plus today's baseline for comparison.
 
-    ``current_monthly_cost_usd`` is the observed runs *without* what-ifs at
-    ``current_runs_per_week``. ``warnings`` list what-ifs that could not be applied.
+    ``current_monthly_cost_usd`` is today's expected bill *without* what-ifs at
+    ``current_runs_per_week`` (the cost series' figure when the caller gives it,
+    ``app.analytics.bill_now``). ``warnings`` list what-ifs that could not be applied.
     """
 
     convention: str
