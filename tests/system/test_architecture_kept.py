@@ -37,8 +37,7 @@ ALLOWED = {
     "bound 64",
     "app.planning.change_points @lru_cache _scan_of": "pure: a series' split scan by its "
     "bytes, read-only arrays, bound 256",
-    "app.planning.change_points @lru_cache _pairs": "pure: index pairs of n, read-only, "
-    "bound 64",
+    "app.planning.change_points @lru_cache _pairs": "pure: index pairs of n, read-only, bound 64",
 }
 # Dataclass fields filled after the value is made.
 FIELDS_ALLOWED = {
