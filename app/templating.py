@@ -43,7 +43,10 @@ def to_json(fig: Mapping[str, Any]) -> str:
     "<", ">" and "&" are written as \\u003c, \\u003e, \\u0026 so no string (a variant
     named ``</script>...``) can end the script element; ``JSON.parse`` restores them.
     """
-    text = json.dumps(_clean(fig), allow_nan=False, separators=(",", ":"))
+    try:  # most figures hold no NaN: written as they are (a page's figures: ~10 ms less)
+        text = json.dumps(fig, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError):  # NaN or inf somewhere, or a mapping json cannot write
+        text = json.dumps(_clean(fig), allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -49,13 +49,16 @@ class Extras:
     usual_hours: float | None = None
     recent: tuple[tuple[str, tuple[int, float]], ...] = ()
 
-    def clock(self, now: datetime) -> datetime | None:
+    def clock(self, now: datetime, hour: datetime | None = None) -> datetime | None:
         """The moment the answer is computed at, part of its key: ``now`` while an
         attempt runs (its cost so far moves), the hour when only experiments are paced
-        (their days left: recomputed hourly, not on every request), None otherwise."""
+        (their days left: recomputed hourly, not on every request), None otherwise.
+        ``hour``: ``now``'s hour, when the caller has it (org-wide: one for 5,000)."""
         if self.running:
             return now
-        return now.replace(minute=0, second=0, microsecond=0) if self.recent else None
+        if not self.recent:
+            return None
+        return hour if hour is not None else now.replace(minute=0, second=0, microsecond=0)
 
     def parts(self, production: str, typical_usd: float, now: datetime) -> tuple[RunningNow, float]:
         """The running attempts' part of the month (a whole retraining costs

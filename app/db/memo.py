@@ -36,6 +36,20 @@ def per_session(fn: Callable[Concatenate[Session, P], R]) -> Callable[Concatenat
     return type_cast(Callable[Concatenate[Session, P], R], wrapper)
 
 
+def once_per_read_session(session: Session, key: tuple[object, ...], make: Callable[[], R]) -> R:
+    """``make()``, once per read session under ``key`` (which must hold every argument
+    ``make`` closes over); in any other session, every time. For a read whose arguments
+    are not all hashable, or not all part of what it answers (the month's inputs: read
+    at a moment, answered by its day)."""
+    if not session.info.get(KEEPS):
+        return make()
+    memo: dict[Any, Any] = session.info.setdefault("cadence_memo", {})
+    if key not in memo:
+        memo[key] = make()
+    result: R = memo[key]
+    return result
+
+
 def per_read_session(
     fn: Callable[Concatenate[Session, P], R],
 ) -> Callable[Concatenate[Session, P], R]:

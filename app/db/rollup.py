@@ -325,3 +325,13 @@ def count_changes(session: WriteSession, run_ids: Sequence[int]) -> None:
             .where(v.pipeline_id == pipeline_id, v.variant == variant)
             .values(changes=v.changes + 1)
         )
+
+
+def count_note_changes(session: WriteSession, pipeline_id: int) -> None:
+    """One change more on every variant of a pipeline whose change notes were written:
+    the month's kept inputs hold its declared changes and are keyed by its change count,
+    so a note declared, edited or deleted is read again (issue 34)."""
+    v = VARIANTS.c
+    session.execute(
+        update(VARIANTS).where(v.pipeline_id == pipeline_id).values(changes=v.changes + 1)
+    )

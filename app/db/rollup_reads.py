@@ -108,7 +108,8 @@ def window_rows(
 @dataclass(frozen=True)
 class ChangeCounters:
     """``run_variant.changes``: every write of a run (insert, delete, measurement update)
-    increases its variant's counter in the same transaction (``app.db.rollup``)."""
+    increases its variant's counter in the same transaction (``app.db.rollup``), and every
+    write of a change note increases all of its pipeline's (the forecast reads them)."""
 
     by_variant: dict[tuple[int, str], int]  # (pipeline id, variant): its counter
     by_pipeline: dict[int, int]  # the pipeline's change count: the sum of its variants'

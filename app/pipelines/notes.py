@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from app.db import rollup
 from app.db.engine import WriteSession
 from app.db.models import ChangeNote, Pipeline
 from app.exceptions import Conflict, Invalid, NotFound
@@ -56,6 +57,8 @@ def declare(
     created = repository.insert_note(session, values)
     stored = repository.same_note(session, pipeline.id, note.at, note.description)
     assert stored is not None  # inserted now or by the request it repeats
+    if created:
+        rollup.count_note_changes(session, pipeline.id)
     return stored, created
 
 
@@ -88,6 +91,7 @@ def edit(
     before = _shown(found)
     found.at, found.description = update.at, update.description
     session.flush()
+    rollup.count_note_changes(session, pipeline.id)
     changes.record(session, pipeline.id, who, AUDIT_FIELD, before, _shown(found))
     return found
 
@@ -98,6 +102,7 @@ def delete(session: WriteSession, pipeline: Pipeline, note_id: int, who: str) ->
     before = _shown(found)
     session.delete(found)
     session.flush()
+    rollup.count_note_changes(session, pipeline.id)
     changes.record(session, pipeline.id, who, AUDIT_FIELD, before, None)
 
 

@@ -63,6 +63,14 @@ def _post(client: TestClient, headers: dict[str, str], run_id: str, day: int) ->
     return pk
 
 
+def _km_with_runs(
+    client: TestClient, admin: dict[str, str], ingest: dict[str, str], runs: int
+) -> None:
+    assert client.put("/api/v1/pipelines/km", json={}, headers=admin).is_success
+    for i in range(runs):
+        _post(client, ingest, f"km-{i}", day=i + 1)
+
+
 def test_a_real_window_kept_inside_a_write_that_rolls_back_is_never_served(
     client: TestClient, db: Database, admin_headers: dict[str, str], ingest_headers: dict[str, str]
 ) -> None:
@@ -86,9 +94,7 @@ def test_a_real_window_kept_inside_a_write_that_rolls_back_is_never_served(
 def test_a_real_window_read_with_another_length_is_never_the_others(
     client: TestClient, db: Database, admin_headers: dict[str, str], ingest_headers: dict[str, str]
 ) -> None:
-    assert client.put("/api/v1/pipelines/km", json={}, headers=admin_headers).is_success
-    for i in range(4):
-        _post(client, ingest_headers, f"km-{i}", day=i + 1)
+    _km_with_runs(client, admin_headers, ingest_headers, 4)
     with db.read() as s:
         listed = briefs(s)
         pid = listed[0].id
@@ -153,3 +159,21 @@ def test_the_maps_are_on_metrics(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert 'cadence_kept_map_hits_total{map="recent_costs"}' in text
     assert 'cadence_kept_map_bound{map="portfolio"} 4.0' in text
+
+
+def test_the_month_and_todays_bill_look_up_the_inputs_once_a_request(
+    client: TestClient, db: Database, admin_headers: dict[str, str], ingest_headers: dict[str, str]
+) -> None:
+    # The portfolio asks for the month's inputs twice (the month to date, today's bill);
+    # the second ask is answered by the request's memo, not by 5,000 more look-ups in
+    # the kept map: one pipeline here, so one look-up a request, not two.
+    _km_with_runs(client, admin_headers, ingest_headers, 3)
+
+    def looked_up() -> int:
+        found = next(x for x in db.kept.stats() if x.name == "month_inputs")
+        return found.hits + found.misses
+
+    assert client.get("/api/v1/portfolio").status_code == 200
+    before = looked_up()
+    assert client.get("/api/v1/portfolio").status_code == 200
+    assert looked_up() - before == 1

@@ -4,7 +4,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from app.db.engine import Database
-from app.db.memo import per_read_session, per_session
+from app.db.memo import once_per_read_session, per_read_session, per_session
 
 calls: list[int] = []
 
@@ -44,3 +44,23 @@ def test_only_read_sessions_memoise_a_read_that_a_write_may_change(engine: Engin
     with database.write() as s:
         assert counters(s, 1) == counters(s, 1) == [1]
     assert calls == [1, 1, 1, 1]
+
+
+def test_once_per_read_session_makes_once_under_its_key_in_a_read_only(engine: Engine) -> None:
+    database = Database(engine)
+    made: list[str] = []
+
+    def make(tag: str) -> list[str]:
+        made.append(tag)
+        return [tag]
+
+    with database.read() as s:
+        first = once_per_read_session(s, ("k", 1), lambda: make("a"))
+        assert once_per_read_session(s, ("k", 1), lambda: make("b")) is first  # a's, kept
+        assert once_per_read_session(s, ("k", 2), lambda: make("c")) == ["c"]  # another key
+    with database.read() as s:
+        assert once_per_read_session(s, ("k", 1), lambda: make("d")) == ["d"]  # a new request
+    with database.write() as s:  # a write may change what it read: made every time
+        assert once_per_read_session(s, ("k", 1), lambda: make("e")) == ["e"]
+        assert once_per_read_session(s, ("k", 1), lambda: make("f")) == ["f"]
+    assert made == ["a", "c", "d", "e", "f"]

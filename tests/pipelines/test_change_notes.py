@@ -127,3 +127,45 @@ def test_page_marks_changes_and_admin_declares_from_it(
         "/pipelines/ranker/changes", data={"at": "2026-10-13T00:00", "description": "x"}
     )
     assert r.status_code == 403
+
+
+def _monthly_costs(client: TestClient) -> tuple[float, float]:
+    """Today's expected bill as the portfolio keeps it and as the page reads it afresh."""
+    kept = client.get("/api/v1/portfolio").json()["pipelines"][0]["monthly_cost_usd"]
+    proj = client.get("/api/v1/pipelines/km/projection", params={"cadences": "1"}).json()
+    return kept, proj["projections"]["baseline"]["current_monthly_cost_usd"]
+
+
+def test_a_note_written_moves_the_kept_org_wide_forecast_with_the_page(
+    client: TestClient, ingest_headers: dict[str, str], admin_headers: dict[str, str]
+) -> None:
+    # Twelve weekly retrainings, 10-12 h then 9-11 h (8 workers): a 10% step too small
+    # to be found in the noise, so only a declared change starts the window after it.
+    # The portfolio keeps each pipeline's inputs (declared changes included) under its
+    # change count: a note written must move it, or the portfolio keeps the old window
+    # ($910 here) while the page, read afresh, starts after the note ($866.67).
+    r = client.put("/api/v1/pipelines/km", json={"runs_per_week": 1}, headers=admin_headers)
+    assert r.status_code == 200, r.text
+    now, runs = datetime.now(UTC), []
+    for i in range(12):
+        start = now - timedelta(days=7 * (12 - i))
+        hours = (10 if i < 6 else 9) + i % 3
+        runs.append(make_run(pipeline="km", run_id=f"km-{i}", started_at=start.isoformat(),
+                             finished_at=(start + timedelta(hours=hours)).isoformat(),
+                             interruptions=[], scheduling_wait_hours=0))  # fmt: skip
+    r = client.post("/api/v1/runs/batch", json={"runs": runs}, headers=ingest_headers)
+    assert r.status_code == 201, r.text
+    before, page = _monthly_costs(client)
+    assert before == page
+    note = {"at": (now - timedelta(days=7 * 6 + 1)).isoformat(), "description": "smaller model"}
+    r = client.post("/api/v1/pipelines/km/changes", json=note, headers=admin_headers)
+    assert r.status_code == 201, r.text
+    declared, page = _monthly_costs(client)
+    assert declared == page and declared < before  # the window starts after the note
+    moved = {"at": (now - timedelta(days=7 * 4 + 1)).isoformat(), "description": "later"}
+    url = f"/api/v1/pipelines/km/changes/{r.json()['id']}"
+    assert client.put(url, json=moved, headers=admin_headers).status_code == 200
+    edited, page = _monthly_costs(client)
+    assert edited == page and edited != declared  # four retrainings (10.25 h), not six (10 h)
+    assert client.delete(url, headers=admin_headers).status_code == 204
+    assert _monthly_costs(client) == (before, before)

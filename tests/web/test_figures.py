@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
@@ -18,6 +19,7 @@ from app.planning.goodput import goodput_from_totals, totals_from_runs
 from app.planning.projection import project_costs
 from app.planning.scaling import ScalingPoint, fit_usl, scaling_table
 from app.planning.weekly import fill_weeks
+from app.templating import _clean
 from app.web.figures import (
     RunBadputRow,
     RunPoint,
@@ -122,6 +124,16 @@ def test_to_json_replaces_nan_and_infinity_by_null() -> None:
     assert json.loads(to_json(fig))["data"][0]["y"] == [None, None, None, 1.5]
     with pytest.raises(ValueError):
         json.dumps(fig, allow_nan=False)  # what to_json guards against
+
+
+def test_to_json_writes_what_it_wrote_when_it_cleaned_every_figure_first() -> None:
+    # The fast path (no NaN: written as it is) and the cleaning path give one text, for
+    # every figure the pages draw and for the odd shapes: tuples, numpy floats, int keys,
+    # a mapping json cannot write (cleaned: its keys as text).
+    odd = {"data": ({"y": (np.float64(1.25), 2)},), "layout": {1: "one"}}
+    for fig in [*all_figures().values(), odd, {"layout": {(1, 2): "pair"}}]:
+        cleaned = json.dumps(_clean(fig), allow_nan=False, separators=(",", ":"))
+        assert json.loads(to_json(fig)) == json.loads(cleaned)
 
 
 # --- cost projection ---------------------------------------------------------------------
