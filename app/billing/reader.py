@@ -102,14 +102,6 @@ class LineItem:
     pipeline_tag: str | None
 
 
-@dataclass(frozen=True)
-class Bill:
-    source: str
-    version: str
-    rows: int  # every row read
-    lines: list[LineItem]  # the GPU ones
-
-
 def focus_version(source: str, header: list[str]) -> str:
     """The FOCUS version a header is written in, or a BillError saying why not."""
     names = set(header)
@@ -381,11 +373,3 @@ def _currency(row: Row, currency: str, has_usd: bool) -> str:
             "BillingCurrency", f"{code}: Cadence's figures are USD; export the bill {how}"
         )
     return code
-
-
-def read_bill(path: Path) -> Bill:
-    """Every GPU line item of one FOCUS file in memory, or a BillError (for tests and
-    small files; the import streams :class:`BillFile` instead)."""
-    bill = BillFile(path)
-    lines = list(bill.lines())
-    return Bill(source=bill.source, version=bill.version, rows=bill.rows, lines=lines)

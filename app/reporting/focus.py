@@ -294,13 +294,6 @@ def _run_cells(
     return cells
 
 
-def focus_row(
-    run: Mapping[str, Any], *, provider: str = "Unknown", version: str = DEFAULT_VERSION
-) -> dict[str, str]:
-    """The first row of :func:`focus_rows` (the only one when a run names one resource)."""
-    return focus_rows(run, provider=provider, version=version)[0]
-
-
 def write_focus(
     runs: Iterable[Mapping[str, Any]],
     out: TextIO,
