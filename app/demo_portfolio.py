@@ -34,8 +34,9 @@ from app.settings import get_settings
 ORG_BUDGET_USD = 7000.0  # enough for the embedder's move; $6,000 holds it back
 
 
-def _spec(display: str, owner: str, price: float, per_week: float, metric: str,
-          value: float | None) -> PipelineUpdate:  # fmt: skip
+def _spec(
+    display: str, owner: str, price: float, per_week: float, metric: str, value: float | None
+) -> PipelineUpdate:
     return PipelineUpdate(
         display_name=display,
         owner=owner,
@@ -48,17 +49,23 @@ def _spec(display: str, owner: str, price: float, per_week: float, metric: str,
 
 
 # name: (settings, workers, hours, utilization, seed, decay a week or None)
+# A table laid out by hand: each pipeline's settings, then its numbers on one line.
 PIPELINES: dict[str, tuple[PipelineUpdate, int, float, float, int, float | None]] = {
     "search-embedder": (
         _spec("Search embedder", "ranking-team", 2.5, 1.0, "recall@20", 500_000.0),
         16, 10.0, 0.6, 101, 0.02,
     ),
     "churn-scorer": (
-        _spec("Churn scorer", "growth-team", 2.0, 1.0, "auc", 20_000.0), 4, 5.0, 0.7, 102, 0.002
+        _spec("Churn scorer", "growth-team", 2.0, 1.0, "auc", 20_000.0),
+        4, 5.0, 0.7, 102, 0.002,
     ),
-    "ads-ctr": (_spec("Ads CTR", "ads-team", 2.2, 2.0, "auc", None), 8, 6.0, 0.5, 103, None),
+    "ads-ctr": (
+        _spec("Ads CTR", "ads-team", 2.2, 2.0, "auc", None),
+        8, 6.0, 0.5, 103, None,
+    ),
     "demand-forecast": (
-        _spec("Demand forecast", "supply-team", 1.8, 1.0, "mape", None), 2, 3.0, 0.5, 104, None
+        _spec("Demand forecast", "supply-team", 1.8, 1.0, "mape", None),
+        2, 3.0, 0.5, 104, None,
     ),
 }  # fmt: skip
 
@@ -74,11 +81,24 @@ def runs_of(name: str, anchor: datetime) -> list[RunIn]:
         start = anchor - timedelta(weeks=7 - week) + timedelta(days=3 * slot, hours=3)
         h = rng.gauss(hours, hours * 0.03)
         out.append(
-            _run(name, f"run-{n + 1:03d}", "baseline", start, h, workers,
-                 min(0.95, max(0.2, rng.gauss(util, 0.02))), stall=h * 0.1, checkpoint=h * 0.03,
-                 wait=rng.uniform(0.0, 0.3), quality=None if decay is None else 0.8, mfu=None,
-                 interruptions=[], metric=spec.quality_metric or "quality", tags={})
-        )  # fmt: skip
+            _run(
+                name,
+                f"run-{n + 1:03d}",
+                "baseline",
+                start,
+                h,
+                workers,
+                min(0.95, max(0.2, rng.gauss(util, 0.02))),
+                stall=h * 0.1,
+                checkpoint=h * 0.03,
+                wait=rng.uniform(0.0, 0.3),
+                quality=None if decay is None else 0.8,
+                mfu=None,
+                interruptions=[],
+                metric=spec.quality_metric or "quality",
+                tags={},
+            )
+        )
     return out
 
 

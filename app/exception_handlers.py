@@ -129,8 +129,9 @@ def validation_fields(errors: Any) -> list[dict[str, Any]]:
             reason = "timestamp needs a UTC offset, e.g. 2026-11-02T08:00:00+00:00"
         # An unparsable body's loc is ("body", offset): the field is the body.
         json_invalid = err.get("type") == "json_invalid"
-        fields.append({"field": "body" if json_invalid else field_name(err.get("loc", ())),
-                       "reason": reason})  # fmt: skip
+        fields.append(
+            {"field": "body" if json_invalid else field_name(err.get("loc", ())), "reason": reason}
+        )
     return fields
 
 

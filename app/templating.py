@@ -113,10 +113,15 @@ def with_query(query: Mapping[str, str], **changes: object) -> str:
 
 
 templates.env.filters.update(
-    usd=usd, pct=pct, num=num, measure=measure, signed_usd=signed_usd, described=described,
+    usd=usd,
+    pct=pct,
+    num=num,
+    measure=measure,
+    signed_usd=signed_usd,
+    described=described,
     duration=duration,  # every duration a page shows (app.planning.durations)
     commands=commands,
-)  # fmt: skip
+)
 templates.env.globals["with_query"] = with_query
 templates.env.globals["to_json"] = to_json
 templates.env.globals["asset_url"] = asset_url

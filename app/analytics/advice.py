@@ -259,10 +259,8 @@ def _checkpoint_inputs(
     pick("failure_rate", scenario.failure_rate, d.rate, d.rate_source, note)
     source = "recorded" if interrupted else "default"
     note = "2 x mean progress lost per failure" if interrupted else "assumed hourly checkpoints"
-    interval = pick(
-        "checkpoint_interval_hours", scenario.checkpoint_interval_hours, d.interval_hours,
-        source, note,
-    )  # fmt: skip
+    asked = scenario.checkpoint_interval_hours
+    interval = pick("checkpoint_interval_hours", asked, d.interval_hours, source, note)
     ckpt = statistics.median(r.facts.checkpoint_hours for r in rows)
     write = write_hours_per_checkpoint(ckpt, wall, interval)
     note = "median blocking checkpoint hours / checkpoints per run"

@@ -35,8 +35,14 @@ def gate_fails(session: Session, pipeline: Pipeline, candidate: str = "candidate
     if candidate not in runs.names or baseline not in runs.names:
         return False
     try:
-        out = gate(pipeline, runs, baseline=baseline, candidate=candidate,
-                   scenario=Scenario(), thresholds=gate_thresholds(pipeline))  # fmt: skip
+        out = gate(
+            pipeline,
+            runs,
+            baseline=baseline,
+            candidate=candidate,
+            scenario=Scenario(),
+            thresholds=gate_thresholds(pipeline),
+        )
     except PlanningError:
         return False
     return not isinstance(out, NotEnoughData) and out.result.verdict == "FAIL"

@@ -136,6 +136,12 @@ def read_runs(
     )
     points = tuple(ScalingPoint(w, t) for w, t in found.worker_times if t > 0)
     return RunReads(
-        stats, found.by_variant, found.recent, scaling, points, found.abandoned, latest_change,
+        stats,
+        found.by_variant,
+        found.recent,
+        scaling,
+        points,
+        found.abandoned,
+        latest_change,
         org_prior(session),
-    )  # fmt: skip
+    )

@@ -285,12 +285,28 @@ def windows(
 def _planning_columns(backend: str) -> list[Any]:
     hours = wall_clock(backend)
     return [
-        Run.id, Run.run_id, Run.variant, Run.started_at, Run.workers, hours.label("hours"),
-        hours.label("raw_hours"), Run.gpu_hours, Run.gpu_utilization, Run.resumed_from_hours,
-        effective_price().label("price"), Run.data_stall_hours, Run.checkpoint_hours,
-        Run.scheduling_wait_hours, Run.mfu, Run.quality_value, Run.interruption_count,
-        Run.lost_progress_hours, Run.resume_hours, Run.reschedule_hours, Run.utilization_source,
-    ]  # fmt: skip
+        Run.id,
+        Run.run_id,
+        Run.variant,
+        Run.started_at,
+        Run.workers,
+        hours.label("hours"),
+        hours.label("raw_hours"),
+        Run.gpu_hours,
+        Run.gpu_utilization,
+        Run.resumed_from_hours,
+        effective_price().label("price"),
+        Run.data_stall_hours,
+        Run.checkpoint_hours,
+        Run.scheduling_wait_hours,
+        Run.mfu,
+        Run.quality_value,
+        Run.interruption_count,
+        Run.lost_progress_hours,
+        Run.resume_hours,
+        Run.reschedule_hours,
+        Run.utilization_source,
+    ]
 
 
 def _member(

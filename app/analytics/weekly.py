@@ -16,7 +16,7 @@ from app.pipelines.service import get_by_name
 from app.planning.goodput import EMPTY_TOTALS, goodput_from_totals
 from app.planning.rollup import SUMS
 from app.planning.sources import trend_source_warnings
-from app.planning.weekly import WeekSummary, WeekTotals, fill_weeks, monday_of, utc_midnight
+from app.planning.weekly import WeekSummary, fill_weeks, monday_of, utc_midnight
 
 
 def latest_start(session: Session, pipeline: Pipeline) -> datetime | None:
@@ -133,13 +133,6 @@ def page_weeks(
     totals = [rollup_reads.totals_from(monday, m) for monday, m in sorted(by_week.items())]
     summaries = fill_weeks(totals, start_monday, end_monday)
     return PageWeeks(summaries, trend_source_warnings(sources), spend)
-
-
-def week_totals(
-    session: Session, pipeline: Pipeline | None, since: datetime, until: datetime
-) -> dict[int | None, list[WeekTotals]]:
-    """SQL sums per ISO week in [since, until), by pipeline id (every pipeline: None)."""
-    return repo.weekly_totals(session, None if pipeline is None else pipeline.id, since, until)
 
 
 def recorded_spend(

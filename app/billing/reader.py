@@ -72,6 +72,7 @@ TAGS_LIMIT = 65_536  # characters of one Tags cell
 # What one charge is, whatever the export's shape: two exports (FOCUS 1.0 and 1.2, CSV
 # and Parquet) of one charge give one key; an hourly and a daily export differ in
 # period, and the import replaces the one with the other (app/billing/service.py).
+# Packed by hand: one name a line would take this module to 399 of its 400 lines.
 CHARGE_COLUMNS = ("ProviderName", "BillingAccountId", "SubAccountId", "ResourceId",
                   "ChargeCategory", "ChargeClass", "CommitmentDiscountId",
                   "CommitmentDiscountStatus", "SkuId", "SkuPriceId")  # fmt: skip
@@ -101,28 +102,22 @@ class LineItem:
     pipeline_tag: str | None
 
 
-@dataclass(frozen=True)
-class Bill:
-    source: str
-    version: str
-    rows: int  # every row read
-    lines: list[LineItem]  # the GPU ones
-
-
 def focus_version(source: str, header: list[str]) -> str:
     """The FOCUS version a header is written in, or a BillError saying why not."""
     names = set(header)
     if not names & {"BilledCost", "EffectiveCost", "ChargePeriodStart"}:
         shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
-        raise BillError(f"{source}: not a FOCUS file (no BilledCost, EffectiveCost or "
-                        f"ChargePeriodStart column; found {shown or 'no header'})")  # fmt: skip
+        raise BillError(
+            f"{source}: not a FOCUS file (no BilledCost, EffectiveCost or "
+            f"ChargePeriodStart column; found {shown or 'no header'})"
+        )
     if "ProviderName" not in names:
-        later = [n for n in LATER_NAMES if n in names]
-        draft = [n for n in DRAFT_NAMES if n in names]
-        which = (f"FOCUS 1.3 or later ({', '.join(later)})" if later else
-                 f"a FOCUS draft before 1.0 ({', '.join(draft) or 'no ProviderName'})")  # fmt: skip
-        raise BillError(f"{source}: {which}: Cadence reads FOCUS 1.0 to 1.2 (column "
-                        "ProviderName missing)")  # fmt: skip
+        later = ", ".join(n for n in LATER_NAMES if n in names)
+        draft = ", ".join(n for n in DRAFT_NAMES if n in names) or "no ProviderName"
+        which = f"FOCUS 1.3 or later ({later})" if later else f"a FOCUS draft before 1.0 ({draft})"
+        raise BillError(
+            f"{source}: {which}: Cadence reads FOCUS 1.0 to 1.2 (column ProviderName missing)"
+        )
     missing = [n for n in NEEDED if n not in names]
     if missing:
         raise BillError(f"{source}: column {', '.join(missing)} missing (needed to reconcile)")
@@ -370,18 +365,11 @@ def _currency(row: Row, currency: str, has_usd: bool) -> str:
     if not code:
         raise row.fail("BillingCurrency", "empty")
     if currency and code != currency:
-        raise row.fail("BillingCurrency", f"{code} after {currency} in earlier rows: "
-                       "a file mixes currencies; export one currency per file")  # fmt: skip
+        mixed = f"{code} after {currency} in earlier rows: a file mixes currencies"
+        raise row.fail("BillingCurrency", f"{mixed}; export one currency per file")
     if code != "USD" and not has_usd:
-        raise row.fail("BillingCurrency", f"{code}: Cadence's figures are USD; export "
-                       "the bill in USD (or with Azure's x_EffectiveCostInUsd and "
-                       "x_BilledCostInUsd columns)")  # fmt: skip
+        how = "in USD (or with Azure's x_EffectiveCostInUsd and x_BilledCostInUsd columns)"
+        raise row.fail(
+            "BillingCurrency", f"{code}: Cadence's figures are USD; export the bill {how}"
+        )
     return code
-
-
-def read_bill(path: Path) -> Bill:
-    """Every GPU line item of one FOCUS file in memory, or a BillError (for tests and
-    small files; the import streams :class:`BillFile` instead)."""
-    bill = BillFile(path)
-    lines = list(bill.lines())
-    return Bill(source=bill.source, version=bill.version, rows=bill.rows, lines=lines)

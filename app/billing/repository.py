@@ -81,10 +81,15 @@ def store_chunk(
             merged[line.row_key] = row
         else:
             _sum_into(found, row)
-    columns = (BillLine.id, BillLine.row_key, BillLine.import_id,
-               *(getattr(BillLine, c) for c in LINE_VALUES))  # fmt: skip
-    stored = {r.row_key: r for r in session.execute(
-        select(*columns).where(BillLine.row_key.in_(merged)))}  # fmt: skip
+    columns = (
+        BillLine.id,
+        BillLine.row_key,
+        BillLine.import_id,
+        *(getattr(BillLine, c) for c in LINE_VALUES),
+    )
+    stored = {
+        r.row_key: r for r in session.execute(select(*columns).where(BillLine.row_key.in_(merged)))
+    }
     updates = []
     for key, row in merged.items():
         old = stored.get(key)
@@ -160,9 +165,13 @@ def lines_between(
     import of 90,000 lines held them all at once, 67 MB more at its peak."""
     b = BillLine
     statement = select(
-        b.charge_period_start, b.charge_period_end, b.effective_cost, b.gpu_hours,
-        b.resource_id, b.pipeline_tag,
-    ).where(b.charge_period_start < end, b.charge_period_end > start)  # fmt: skip
+        b.charge_period_start,
+        b.charge_period_end,
+        b.effective_cost,
+        b.gpu_hours,
+        b.resource_id,
+        b.pipeline_tag,
+    ).where(b.charge_period_start < end, b.charge_period_end > start)
     if resources is not None:
         # Every form that may join (app.planning.resource_ids), without case: a wider
         # read than the join, which the reconciliation narrows.
@@ -221,8 +230,13 @@ def kept_totals(
         return None, key or ("none", run_changes(session))
     out, recorded = Reconciliation(), {}
     for row in rows:
-        figures = Figures(row.billed_usd, row.explained_usd, row.billed_gpu_hours,
-                          row.explained_gpu_hours, row.lines)  # fmt: skip
+        figures = Figures(
+            row.billed_usd,
+            row.explained_usd,
+            row.billed_gpu_hours,
+            row.explained_gpu_hours,
+            row.lines,
+        )
         if row.pipeline == UNCLAIMED:
             out.unattributed = figures
         else:

@@ -43,10 +43,17 @@ from app.planning.reconcile import (
 
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 CSV_COLUMNS = (
-    "month", "pipeline", "billed_usd", "explained_usd", "unexplained_usd",
-    "billed_gpu_hours", "explained_gpu_hours", "effective_price_per_gpu_hour",
-    "explained_share", "lines",
-)  # fmt: skip
+    "month",
+    "pipeline",
+    "billed_usd",
+    "explained_usd",
+    "unexplained_usd",
+    "billed_gpu_hours",
+    "explained_gpu_hours",
+    "effective_price_per_gpu_hour",
+    "explained_share",
+    "lines",
+)
 UNATTRIBUTED = "(unattributed)"
 Out = TypeVar("Out", bound=FiguresOut)
 Reconciled = tuple[Reconciliation, dict[str, float]]
@@ -68,13 +75,17 @@ class Imported:
     def sentence(self) -> str:
         s = self.stored
         rows = f"{self.rows} row" + ("" if self.rows == 1 else "s")
-        said = (f"{self.source}: FOCUS {self.version}, {rows}, {self.gpu_lines} GPU line "
-                f"items, {s.new} new, {s.same} already stored")  # fmt: skip
+        said = (
+            f"{self.source}: FOCUS {self.version}, {rows}, {self.gpu_lines} GPU line "
+            f"items, {s.new} new, {s.same} already stored"
+        )
         if s.changed:
             said += f", {s.changed} stored with other figures (replaced by this file's)"
         if s.replaced:
-            said += (f"; {s.replaced} lines of earlier imports for the same resources and "
-                     "periods (another export or granularity) replaced by this file's")  # fmt: skip
+            said += (
+                f"; {s.replaced} lines of earlier imports for the same resources and "
+                "periods (another export or granularity) replaced by this file's"
+            )
         return "\n".join([said, *(f"warning: {w}" for w in self.warnings)])
 
 

@@ -38,9 +38,10 @@ def open_rows(path: Path) -> tuple[list[str], Rows]:
         raise BillError(
             f"{path}: column {', '.join(repeated)} appears more than once; a FOCUS "
             "export names each column once (which one would count?)",
-            fields=[{"field": f"{path}:header:{name}", "reason": "repeated column"}
-                    for name in repeated],
-        )  # fmt: skip
+            fields=[
+                {"field": f"{path}:header:{name}", "reason": "repeated column"} for name in repeated
+            ],
+        )
     return header, rows
 
 

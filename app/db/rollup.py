@@ -212,6 +212,7 @@ def _recompute_select(backend: str, *, resumed_column: bool = True) -> Any:
     )
 
 
+# Not called by the server: the rollup tests' and bench/dataset.py's check of rebuild's SELECT.
 def recompute(session: Session) -> list[dict[str, Any]]:
     """What ``run_rollup`` should hold, computed from the runs, sorted by key."""
     rows = [dict(r._mapping) for r in session.execute(_recompute_select(dialect(session)))]
@@ -228,6 +229,7 @@ def stored(session: Session) -> list[dict[str, Any]]:
 VariantRows = dict[tuple[int, str], tuple[int, datetime | None]]
 
 
+# Not called by the server: the rollup tests' check of run_variant, beside its writers.
 def variant_counts(session: Session) -> tuple[VariantRows, VariantRows]:
     """(What ``run_variant`` should hold, from the runs; what it holds): run count and
     newest start by (pipeline id, variant), variants with no runs left out of both (the
@@ -247,6 +249,7 @@ def variant_counts(session: Session) -> tuple[VariantRows, VariantRows]:
     )
 
 
+# Not called by the server: migrations 0018 and 0024 and bench/dataset.py rebuild with it.
 def rebuild(session: WriteSession | Connection) -> int:
     """Replace the rollups with a recomputation from the runs (migration 0009, bulk loads
     such as the benchmark's COPY, which then calls :func:`rebuild_variants` too)."""
@@ -260,6 +263,7 @@ def rebuild(session: WriteSession | Connection) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
+# Not called by the server: bench/dataset.py after its COPY.
 def rebuild_variants(session: WriteSession | Connection) -> None:
     """Replace ``run_variant`` with counts from the runs. Every counter starts above the
     highest pipeline change count before (:func:`change_counts`), so neither a counter nor a

@@ -46,20 +46,30 @@ def running_and_recent(
 ) -> NowAndLately:
     """Both in one statement (a UNION ALL: the pipeline page reads at most ten)."""
     running = select(
-        literal("r").label("kind"), Run.pipeline_id, Run.variant, Run.started_at,
-        Run.workers, Run.billed_price_per_gpu_hour.label("price"),
-        literal(0).label("runs"), literal(0.0).label("cost"),
-    ).where(Run.finished_at.is_(None), Run.started_at >= month)  # fmt: skip
+        literal("r").label("kind"),
+        Run.pipeline_id,
+        Run.variant,
+        Run.started_at,
+        Run.workers,
+        Run.billed_price_per_gpu_hour.label("price"),
+        literal(0).label("runs"),
+        literal(0.0).label("cost"),
+    ).where(Run.finished_at.is_(None), Run.started_at >= month)
     recent = (
         select(
             # Typed NULLs: PostgreSQL must know each column's type in a UNION.
-            literal("e"), Run.pipeline_id, Run.variant, cast(null(), DateTime(timezone=True)),
-            cast(null(), Integer), cast(null(), Float), func.count(),
+            literal("e"),
+            Run.pipeline_id,
+            Run.variant,
+            cast(null(), DateTime(timezone=True)),
+            cast(null(), Integer),
+            cast(null(), Float),
+            func.count(),
             func.coalesce(func.sum(Run.gpu_hours * Run.billed_price_per_gpu_hour), 0.0),
         )
         .where(Run.started_at >= since, Run.finished_at.is_not(None))
         .group_by(Run.pipeline_id, Run.variant)
-    )  # fmt: skip
+    )
     if pipeline_ids is not None:
         running = running.where(in_ids(session, Run.pipeline_id, list(pipeline_ids)))
         recent = recent.where(Run.pipeline_id.in_(list(pipeline_ids)))

@@ -191,8 +191,13 @@ def changes(session: Session, name: str, run_id: str) -> MeasurementChangesOut:
     if pk is None:
         raise NotFound(f"no run {run_id[:200]!r} in pipeline {name!r}")
     rows = [
-        MeasurementChangeOut(field=r.field, old_value=r.old_value, new_value=r.new_value,
-                             changed_by=r.changed_by, changed_at=r.created_at)
+        MeasurementChangeOut(
+            field=r.field,
+            old_value=r.old_value,
+            new_value=r.new_value,
+            changed_by=r.changed_by,
+            changed_at=r.created_at,
+        )
         for r in repository.changes_of(session, pk)
-    ]  # fmt: skip
+    ]
     return MeasurementChangesOut(pipeline=name, run_id=run_id, changes=rows)

@@ -65,26 +65,14 @@ def started_before(runs: Sequence[RecordRun], at: datetime) -> int:
     return bisect_left([r.started_at for r in runs], at)
 
 
-def window_before(
-    runs: Sequence[RecordRun], variant: str, at: datetime, size: int
-) -> tuple[float, ...]:
-    """The retraining costs (oldest first) of ``variant``'s newest ``size`` planning
-    attempts started before ``at``, each plus the cost of its retraining's attempts that
-    did not succeed and had started before ``at``.
-
-    Check (tests/planning/test_record.py): a: succeeded $70 on day 1; b: failed $40 on
-    day 8 (retraining r2); c: succeeded $60 on day 8 an hour later (r2); d: succeeded $50
-    on day 15. Before day 10: (70, 60 + 40) = (70, 100); before day 20, size 2: (100, 50).
-    """
-    return tuple(cost for cost, _, _ in series_before(runs, variant, at, size))
-
-
 def series_before(
     runs: Sequence[RecordRun], variant: str, at: datetime, size: int
 ) -> tuple[tuple[float, float, datetime], ...]:
-    """:func:`window_before` as a cost series: each retraining's (cost, the part paid for
-    its attempts that did not succeed, start), what the forecast's model reads
-    (app/planning/cost_series.py)."""
+    """``variant``'s newest ``size`` planning attempts started before ``at``, oldest
+    first, as a cost series: each retraining's (cost, the part paid for its attempts that
+    did not succeed and had started before ``at``, start), what the forecast's model reads
+    (app/planning/cost_series.py; the worked check: ``window_before`` in
+    tests/fixtures/forecast_record.py)."""
     seen = runs[: started_before(runs, at)]
     failed: dict[str, float] = {}
     for r in seen:

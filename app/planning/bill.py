@@ -69,6 +69,7 @@ class FailureWindow:
         return math.fsum(c + k * f for c, k, f in terms) / len(self.failure_free_usd)
 
 
+# Not called by the app: the library call docs/bill.md documents (tests/planning check it).
 def failure_window(
     runs: Sequence[RunFacts],
     rate_per_instance_hour: float,
@@ -338,6 +339,7 @@ def forecast_bill(
     )
 
 
+# Not called by the app: the library call docs/bill.md documents (tests/planning check it).
 def portfolio_expected_bill(forecasts: Sequence[BillForecast]) -> float:
     """Sum of the pipelines' expected bills. Expectations add, so this is the
     portfolio's expected bill; percentiles do not add (a portfolio p90 is not the sum of

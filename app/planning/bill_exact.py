@@ -59,6 +59,7 @@ def _sum_of(n: int, costs: Sequence[float], probs: Sequence[float]) -> dict[floa
     return dist
 
 
+# Not called by the app: the library call docs/bill.md documents (tests/planning check it).
 def exact_bill(
     costs: Sequence[float], probabilities: Sequence[float], runs: RunsInMonth
 ) -> ExactBill:

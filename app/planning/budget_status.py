@@ -3,8 +3,8 @@
 "Fits", "within" and "over" all come from :func:`fits_budget`: P(bill > budget)
 against the risk tolerance (``CADENCE_RISK_TOLERANCE``, 10% by default; the same as
 "the p90 bill is within the budget" at 10%). :func:`budget_status` words a month with
-it (this month: spend to date first), :func:`typical_month_status` a typical month at a
-cadence. Nothing judges the expected bill alone.
+it (this month: spend to date first; a typical month at a cadence: nothing spent yet).
+Nothing judges the expected bill alone.
 
 Apart from :mod:`app.planning.month_to_date` (which needs numpy) so that the settings,
 which hold the thresholds, import nothing heavy.
@@ -12,7 +12,6 @@ which hold the thresholds, import nothing heavy.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -57,13 +56,6 @@ def fits_budget(p_over_budget: float, risk_tolerance: float = DEFAULT_RISK_TOLER
     return p_over_budget < risk_tolerance
 
 
-def typical_month_status(
-    p_over_budget: float, thresholds: StatusThresholds | None = None
-) -> BudgetStatus:
-    """A typical month at a cadence (nothing spent yet): within, at_risk or likely_over."""
-    return budget_status(0.0, p_over_budget, math.inf, thresholds)
-
-
 def budget_status(
     spend_to_date_usd: float,
     p_over_budget: float,
@@ -79,8 +71,3 @@ def budget_status(
     if not fits_budget(p_over_budget, th.risk_tolerance):
         return BudgetStatus.AT_RISK
     return BudgetStatus.WITHIN
-
-
-def status_words(status: BudgetStatus | str) -> str:
-    """The word as a sentence says it: "within", "at risk", "likely over", "over"."""
-    return str(status).replace("_", " ")

@@ -144,9 +144,14 @@ def fit(
 
 
 def _window(
-    c: np.ndarray, base: np.ndarray, y: np.ndarray, d: np.ndarray, prior: OrgPrior,
-    change: Change | None, weight: float,
-) -> CostModel:  # fmt: skip
+    c: np.ndarray,
+    base: np.ndarray,
+    y: np.ndarray,
+    d: np.ndarray,
+    prior: OrgPrior,
+    change: Change | None,
+    weight: float,
+) -> CostModel:
     """The model of the window since one change (``c``, ``base``, ``y`` its log, ``d``
     start there)."""
     slope, se = _slope(y, d, prior)

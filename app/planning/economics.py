@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from app.planning.model import PlanningError, RunFacts
 
 Unit = Literal["gpu_hours", "usd"]
-
-
-def run_cost(gpu_hours: float, price: float) -> float:
-    """Cost of a run in USD: ``G * price_per_gpu_hour`` (methodology.md §2)."""
-    if gpu_hours < 0 or price < 0:
-        raise PlanningError("gpu_hours and price must be >= 0")
-    return gpu_hours * price
 
 
 @dataclass(frozen=True)
@@ -49,10 +42,6 @@ class Badput:
     def usd(self, price: float) -> Badput:
         """The same breakdown in USD: every GPU-hour amount times ``price``."""
         return badput_usd(self, price)
-
-    def as_dict(self) -> dict[str, float | bool | str]:
-        """Field name -> value, for JSON responses and chart builders."""
-        return asdict(self)
 
 
 def badput(run: RunFacts) -> Badput:

@@ -192,21 +192,10 @@ def _advice(
 ) -> CheckpointAdvice:
     """:func:`checkpoint_advice` once the inputs are checked and the MTBF is known."""
     notes = ["Failure rate is 0: failures never force a checkpoint."] if math.isinf(mtbf) else []
-    if math.isinf(mtbf):
-        young = daly = math.inf
-        ettr_cur, ettr_opt = 1.0 / (1.0 + write_hours / current_interval_hours), 1.0
-    else:
-        young = young_interval(write_hours, mtbf)
-        daly = max(0.0, daly_interval(write_hours, mtbf))
-        ettr_cur = ettr(current_interval_hours, u0, write_hours, mtbf)
-        ettr_opt = ettr(daly, u0, write_hours, mtbf) if daly > 0 else max(0.0, 1.0 - u0 / mtbf)
+    young, daly, ettr_cur, ettr_opt = _intervals(mtbf, write_hours, current_interval_hours, u0)
     writes, fails = checkpoint_overhead_hours(current_interval_hours, write_hours, mtbf, t, u0)
-    if math.isinf(daly):
-        opt_w, opt_f = 0.0, 0.0
-    else:
-        opt_w, opt_f = checkpoint_overhead_hours(daly, write_hours, mtbf, t, u0)
     overhead_cur = (writes + fails) * workers
-    overhead_opt = (opt_w + opt_f) * workers
+    overhead_opt = _overhead_at(daly, write_hours, mtbf, t, u0) * workers
     saved = (overhead_cur - overhead_opt) * runs_per_month
     failures_per_run = 0.0 if math.isinf(mtbf) else t / mtbf
     notes.append(
@@ -236,6 +225,28 @@ def _advice(
         monthly_usd_saved=saved * price_per_gpu_hour,
         notes=tuple(notes),
     )
+
+
+def _intervals(
+    mtbf: float, write_hours: float, current_interval_hours: float, u0: float
+) -> tuple[float, float, float, float]:
+    """Young's and Daly's intervals, and the ETTR at the current interval and at Daly's
+    (no failures: both intervals infinite, only the writes cost time)."""
+    if math.isinf(mtbf):
+        return math.inf, math.inf, 1.0 / (1.0 + write_hours / current_interval_hours), 1.0
+    young = young_interval(write_hours, mtbf)
+    daly = max(0.0, daly_interval(write_hours, mtbf))
+    ettr_cur = ettr(current_interval_hours, u0, write_hours, mtbf)
+    ettr_opt = ettr(daly, u0, write_hours, mtbf) if daly > 0 else max(0.0, 1.0 - u0 / mtbf)
+    return young, daly, ettr_cur, ettr_opt
+
+
+def _overhead_at(daly: float, write_hours: float, mtbf: float, t: float, u0: float) -> float:
+    """Wall-clock hours per run of writes and failures at Daly's interval (0 when infinite)."""
+    if math.isinf(daly):
+        return 0.0
+    writes, fails = checkpoint_overhead_hours(daly, write_hours, mtbf, t, u0)
+    return writes + fails
 
 
 def write_hours_per_checkpoint(

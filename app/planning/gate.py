@@ -22,7 +22,7 @@ from app.planning.gate_types import GateResult as GateResult
 from app.planning.gate_types import GateThresholds as GateThresholds
 from app.planning.gate_types import Verdict as Verdict
 from app.planning.model import PlanningError, RunFacts
-from app.planning.projection import CALENDAR
+from app.planning.projection import CALENDAR, Projection
 from app.planning.scaling import ScalingModel
 from app.planning.series_bill import SeriesContext
 from app.planning.whatif import WhatIf
@@ -71,11 +71,22 @@ def evaluate_gate(
         _quality(baseline, candidate, higher_is_better, th),
         cost,
     )
-    nb, nc = len(baseline), len(candidate)
+    return _result(criteria, proj, (baseline, candidate), what_if, th, current_runs_per_week)
+
+
+def _result(
+    criteria: tuple[CriterionResult, ...],
+    proj: Projection | None,
+    arms: tuple[Sequence[RunFacts], Sequence[RunFacts]],
+    what_if: WhatIf | None,
+    th: GateThresholds,
+    current_runs_per_week: float | None,
+) -> GateResult:
+    """The gate's answer from its criteria: the verdict, its summary and the runs still
+    needed (in weeks and dollars too)."""
+    nb, nc = len(arms[0]), len(arms[1])
     verdict, summary = _verdict(criteria, nb, nc, th)
-    most, weeks, usd, still = _runs_needed(
-        criteria, (baseline, candidate), what_if, th, current_runs_per_week
-    )
+    most, weeks, usd, still = _runs_needed(criteria, arms, what_if, th, current_runs_per_week)
     return GateResult(
         verdict=verdict,
         criteria=criteria,

@@ -16,12 +16,14 @@ from app.planning.gate_types import (
     Unit,
 )
 from app.planning.model import RunFacts
-from app.planning.projection import Projection, project_costs
+from app.planning.projection import CadenceProjection, Projection, project_costs
 from app.planning.scaling import ScalingModel
 from app.planning.sequential import SequentialDesign, sequential_decision
 from app.planning.series_bill import SeriesContext
 from app.planning.welch import WelchComparison, runs_needed_per_arm, welch, welch_bounds
 from app.planning.whatif import WhatIf, apply_what_if
+
+COST = "projected_cost"  # the cost criterion's name
 
 
 def _needed(c: WelchComparison, gap: float, th: GateThresholds) -> int | None:
@@ -164,20 +166,8 @@ def cost_criterion(
 ) -> tuple[CriterionResult, Projection | None]:
     """The projection of the candidate at the target cadence (the same function, runs,
     what-ifs and seed as the cost card), compared on ``th.cost_basis`` with the budget."""
-    name = "projected_cost"
     if not candidate:
-        reason = "No candidate runs to project the monthly cost from."
-        return CriterionResult(
-            name,
-            None,
-            budget_usd,
-            None,
-            "undecided",
-            reason,
-            th.min_runs,
-            unit="usd_per_month",
-            basis=th.cost_basis,
-        ), None
+        return _no_candidate(budget_usd, th), None
     proj = project_costs(
         candidate,
         [target_runs_per_week],
@@ -192,16 +182,10 @@ def cost_criterion(
     p_over = cp.p_over_budget if cp.p_over_budget is not None else 0.0
     # The one test of every budget word, never the figure alone (budget_status.py).
     status: Status = "pass" if fits_budget(p_over, th.risk_tolerance) else "fail"
-    reason = (
-        f"At {target_runs_per_week:g} runs/week ({cp.runs_in_month:.3g}/month) the candidate's "
-        f"mean ${cp.mean_cost_per_run_usd:,.0f}/run gives an expected bill of "
-        f"${cp.expected_bill_usd:,.0f}/month, p90 bill ${cp.bill_p90_usd:,.0f}; against a "
-        f"budget of ${budget_usd:,.0f} a {p_over:.0%} chance over, the risk tolerance "
-        f"{th.risk_tolerance:.0%}: {status}."
-    )
+    reason = _cost_reason(target_runs_per_week, cp, budget_usd, p_over, th, status)
     interval = (cp.bill_p10_usd, cp.bill_p90_usd)
     return CriterionResult(
-        name,
+        COST,
         value,
         budget_usd,
         interval,
@@ -212,6 +196,41 @@ def cost_criterion(
         basis=th.cost_basis,
         p_over_budget=p_over,
     ), proj
+
+
+def _no_candidate(budget_usd: float, th: GateThresholds) -> CriterionResult:
+    """Undecided: no candidate run to project the monthly cost from."""
+    reason = "No candidate runs to project the monthly cost from."
+    return CriterionResult(
+        COST,
+        None,
+        budget_usd,
+        None,
+        "undecided",
+        reason,
+        th.min_runs,
+        unit="usd_per_month",
+        basis=th.cost_basis,
+    )
+
+
+def _cost_reason(
+    runs_per_week: float,
+    cp: CadenceProjection,
+    budget_usd: float,
+    p_over: float,
+    th: GateThresholds,
+    status: Status,
+) -> str:
+    """The cost criterion in one sentence: the cadence, the mean run, the bill, the
+    chance over the budget against the risk tolerance, and the status."""
+    return (
+        f"At {runs_per_week:g} runs/week ({cp.runs_in_month:.3g}/month) the candidate's "
+        f"mean ${cp.mean_cost_per_run_usd:,.0f}/run gives an expected bill of "
+        f"${cp.expected_bill_usd:,.0f}/month, p90 bill ${cp.bill_p90_usd:,.0f}; against a "
+        f"budget of ${budget_usd:,.0f} a {p_over:.0%} chance over, the risk tolerance "
+        f"{th.risk_tolerance:.0%}: {status}."
+    )
 
 
 def quality_missing(

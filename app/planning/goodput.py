@@ -24,7 +24,6 @@ and can be computed in SQL, so weekly trends are one GROUP BY.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.planning.model import RunFacts
@@ -154,14 +153,6 @@ def run_totals(run: RunFacts) -> GoodputTotals:
         program_gpu_hours=program,
         mfu_gpu_hours=run.gpu_hours if run.mfu is not None else 0.0,
     )
-
-
-def totals_from_runs(runs: Iterable[RunFacts]) -> GoodputTotals:
-    """Sum :func:`run_totals` over runs (the Python twin of the SQL in GoodputTotals)."""
-    total = EMPTY_TOTALS
-    for run in runs:
-        total = total + run_totals(run)
-    return total
 
 
 def goodput_from_totals(t: GoodputTotals) -> Goodput:

@@ -28,11 +28,13 @@ MIG = re.compile(r"^nvidia\.com/mig-(\d)g\.(\d+)gb(?:\+me)?$")
 # Memory sizes of a slice on GPUs with 4 compute slices (A30-24GB); the others have 7
 # (A100 40/80 GB, H100, H200, B200, GH200: NVIDIA's MIG user guide, supported profiles).
 FOUR_SLICE_GPUS = {(1, 6), (2, 12), (4, 24)}
+# A table laid out by hand: one line per count of compute slices.
 SEVEN_SLICE_SIZES = {
     (1, 5), (1, 10), (1, 12), (1, 18), (1, 20), (1, 23), (1, 24), (1, 35), (1, 45),
-    (2, 10), (2, 20), (2, 24), (2, 35), (2, 45), (3, 20), (3, 40), (3, 48), (3, 71),
-    (3, 90), (4, 20), (4, 40), (4, 48), (4, 71), (4, 90), (7, 40), (7, 80), (7, 96),
-    (7, 141), (7, 180),
+    (2, 10), (2, 20), (2, 24), (2, 35), (2, 45),
+    (3, 20), (3, 40), (3, 48), (3, 71), (3, 90),
+    (4, 20), (4, 40), (4, 48), (4, 71), (4, 90),
+    (7, 40), (7, 80), (7, 96), (7, 141), (7, 180),
 }  # fmt: skip
 
 

@@ -79,9 +79,11 @@ class Options:
 
 
 def allowed_cadences(
-    today: float, wall_clock_hours: float | None, faster_forbidden: bool = False,
+    today: float,
+    wall_clock_hours: float | None,
+    faster_forbidden: bool = False,
     choices: Sequence[float] = CADENCES,
-) -> tuple[float, ...]:  # fmt: skip
+) -> tuple[float, ...]:
     """The cadences a pipeline may take: ``choices`` a week holds (k <= 168 / T: a run
     must finish before the next starts), none faster than today when its gate forbids
     it, and always today's own (a plan may keep what runs now)."""
@@ -127,9 +129,12 @@ def needed_budget(draws: np.ndarray, risk: float) -> float:
 
 
 def evaluate(
-    options: Sequence[Options], choice: Sequence[int], budget: float, risk: float,
+    options: Sequence[Options],
+    choice: Sequence[int],
+    budget: float,
+    risk: float,
     lam: float | None = None,
-) -> Solution:  # fmt: skip
+) -> Solution:
     draws = org_draws(options, choice)
     p_over = float(np.mean(draws > budget))
     return Solution(

@@ -87,9 +87,11 @@ def plan(options: Sequence[Options], budget: float, risk: float, detail: bool = 
     solved = [*moving, rest_of(kept)] if kept else moving
     found = solve(solved, budget, risk)
     base = unconstrained(solved, budget, risk)
-    need = None if found.feasible else needed_budget(
-        org_draws(solved, cheapest(solved, budget, risk).choice), risk
-    )  # fmt: skip
+    need = (
+        None
+        if found.feasible
+        else needed_budget(org_draws(solved, cheapest(solved, budget, risk).choice), risk)
+    )
     by_name = {o.name: _row(solved, i, found, base, risk) for i, o in enumerate(moving)}
     rows = tuple(by_name.get(o.name) or _kept_row(o) for o in options)
     return OrgPlan(
@@ -159,9 +161,12 @@ def _marginal(options: Sequence[Options], found: Solution, budget: float, risk: 
         if a != b
     )
     return Marginal(
-        budget, other.feasible, saving, moves,
+        budget,
+        other.feasible,
+        saving,
+        moves,
         words.marginal(budget, found.feasible, other.feasible, saving, moves),
-    )  # fmt: skip
+    )
 
 
 def _scaled(o: Options, what: str, factor: float) -> Options:
@@ -176,8 +181,10 @@ def _sensitivity(
 ) -> tuple[Sensitivity, ...]:
     """For each uncertain input (at most SENSITIVITY_LIMIT), the plan re-solved with it
     at half and at double, said as the pipelines whose cadence would change."""
-    flags = [(("value curve", o.thin_curve and o.movable), ("bill spread", o.thin_spread))
-             for o in options]  # fmt: skip
+    flags = [
+        (("value curve", o.thin_curve and o.movable), ("bill spread", o.thin_spread))
+        for o in options
+    ]
     uncertain = [(i, w) for i, f in enumerate(flags) for w, thin in f if thin][:SENSITIVITY_LIMIT]
     out = []
     for i, what in uncertain:

@@ -9,8 +9,13 @@ from typing import Any, Protocol
 
 from app.planning.org_plan import Options, Solution
 
-NAMED = {0.5: "every other week", 1.0: "weekly", 2.0: "twice weekly",
-         3.0: "three times a week", 7.0: "daily"}  # fmt: skip
+NAMED = {
+    0.5: "every other week",
+    1.0: "weekly",
+    2.0: "twice weekly",
+    3.0: "three times a week",
+    7.0: "daily",
+}
 NAME_AT_MOST = 3  # a group of more pipelines is counted, not named
 
 

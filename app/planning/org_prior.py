@@ -130,10 +130,17 @@ def rounded(prior: OrgPrior) -> OrgPrior:
     def two(v: float) -> float:
         return float(f"{v:.2g}") if math.isfinite(v) else v
 
-    return OrgPrior(two(prior.log_spread), two(prior.tail_share), two(prior.tail_ratio),
-                    prior.pipelines, two(prior.slope), two(prior.slope_spread),
-                    two(prior.tail_weight), two(prior.slope_mean_se),
-                    two(prior.change_rate))  # fmt: skip
+    return OrgPrior(
+        two(prior.log_spread),
+        two(prior.tail_share),
+        two(prior.tail_ratio),
+        prior.pipelines,
+        two(prior.slope),
+        two(prior.slope_spread),
+        two(prior.tail_weight),
+        two(prior.slope_mean_se),
+        two(prior.change_rate),
+    )
 
 
 def _change_rate(evidence: list[float]) -> float:

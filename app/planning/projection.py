@@ -102,22 +102,14 @@ def project_costs(
     """Monthly cost at each cadence from recent runs of one variant (methodology.md §5).
 
     Each run is adjusted by the what-ifs (:func:`app.planning.whatif.apply_what_if`); at
-    k runs per week, m = k * weeks_per_month(convention) and
-
-    - GPU-hours, cost per run = medians of the adjusted runs (the typical retraining);
-    - monthly cost = the expected bill: runs in the month x the mean retraining cost (a
-      run plus its failed attempts), exact; monthly GPU-hours = m x the mean's;
-    - band, p_over_budget = the bill's p10..p90, P(bill > budget) from the months of
-      :func:`app.planning.bill.forecast_bill` (``series``: series_bill.py);
-    - headroom = budget - expected bill; within_budget = the one test (budget_status);
-    - vs_current_ratio = monthly cost / today's bill: ``current_cost_usd`` (the series'
-      figure, ``app.analytics.bill_now``) or the mean of ``current_runs`` (production's
-      for a candidate; default ``runs``) at ``current_runs_per_week``.
-    Without runs: :class:`PlanningError` (see :func:`project_from_inputs`)."""
-    if not runs:
-        raise PlanningError("no runs to project from; use project_from_inputs")
-    if budget_usd is not None and budget_usd < 0:
-        raise PlanningError("budget must be >= 0")
+    k runs per week (m = k * weeks_per_month(convention) a month) the figures of
+    :class:`CadenceProjection`, from :func:`app.planning.bill.forecast_bill` (``series``:
+    series_bill.py) of retrainings (a run plus its failed attempts); monthly GPU-hours =
+    m x the mean's. Today's bill: ``current_cost_usd`` (the series' figure,
+    ``app.analytics.bill_now``) or the mean of ``current_runs`` (production's for a
+    candidate; default ``runs``) at ``current_runs_per_week``. Without runs:
+    :class:`PlanningError` (see :func:`project_from_inputs`)."""
+    _check(runs, budget_usd)
     adjusted, warnings = _adjusted(runs, what_if, scaling_model)
     costs = [a.cost_usd for a in adjusted]
     window = _bill_window(runs, costs, what_if, scaling_model)
@@ -127,15 +119,12 @@ def project_costs(
     )
     bill_at = biller(window, costs, series, convention, budget_usd, seed, warnings)
     limits, today = (budget_usd, risk_tolerance), (current_runs_per_week, current_cost)
-
-    def at(k: float) -> CadenceProjection:
-        return _at_cadence(k, convention, bill_at(k), typical, limits, today)
-
+    projected = [_at_cadence(k, convention, bill_at(k), typical, limits, today) for k in cadences]
     return Projection(
         convention=convention,
         weeks_per_month=weeks_per_month(convention),
         runs_used=len(runs),
-        cadences=tuple(at(k) for k in cadences),
+        cadences=tuple(projected),
         current_runs_per_week=current_runs_per_week,
         current_monthly_cost_usd=current_cost,
         current_monthly_gpu_hours=current_gpu,
@@ -144,6 +133,14 @@ def project_costs(
         warnings=(*warnings, *week_capacity_warnings(cadences, typical.wall_clock_hours)),
         notes=_notes(len(runs), what_if, seed),
     )
+
+
+def _check(runs: Sequence[RunFacts], budget_usd: float | None) -> None:
+    """What no projection can be made from: no runs, a negative budget."""
+    if not runs:
+        raise PlanningError("no runs to project from; use project_from_inputs")
+    if budget_usd is not None and budget_usd < 0:
+        raise PlanningError("budget must be >= 0")
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ class Retraining:
     succeeded: bool
 
 
+# Not called by the app: the library call docs/bill.md documents (tests/planning check it).
 def group_retrainings(attempts: Iterable[Attempt]) -> list[Retraining]:
     """Group attempts by ``retraining_id``; the result is ordered by first start.
 
@@ -105,6 +106,7 @@ def _retraining(retraining_id: str, group: list[Attempt]) -> Retraining:
     )
 
 
+# Not called by the app: the library call docs/bill.md documents (tests/planning check it).
 def recent_window(retrainings: Iterable[Retraining], size: int = 20) -> list[Retraining]:
     """The ``size`` most recently started retrainings that have finished (some attempt
     succeeded): the window a forecast resamples. A retraining still failing has not yet

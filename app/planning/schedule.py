@@ -152,6 +152,7 @@ def _weekday_starts(
     return count
 
 
+# Not called by the app: the library call docs/bill.md documents (tests/planning check it).
 def calendar_month_runs(
     newest: datetime,
     runs_per_week: float,

@@ -195,8 +195,9 @@ def forecast_series(
     if p_over is not None:
         working.append(f"P(bill > ${budget_usd:,.0f} budget) = {p_over:.1%}.")
     summary = (runs, runs.mean, model.size, mean, median, expected, lo, mid, hi)
-    return BillForecast(*summary, budget_usd, p_over, seed, tuple(working), simulated,
-                        model.sentences)  # fmt: skip
+    return BillForecast(
+        *summary, budget_usd, p_over, seed, tuple(working), simulated, model.sentences
+    )
 
 
 def _window_words(model: CostModel) -> str:
@@ -298,6 +299,10 @@ def biller(
     model = series.model(window, adjusted_costs)
     warnings.extend(model.sentences)
     return lambda k: typical_month(
-        model, typical_month_runs(k, convention), k, series.now_day, budget_usd=budget_usd,
+        model,
+        typical_month_runs(k, convention),
+        k,
+        series.now_day,
+        budget_usd=budget_usd,
         seed=seed,
-    )  # fmt: skip
+    )

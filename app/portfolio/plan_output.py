@@ -33,9 +33,12 @@ def _step(m: Marginal | None) -> StepOut | None:
         return None
     saving = None if math.isnan(m.saving_usd) else round(m.saving_usd, 2)
     return StepOut(
-        budget_usd=m.budget_usd, feasible=m.feasible, saving_usd=saving, moves=list(m.moves),
+        budget_usd=m.budget_usd,
+        feasible=m.feasible,
+        saving_usd=saving,
+        moves=list(m.moves),
         sentence=m.sentence,
-    )  # fmt: skip
+    )
 
 
 def plan_out(found: OrgPlan, team: str | None, without_runs: list[str]) -> OrgPlanOut:
@@ -88,9 +91,15 @@ def plan_csv(answer: OrgPlanOut) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for r in answer.pipelines:
-        writer.writerow(
-            [_cell(v) for v in (r.name, r.today_runs_per_week, r.proposed_runs_per_week,
-             r.bill_change_usd, r.staleness_change_usd, r.why, r.needs_evaluations,
-             r.faster_would_add_usd)]
-        )  # fmt: skip
+        row = (
+            r.name,
+            r.today_runs_per_week,
+            r.proposed_runs_per_week,
+            r.bill_change_usd,
+            r.staleness_change_usd,
+            r.why,
+            r.needs_evaluations,
+            r.faster_would_add_usd,
+        )
+        writer.writerow([_cell(v) for v in row])
     return out.getvalue()

@@ -51,8 +51,9 @@ Team = Annotated[str | None, Query(max_length=200)]
 
 
 @router.get("/plan", response_model=OrgPlanOut)
-def plan(db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Risk = None,
-         team: Team = None) -> OrgPlanOut:  # fmt: skip
+def plan(
+    db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Risk = None, team: Team = None
+) -> OrgPlanOut:
     """The organisation's cadence plan (docs/dashboard.md): with one monthly budget
     (default: the org budget set by an admin) and a risk tolerance (default 0.1), the
     cadence of each pipeline that minimises expected bill plus staleness cost while
@@ -65,8 +66,9 @@ def plan(db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Risk = No
 
 
 @router.get("/plan.csv", response_class=Response)
-def plan_as_csv(db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Risk = None,
-                team: Team = None) -> Response:  # fmt: skip
+def plan_as_csv(
+    db: DatabaseDep, viewer: Viewer, budget: Budget = None, risk: Risk = None, team: Team = None
+) -> Response:
     """The plan's table as CSV, one row per pipeline."""
     answer = plan(db, viewer, budget, risk, team)
     return Response(

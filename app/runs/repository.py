@@ -249,8 +249,12 @@ _OUT_COLUMNS = (
 )
 
 
-_BREAK_COLUMNS = (Interruption.lost_progress_hours, Interruption.resume_hours,
-                  Interruption.reschedule_hours, Interruption.cause)  # fmt: skip
+_BREAK_COLUMNS = (
+    Interruption.lost_progress_hours,
+    Interruption.resume_hours,
+    Interruption.reschedule_hours,
+    Interruption.cause,
+)
 
 
 def _read(session: Session, stmt: Select[Any]) -> list[tuple[Any, list[Any]]]:

@@ -135,9 +135,13 @@ def store(session: WriteSession, checked: Checked, pipelines: dict[str, Pipeline
         done = completion.complete(session, skipped, pipelines, existing)
         rest = [r for r in skipped if (pipelines[r.pipeline].id, r.run_id) not in done]
         conflicts.raise_conflicts(
-            rest, pipelines, existing, checked.prefix, checked.first,
+            rest,
+            pipelines,
+            existing,
+            checked.prefix,
+            checked.first,
             lambda pks: repository.measurements_changed(session, pks),
-        )  # fmt: skip
+        )
     repository.insert_interruptions(
         session,
         [

@@ -169,8 +169,10 @@ async def login(request: Request) -> Response:
 def _throttled(request: Request, security: Security, target: str, wait: int) -> Response:
     """429: this client sent too many wrong tokens in the last minute."""
     limit = security.settings.login_failures_per_minute
-    message = (f"Too many wrong tokens from this address ({limit} a minute, "
-               f"CADENCE_LOGIN_FAILURES_PER_MINUTE): try again in {wait} s.")  # fmt: skip
+    message = (
+        f"Too many wrong tokens from this address ({limit} a minute, "
+        f"CADENCE_LOGIN_FAILURES_PER_MINUTE): try again in {wait} s."
+    )
     response = login_page(request, security, target, error=message, status=429)
     response.headers["Retry-After"] = str(wait)
     return response

@@ -87,6 +87,31 @@ def run_enrich(
     prometheus_transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
+    checked = _checked(args)
+    if isinstance(checked, int):
+        return checked
+    since, token = checked
+    prom_token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
+    try:
+        with report.client_for(args, token, transport, sleep) as cadence:
+            return _enrich(args, cadence, since, prom_token, prometheus_transport)
+    except PrometheusError as exc:
+        error(exc.message)
+        return report.USAGE
+    except ServiceUnavailable as exc:
+        error(f"Cadence unreachable at {exc.url}: {exc.message}")
+        return report.UNAVAILABLE
+    except CadenceAPIError as exc:
+        print_refusal(exc, lead="Cadence ")
+        return report._exit_code(exc)
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        error(f"bad --url: {exc}")
+        return report.USAGE
+
+
+def _checked(args: argparse.Namespace) -> tuple[datetime | None, str | None] | int:
+    """(--since, the Cadence token) once --match, --since, --min-coverage and the token
+    are checked; else the usage exit code, the reason said."""
     try:
         check_template(args.match)
         since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
@@ -104,40 +129,33 @@ def run_enrich(
     if not token and not args.dry_run:
         error("no token: pass --token or set CADENCE_TOKEN (an ingest token)")
         return report.USAGE
-    prom_token = args.prometheus_token or os.environ.get("PROMETHEUS_TOKEN")
-    try:
-        with report.client_for(args, token, transport, sleep) as cadence:
-            runs = [
-                r
-                for r in cadence.list_runs(pipeline=args.pipeline, since=since)
-                if args.overwrite or r.get("gpu_utilization") is None
-            ]
-            print(f"{len(runs)} stored runs to enrich", file=sys.stderr)
-            with PrometheusClient(
-                args.prometheus_url, prom_token, transport=prometheus_transport
-            ) as prom:
-                found, unread = measure(
-                    prom, args.match, runs, max(1, args.concurrency), args.min_coverage
-                )
-            for run_id, reason in unread:
-                print(f"not enriched: run {run_id}: {reason}", file=sys.stderr)
-            if args.dry_run:
-                print(table(found))
-                print(f"dry run: {len(found)} would change, {len(unread)} not; nothing posted")
-                return report.OK
-            return post(cadence, found, len(unread))
-    except PrometheusError as exc:
-        error(exc.message)
-        return report.USAGE
-    except ServiceUnavailable as exc:
-        error(f"Cadence unreachable at {exc.url}: {exc.message}")
-        return report.UNAVAILABLE
-    except CadenceAPIError as exc:
-        print_refusal(exc, lead="Cadence ")
-        return report._exit_code(exc)
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        error(f"bad --url: {exc}")
-        return report.USAGE
+    return since, token
+
+
+def _enrich(
+    args: argparse.Namespace,
+    cadence: Any,
+    since: datetime | None,
+    prom_token: str | None,
+    prometheus_transport: httpx.BaseTransport | None,
+) -> int:
+    """The stored runs without a utilization (all with --overwrite) measured in
+    Prometheus, then shown (--dry-run) or posted."""
+    runs = [
+        r
+        for r in cadence.list_runs(pipeline=args.pipeline, since=since)
+        if args.overwrite or r.get("gpu_utilization") is None
+    ]
+    print(f"{len(runs)} stored runs to enrich", file=sys.stderr)
+    with PrometheusClient(args.prometheus_url, prom_token, transport=prometheus_transport) as prom:
+        found, unread = measure(prom, args.match, runs, max(1, args.concurrency), args.min_coverage)
+    for run_id, reason in unread:
+        print(f"not enriched: run {run_id}: {reason}", file=sys.stderr)
+    if args.dry_run:
+        print(table(found))
+        print(f"dry run: {len(found)} would change, {len(unread)} not; nothing posted")
+        return report.OK
+    return post(cadence, found, len(unread))
 
 
 Found = list[tuple[dict[str, Any], Choice]]

@@ -122,19 +122,37 @@ class Kind:
 
 KUBEFLOW_JOB = "training.kubeflow.org/job-name"
 KINDS = (
-    Kind("JobSet", ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
-         "jobset.sigs.k8s.io/jobset-name", _jobset_specs, _by_conditions("Completed", "Failed")),
+    Kind(
+        "JobSet",
+        ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+        "jobset.sigs.k8s.io/jobset-name",
+        _jobset_specs,
+        _by_conditions("Completed", "Failed"),
+    ),
     # A TrainJob runs as a JobSet of the same name: its pods carry the JobSet's label.
-    Kind("TrainJob", ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
-         "jobset.sigs.k8s.io/jobset-name", _trainjob_specs, _by_conditions("Complete", "Failed")),
-    Kind("PyTorchJob", ("kubeflow.org", "v1", "pytorchjobs"), KUBEFLOW_JOB,
-         _replica_specs("pytorchReplicaSpecs"),
-         _by_conditions("Succeeded", "Failed", "completionTime")),
-    Kind("MPIJob", ("kubeflow.org", "v2beta1", "mpijobs"), KUBEFLOW_JOB,
-         _replica_specs("mpiReplicaSpecs"),
-         _by_conditions("Succeeded", "Failed", "completionTime")),
+    Kind(
+        "TrainJob",
+        ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+        "jobset.sigs.k8s.io/jobset-name",
+        _trainjob_specs,
+        _by_conditions("Complete", "Failed"),
+    ),
+    Kind(
+        "PyTorchJob",
+        ("kubeflow.org", "v1", "pytorchjobs"),
+        KUBEFLOW_JOB,
+        _replica_specs("pytorchReplicaSpecs"),
+        _by_conditions("Succeeded", "Failed", "completionTime"),
+    ),
+    Kind(
+        "MPIJob",
+        ("kubeflow.org", "v2beta1", "mpijobs"),
+        KUBEFLOW_JOB,
+        _replica_specs("mpiReplicaSpecs"),
+        _by_conditions("Succeeded", "Failed", "completionTime"),
+    ),
     Kind("RayJob", ("ray.io", "v1", "rayjobs"), "ray.io/cluster", _rayjob_specs, _rayjob_ending),
-)  # fmt: skip
+)
 
 
 def _ending(kind: Kind, owner: dict[str, Any], workload: dict[str, Any] | None) -> Ending:

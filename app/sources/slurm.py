@@ -161,6 +161,22 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
     pipeline = options.pipeline or slug(getattr(attempt, options.pipeline_from))
     if not pipeline:
         return Mapped(where, reason=f"no pipeline: the job's {options.pipeline_from} is empty")
+    payload = _payload(attempt, attempt.start, options, pipeline, outcome, workers, gpu_type)
+    if running or attempt.end is None:  # (never None when not running: checked above)
+        return Mapped(where, payload)  # its utilization comes with its finish
+    return _finished(attempt, attempt.end, where, payload)
+
+
+def _payload(
+    attempt: Attempt,
+    start: datetime,
+    options: Options,
+    pipeline: str,
+    outcome: str,
+    workers: int,
+    gpu_type: str,
+) -> dict[str, Any]:
+    """The run payload of a mapped attempt, without what only a finished one has."""
     failed_step = outcome == "succeeded" and step_failed(attempt)
     if failed_step:
         outcome = "failed"  # the script exited 0, but a step failed (DerivedExitCode)
@@ -171,11 +187,9 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
         "retraining_id": retraining_id(attempt),
         "outcome": outcome,
         "variant": options.variant,
-        "started_at": attempt.start.isoformat(),
+        "started_at": start.isoformat(),
         "workers": workers,
-        "scheduling_wait_hours": round(hours(queued_from, attempt.start), 6)
-        if queued_from
-        else 0.0,
+        "scheduling_wait_hours": round(hours(queued_from, start), 6) if queued_from else 0.0,
         "tags": _tags(attempt),
     }
     if failed_step:  # named only where they change the outcome, the same in both formats
@@ -183,9 +197,12 @@ def map_attempt(attempt: Attempt, options: Options) -> Mapped:
         payload["tags"]["slurm_failed_steps"] = ",".join(attempt.failed_steps)[:500] or "?"
     if gpu_type:
         payload["gpu_type"] = gpu_type[:64]
-    if running or attempt.end is None:  # (never None when not running: checked above)
-        return Mapped(where, payload)  # its utilization comes with its finish
-    payload["finished_at"] = attempt.end.isoformat()
+    return payload
+
+
+def _finished(attempt: Attempt, end: datetime, where: str, payload: dict[str, Any]) -> Mapped:
+    """A finished attempt: its finish and its utilization (unknown when implausible)."""
+    payload["finished_at"] = end.isoformat()
     notes: tuple[str, ...] = ()
     utilization = plausible_utilization(attempt.gpu_util)
     if utilization is not None:

@@ -138,9 +138,14 @@ def run_sacct(since: str | None, out: Path) -> Path:
     except ValueError as exc:
         raise SacctError(f"--since {since!r}: expected YYYY-MM-DD") from exc
     command = [
-        "sacct", "--allusers", "--duplicates", "--parsable2", "--noconvert",
-        f"--starttime={start:%Y-%m-%dT%H:%M:%S}", f"--format={PARSABLE_FIELDS}",
-    ]  # fmt: skip
+        "sacct",
+        "--allusers",
+        "--duplicates",
+        "--parsable2",
+        "--noconvert",
+        f"--starttime={start:%Y-%m-%dT%H:%M:%S}",
+        f"--format={PARSABLE_FIELDS}",
+    ]
     try:
         with out.open("wb") as sink:
             done = subprocess.run(

@@ -158,8 +158,10 @@ def _test_throttled(request: Request, rule: str) -> Response | None:
     minute (each sends a webhook: a free way to flood its target); else count this one."""
     throttle = security_of(request).alert_tests
     if wait := throttle.wait(rule):
-        message = (f"This rule was sent {throttle.limit} tests in the last minute "
-                   f"(CADENCE_ALERT_TESTS_PER_MINUTE): try again in {wait} s.")  # fmt: skip
+        message = (
+            f"This rule was sent {throttle.limit} tests in the last minute "
+            f"(CADENCE_ALERT_TESTS_PER_MINUTE): try again in {wait} s."
+        )
         return render_error_page(request, 429, message, headers={"Retry-After": str(wait)})
     throttle.add(rule)
     return None

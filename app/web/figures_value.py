@@ -86,22 +86,46 @@ def decay_figure(
     the curve is dotted (extrapolation), and it stops at the reliable limit."""
     sign = 1.0 if higher_is_better else -1.0
     lo, hi = fit.age_range_weeks
+    label = "linear" if fit.decay.model == "linear" else "saturating exponential"
+    data = [_evaluations(points, metric), *_fitted(fit, sign, label)]
+    note = (
+        f"{fit.points} evaluations at model ages {lo * 7:.1f}-{hi * 7:.1f} days; least-squares "
+        f"{label} fit, chosen by AICc; dotted beyond the oldest evaluated age."
+    )
+    return {
+        "data": data,
+        "layout": layout(
+            "decay",
+            f"{metric} against model age",
+            note,
+            xaxis=axis("Model age (days since its run finished)", rangemode="tozero"),
+            yaxis=axis(metric),
+        ),
+    }
+
+
+def _evaluations(points: Sequence[QualityPoint], metric: str) -> dict[str, Any]:
+    """Each evaluation as a marker at its model age, in days."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "Evaluations",
+        "x": [p.age_weeks * 7 for p in points],
+        "y": [p.value for p in points],
+        "marker": {"color": PALETTE["blue"], "size": 7, "opacity": 0.7},
+        # The metric by reference (customdata, escaped as text), never in the template.
+        "customdata": [metric] * len(points),
+        "hovertemplate": "age %{x:.1f} days: %{customdata} %{y:.4g}<extra></extra>",
+    }
+
+
+def _fitted(fit: DecayFit, sign: float, label: str) -> list[dict[str, Any]]:
+    """The fitted curve over the evaluated ages, then dotted up to the reliable limit."""
+    lo, hi = fit.age_range_weeks
     end = fit.max_reliable_age_weeks
     inside = [lo + (hi - lo) * i / (DECAY_SAMPLES - 1) for i in range(DECAY_SAMPLES)]
     beyond = [hi + (end - hi) * i / 10 for i in range(11)]
-    label = "linear" if fit.decay.model == "linear" else "saturating exponential"
-    data = [
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "name": "Evaluations",
-            "x": [p.age_weeks * 7 for p in points],
-            "y": [p.value for p in points],
-            "marker": {"color": PALETTE["blue"], "size": 7, "opacity": 0.7},
-            # The metric by reference (customdata, escaped as text), never in the template.
-            "customdata": [metric] * len(points),
-            "hovertemplate": "age %{x:.1f} days: %{customdata} %{y:.4g}<extra></extra>",
-        },
+    return [
         {
             "type": "scatter",
             "mode": "lines",
@@ -122,17 +146,3 @@ def decay_figure(
             "hovertemplate": "extrapolated at %{x:.1f} days: %{y:.4g}<extra></extra>",
         },
     ]
-    note = (
-        f"{fit.points} evaluations at model ages {lo * 7:.1f}-{hi * 7:.1f} days; least-squares "
-        f"{label} fit, chosen by AICc; dotted beyond the oldest evaluated age."
-    )
-    return {
-        "data": data,
-        "layout": layout(
-            "decay",
-            f"{metric} against model age",
-            note,
-            xaxis=axis("Model age (days since its run finished)", rangemode="tozero"),
-            yaxis=axis(metric),
-        ),
-    }

@@ -58,6 +58,7 @@ def parse(form: dict[str, str]) -> tuple[tuple[float | None, float] | None, dict
     return (None, errors) if errors else ((budget, risk), {})
 
 
+# Packed by hand: one parameter a line repeats six lines of app/web/settings.py's _page.
 def _page(request: Request, db: Database, viewer: TokenInfo | None,
           form: dict[str, str] | None = None, errors: dict[str, str] | None = None,
           status: int = 200) -> HTMLResponse:  # fmt: skip

@@ -83,9 +83,14 @@ def build(session: Session, viewer: TokenInfo | None, week: str | None, team: st
     monday = chosen_week(week, today)
     data = load_review(session, visible_pipelines(viewer), monday, team or None)
     return Review(
-        iso_week(monday), monday, monday == monday_of(today), team or None, data, data.lines,
+        iso_week(monday),
+        monday,
+        monday == monday_of(today),
+        team or None,
+        data,
+        data.lines,
         data.total,
-    )  # fmt: skip
+    )
 
 
 @router.get("/review", response_class=HTMLResponse)

@@ -81,8 +81,9 @@ def overview(
         months = {r.name: r.month_to_date for r in shown}
         bill = billing.overview_reconciliation(session, visible_pipelines(viewer))
         record = org_record_sentence(session, [r.name for r in portfolio.rows])
-        planned = plan_section(session, visible_pipelines(viewer), team or None,
-                               opened=plan, budget=budget, risk=risk)  # fmt: skip
+        planned = plan_section(
+            session, visible_pipelines(viewer), team or None, opened=plan, budget=budget, risk=risk
+        )
         tolerance = status_thresholds_of(session).risk_tolerance
     return templates.TemplateResponse(
         request,

@@ -13,9 +13,10 @@ from app.analytics import repository
 from app.db.engine import Database
 from app.db.models import Pipeline
 from app.planning.economics import badput
-from app.planning.goodput import goodput_from_totals, totals_from_runs
+from app.planning.goodput import goodput_from_totals
 from app.planning.model import RunFacts
 from tests.fixtures.builders import make_run
+from tests.fixtures.planning import totals_from_runs
 
 MONDAY = datetime(2026, 9, 7, 2, tzinfo=UTC)
 

@@ -11,11 +11,17 @@ from sqlalchemy import func, select
 
 from app.billing.command import import_files
 from app.billing.gpu_catalog import gpus_per_unit
-from app.billing.reader import read_bill
 from app.billing.stream import BillError
 from app.db.engine import Database
 from app.db.models import BillLine
-from tests.fixtures.bills import AWS_COLUMNS, AZURE_COLUMNS, aws_row, azure_row, write_bill
+from tests.fixtures.bills import (
+    AWS_COLUMNS,
+    AZURE_COLUMNS,
+    aws_row,
+    azure_row,
+    read_bill,
+    write_bill,
+)
 
 DAY = ("2026-11-02T00:00:00.000Z", "2026-11-03T00:00:00.000Z")
 

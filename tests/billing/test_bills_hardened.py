@@ -14,12 +14,12 @@ from sqlalchemy import delete, func, select
 
 from app.billing import service
 from app.billing.command import import_files
-from app.billing.reader import BillFile, read_bill
+from app.billing.reader import BillFile
 from app.billing.stream import BillError
 from app.db.engine import Database
 from app.db.models import BillLine, BillTotal
 from app.reporting.focus import FOCUS_1_0
-from tests.fixtures.bills import AWS_COLUMNS, aws_instance, aws_row, write_bill
+from tests.fixtures.bills import AWS_COLUMNS, aws_instance, aws_row, read_bill, write_bill
 from tests.fixtures.builders import make_run
 
 NOV2 = ("2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 from hypothesis import given
 
-from app.planning.economics import Badput, badput, badput_usd, run_cost
+from app.planning.economics import Badput, badput, badput_usd
 from app.planning.model import Interruption, PlanningError, RunFacts
-from tests.fixtures.planning import PROPERTY, make_run_facts, runs
+from tests.fixtures.planning import PROPERTY, make_run_facts, run_cost, runs
 
 
 def test_run_cost() -> None:
@@ -58,13 +60,13 @@ def test_overexplained_causes_are_scaled_to_idle() -> None:
     assert b.named == pytest.approx(11.2)
 
 
-def test_usd_breakdown_and_as_dict() -> None:
+def test_usd_breakdown_and_its_fields() -> None:
     # at $2.50: idle 69.44 x 2.5 = 173.6; productive 42.56 x 2.5 = 106.4
     b = badput(make_run_facts()).usd(2.5)
     assert b.unit == "usd"
     assert b.idle == pytest.approx(173.6)
     assert b.productive == pytest.approx(106.4)
-    d = b.as_dict()
+    d = asdict(b)
     assert d["unit"] == "usd" and d["other_idle"] == pytest.approx(173.6)
     assert set(d) >= {"productive", "idle", "data_stall", "checkpoint", "failure", "other_idle"}
     with pytest.raises(PlanningError):

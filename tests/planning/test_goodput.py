@@ -20,10 +20,9 @@ from app.planning.goodput import (
     run_totals,
     runtime_goodput,
     scheduling_goodput,
-    totals_from_runs,
 )
 from app.planning.model import Interruption, RunFacts
-from tests.fixtures.planning import PROPERTY, make_run_facts, runs
+from tests.fixtures.planning import PROPERTY, make_run_facts, runs, totals_from_runs
 
 
 def _example() -> RunFacts:

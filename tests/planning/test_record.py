@@ -12,7 +12,6 @@ from app.planning.backtest import (
     RecordRun,
     month_spend,
     newest_start_before,
-    window_before,
 )
 from app.planning.record import (
     MonthForecast,
@@ -23,6 +22,7 @@ from app.planning.record import (
     score,
     summarise,
 )
+from tests.fixtures.forecast_record import window_before
 
 NOV = date(2026, 11, 1)
 AT = datetime(2026, 11, 1, tzinfo=UTC)

@@ -12,10 +12,9 @@ from app.planning.budget_status import (
     StatusThresholds,
     budget_status,
     fits_budget,
-    status_words,
-    typical_month_status,
 )
 from app.planning.verdict import bill_at_risk
+from tests.fixtures.planning import status_words, typical_month_status
 
 
 def test_fits_is_p_over_below_the_tolerance() -> None:

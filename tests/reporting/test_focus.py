@@ -24,11 +24,11 @@ from app.reporting.focus import (
     FOCUS_1_0,
     billing_month,
     columns,
-    focus_row,
     focus_rows,
     run_facts,
 )
 from app.settings import PROJECT_ROOT
+from tests.fixtures.bills import focus_row
 from tests.fixtures.builders import make_run, make_token, worked_example_out
 from tests.fixtures.client import export, report
 

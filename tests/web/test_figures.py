@@ -15,7 +15,7 @@ import pytest
 
 from app.planning.economics import badput
 from app.planning.failures import young_interval
-from app.planning.goodput import goodput_from_totals, totals_from_runs
+from app.planning.goodput import goodput_from_totals
 from app.planning.projection import project_costs
 from app.planning.scaling import ScalingPoint, fit_usl, scaling_table
 from app.planning.weekly import fill_weeks
@@ -46,6 +46,7 @@ from tests.fixtures.figures import (
     run_points,
     weeks,
 )
+from tests.fixtures.planning import totals_from_runs
 
 XSS = "</script><script>alert(1)</script>"
 # What Plotly receives for it: entities it shows as the characters, never as markup.
