@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app.analytics.cost_models import cost_models, model_of
-from app.analytics.month import Budgeted, declared_days, inputs_of, series_context, today_day
+from app.analytics.month import Budgeted, declared_days, inputs_of
 from app.analytics.prior import org_prior
 from app.analytics.reads import RunReads, read_runs
+from app.analytics.series_context import series_context, today_day
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
 from app.db.kept import KeptMap
@@ -75,8 +76,9 @@ def current_monthly_costs(
 
     def make(slots: list[tuple[int, int]]) -> dict[tuple[int, int], float]:
         # The models the month to date fitted (months() runs first on every org page).
-        models = cost_models(session, {s: (made[s][1][0].costs, made[s][1][0].declared, prior)
-                                       for s in slots})  # fmt: skip
+        models = cost_models(
+            session, {s: (made[s][1][0].costs, made[s][1][0].declared, prior) for s in slots}
+        )
         return {s: typical_expected_bill(models[s], made[s][1][1], day, CALENDAR) for s in slots}
 
     keys = ((slot, version) for slot, (version, _) in made.items())

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime
 from functools import partial
 from typing import Protocol
 
@@ -40,7 +40,6 @@ from app.analytics.month_running import (
     typical_cost,
 )
 from app.analytics.prior import columns, org_prior
-from app.analytics.reads import RunReads, RunRow
 from app.db import cost_reads, rollup_reads
 from app.db.cost_reads import Series
 from app.db.engine import status_thresholds_of
@@ -58,7 +57,7 @@ from app.planning.schedule import (
     remaining_counts,
     remaining_runs,
 )
-from app.planning.series_bill import SeriesContext, forecast_series, schedule_days
+from app.planning.series_bill import forecast_series, schedule_days
 
 ID_LIST_LIMIT = costs.ID_LIST_LIMIT
 NO_START = np.iinfo(np.int64).min  # a pipeline with no runs: nothing still to start
@@ -159,8 +158,14 @@ def _inputs_of(
     change_counts = rollup_reads.change_counts(session, ids)
 
     def key(p: Budgeted) -> tuple[int, str, float, date, date, int]:
-        return (change_counts.get(p.id, 0), p.production_variant, p.price_per_gpu_hour, month,
-                day, window)  # fmt: skip
+        return (
+            change_counts.get(p.id, 0),
+            p.production_variant,
+            p.price_per_gpu_hour,
+            month,
+            day,
+            window,
+        )
 
     by_id = {p.id: p for p in pipelines}
 
@@ -232,9 +237,14 @@ PRICE_CHANGE = ""
 
 
 def _forecast(
-    p: Budgeted, i: Inputs, runs: int, now: datetime, thresholds: StatusThresholds,
-    prior: OrgPrior, model: CostModel | None = None,
-) -> MonthToDate:  # fmt: skip
+    p: Budgeted,
+    i: Inputs,
+    runs: int,
+    now: datetime,
+    thresholds: StatusThresholds,
+    prior: OrgPrior,
+    model: CostModel | None = None,
+) -> MonthToDate:
     """The month to date: the bill of the retrainings still to start, the attempts
     running now (a whole retraining is the window's mean cost) and the experiments' rest
     of the month."""
@@ -243,9 +253,14 @@ def _forecast(
         p.production_variant, typical_cost([c for c, _, _ in i.costs]), now
     )
     mtd = month_to_date(
-        i.spend, p.production_variant, forecast, p.monthly_budget_usd, thresholds,
-        running=running, experiments_expected_usd=rest,
-    )  # fmt: skip
+        i.spend,
+        p.production_variant,
+        forecast,
+        p.monthly_budget_usd,
+        thresholds,
+        running=running,
+        experiments_expected_usd=rest,
+    )
     return replace(mtd, working=mtd.working + forecast.sentences)
 
 
@@ -301,9 +316,22 @@ def month_to_date_of(
     # still to start (their days follow from the newest start).
     runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
     p = pipeline
-    key = (p.monthly_budget_usd, p.runs_per_week, p.production_variant, p.price_per_gpu_hour,
-           month_of(now), runs, spend, series, changes, started, thresholds, prior, extras,
-           clock)  # fmt: skip
+    key = (
+        p.monthly_budget_usd,
+        p.runs_per_week,
+        p.production_variant,
+        p.price_per_gpu_hour,
+        month_of(now),
+        runs,
+        spend,
+        series,
+        changes,
+        started,
+        thresholds,
+        prior,
+        extras,
+        clock,
+    )
     return KEPT_PAGE_MONTH.get(session, (pipeline.id, key), lambda: _one_month(*args))
 
 
@@ -323,32 +351,17 @@ def _one_month(
     ``at`` (the extras' clock: the hour while only experiments are paced), as
     :func:`months` does."""
     newest = epoch_microseconds(started) if started and series else NO_START
-    key = (0, pipeline.production_variant, pipeline.price_per_gpu_hour, month_of(now),
-           day_of(now), 0)  # fmt: skip
+    key = (
+        0,
+        pipeline.production_variant,
+        pipeline.price_per_gpu_hour,
+        month_of(now),
+        day_of(now),
+        0,
+    )
     inputs = Inputs(key, spend, series, newest, changes, extras)
     runs = remaining_runs(started, pipeline.runs_per_week, now).counts[0] if started else 0
     return _forecast(pipeline, inputs, runs if series else 0, at or now, thresholds, prior)
-
-
-def series_context(runs: RunReads, variant: str, rows: Sequence[RunRow]) -> SeriesContext:
-    """The window of ``variant`` (``rows``) as a cost series for a projection: its runs'
-    days, its abandoned retrainings, the latest declared change, the organisation's
-    prior (``runs.prior``), today."""
-    abandoned = tuple((c, e, _day(t)) for c, e, t in runs.abandoned.get(variant, []))
-    latest = runs.latest_change
-    declared = ((_day(latest), PRICE_CHANGE),) if latest is not None else ()
-    days = tuple(_day(r.started_at) for r in rows)
-    return SeriesContext(days, abandoned, declared, runs.prior, today_day(datetime.now(UTC)))
-
-
-def today_day(now: datetime) -> float:
-    """The day number of 00:00 UTC on ``now``'s day: where a typical month starts, so
-    today's expected bill is the same figure all day (``app.analytics.bill_now``)."""
-    return _day(datetime.combine(day_of(now), time(), tzinfo=UTC))
-
-
-def _day(moment: datetime) -> float:
-    return float(days_of([moment])[0])
 
 
 def forecast_of_month(

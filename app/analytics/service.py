@@ -17,6 +17,7 @@ from app.analytics.schemas import (
     ProjectionOut,
     ScenarioOut,
 )
+from app.analytics.series_context import series_context
 from app.db.engine import status_thresholds_of
 from app.db.models import Pipeline
 from app.exceptions import Invalid
@@ -203,7 +204,7 @@ def projection(
             scaling_model=model,
             current_runs=[r.facts for r in today_rows],
             risk_tolerance=risk_tolerance,
-            series=month.series_context(runs, variant, rows),
+            series=series_context(runs, variant, rows),
             current_cost_usd=today_usd,
         )
     return ProjectionOut(
@@ -286,7 +287,7 @@ def gate(
         what_if=what_if,
         scaling_model=model,
         current_runs_per_week=pipeline.runs_per_week,
-        series=month.series_context(runs, candidate, cand_rows),
+        series=series_context(runs, candidate, cand_rows),
     )
     warnings = gate_source_warnings(
         (r.utilization_source for r in base_rows), (r.utilization_source for r in cand_rows)

@@ -66,7 +66,8 @@ class Declared:
     key: str
 
 
-# The one list of what a worker keeps between requests.
+# The one list of what a worker keeps between requests, laid out as a table (one map a
+# row: name, bound, key), which ruff's one-argument-a-line layout would not keep.
 KEPT: tuple[Declared, ...] = (
     Declared("recent_costs", ORG, "pipeline, production variant, window; variant's "
              "change counter, pipeline's price"),
