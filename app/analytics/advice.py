@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.analytics.missing import NotEnoughData
-from app.analytics.reads import RunReads, RunRow, change_count, default_variants, read_runs
+from app.analytics.reads import RunReads, RunRow, default_variants, read_runs
 from app.analytics.schemas import (
     CheckpointsOut,
     InputSource,
@@ -21,6 +21,7 @@ from app.analytics.schemas import (
     ScalingOut,
 )
 from app.analytics.service import echo, failure_defaults, runs_of, window
+from app.db import rollup_reads
 from app.db.kept import KeptMap
 from app.db.models import Pipeline
 from app.pipelines.service import get_by_name, settings_key
@@ -118,9 +119,12 @@ def levers_of(
 def kept_levers(session: Session, name: str, scenario: Scenario) -> LeversOut | NotEnoughData:
     """:func:`levers_of` the default variant, kept between requests while the pipeline's
     runs (its change count), its settings and the scenario are the same: the weekly review
-    ranks the levers of its five costliest pipelines on every view (~20 ms each)."""
+    ranks the levers of its five costliest pipelines on every view (~20 ms each). The
+    change count is the request's snapshot of every counter, which the review has read
+    already (a statement per pipeline less)."""
     pipeline = get_by_name(session, name)
-    key = ((pipeline.id, scenario), (change_count(session, pipeline), settings_key(pipeline)))
+    count = rollup_reads.change_counts(session).get(pipeline.id, 0)
+    key = ((pipeline.id, scenario), (count, settings_key(pipeline)))
     return KEPT_LEVERS.get(
         session,
         key,
