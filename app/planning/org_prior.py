@@ -47,11 +47,6 @@ class OrgPrior:
         than TREND_Z of its standard errors from 0)."""
         return self.pipelines > 1 and abs(self.slope) > TREND_Z * self.slope_mean_se
 
-    @property
-    def tail_mean(self) -> float:
-        """Expected extra cost over the base, as a share of it: share x ratio."""
-        return self.tail_share * self.tail_ratio
-
 
 FIXED_PRIOR = OrgPrior()
 

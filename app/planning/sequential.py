@@ -121,12 +121,6 @@ class SequentialDesign:
         look = min(max(n, self.min_runs), self.max_runs) - self.min_runs
         return float(norm.sf(values[look]))
 
-    def nominal_levels(self) -> tuple[float, ...]:
-        return tuple(float(norm.sf(c)) for c in critical_values(*self._key()))
-
-    def _key(self) -> tuple[float, int, int]:
-        return self.alpha, self.min_runs, self.max_runs
-
 
 def sequential_bounds(diff: Any, se: Any, df: Any, level: Any) -> tuple[Any, Any]:
     """One-sided bounds diff -/+ t_{1-level}(df) se; numpy arrays or floats (elementwise).

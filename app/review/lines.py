@@ -74,10 +74,6 @@ class ReviewLine:
         return sum(self.this.usd_by_cause.get(c, 0.0) for c in BADPUT_CAUSES)
 
     @property
-    def badput_gpu_hours(self) -> float:
-        return sum(self.this.gpu_hours_by_cause.get(c, 0.0) for c in BADPUT_CAUSES)
-
-    @property
     def goodput_change_points(self) -> float | None:
         a, b = self.this.goodput.overall, self.previous.goodput.overall
         return None if a is None or b is None else 100.0 * (a - b)
