@@ -10,6 +10,7 @@ from app.auth.service import hash_token
 from app.db.engine import Database, make_engine
 from app.db.models import ApiToken, Pipeline, Run
 from app.settings import Settings
+from tests.fixtures.serving import serve_exit_code
 
 
 def counts(url: str) -> tuple[int, int]:
@@ -110,11 +111,7 @@ def test_serve_explains_an_unreachable_database(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CADENCE_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
-    settings.get_settings.cache_clear()
-    try:
-        assert cli.main(["serve"]) == 2
-    finally:
-        settings.get_settings.cache_clear()
+    assert serve_exit_code() == 2
     err = capsys.readouterr().err
     assert "cannot reach the database" in err and "Traceback" not in err
 
@@ -123,9 +120,5 @@ def test_production_refuses_default_secret(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CADENCE_ENVIRONMENT", "production")
-    settings.get_settings.cache_clear()
-    try:
-        assert cli.main(["serve"]) == 2
-    finally:
-        settings.get_settings.cache_clear()
+    assert serve_exit_code() == 2
     assert "CADENCE_SECRET_KEY" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from app.alerts import rules
 from app.alerts.delivery import attempt
 from tests.fixtures.alerts import (
+    WEEK2,
     Receiver,
     add_rule,
     closed_port_url,
@@ -265,16 +266,8 @@ def test_cost_over_budget_fires_once_and_resolves(
     assert hook["url"] == "/pipelines/ranker#alerts" and hook["rule_id"] == rule["id"]
 
     # Still over budget: state unchanged, no new webhook.
-    post_run(
-        c,
-        ingest_headers,
-        run_id="r2",
-        started_at="2026-11-09T08:00:00+00:00",
-        finished_at="2026-11-09T22:00:00+00:00",
-    )
-    retry = make_run(
-        run_id="r2", started_at="2026-11-09T08:00:00+00:00", finished_at="2026-11-09T22:00:00+00:00"
-    )
+    post_run(c, ingest_headers, run_id="r2", **WEEK2)
+    retry = make_run(run_id="r2", **WEEK2)
     assert c.post("/api/v1/runs", json=retry, headers=ingest_headers).status_code == 200
     assert len(receiver.requests) == 1
     state = c.get("/api/v1/pipelines/ranker/alerts").json()["rules"][0]
@@ -382,13 +375,7 @@ def test_unreachable_webhook_is_retried_and_ingest_succeeds(
     assert 'data-outbox="pending:0 retrying:1 failed:0"' in html
     assert 'data-status="retrying"' in html and "(next try " in html
     # The rule still counts as firing: it is not queued again on every run.
-    post_run(
-        c,
-        ingest_headers,
-        run_id="r2",
-        started_at="2026-11-09T08:00:00+00:00",
-        finished_at="2026-11-09T22:00:00+00:00",
-    )
+    post_run(c, ingest_headers, run_id="r2", **WEEK2)
     assert len(c.get(url).json()["deliveries"]) == 1
 
 
@@ -414,12 +401,7 @@ def test_utilization_floor_through_batches(
         c.post("/api/v1/runs/batch", json={"runs": [low]}, headers=ingest_headers).status_code
         == 200
     )
-    high = make_run(
-        run_id="high",
-        gpu_utilization=0.5,
-        started_at="2026-11-09T08:00:00+00:00",
-        finished_at="2026-11-09T22:00:00+00:00",
-    )
+    high = make_run(run_id="high", gpu_utilization=0.5, **WEEK2)
     c.post("/api/v1/runs/batch", json={"runs": [high]}, headers=ingest_headers)
     drain(c)
     assert [h["event"] for h in receiver.requests] == ["firing", "resolved"]
@@ -444,8 +426,7 @@ def test_goodput_drop_week_over_week(
     )
     post_run(c, ingest_headers, **good)
     assert receiver.requests == []  # no previous week yet
-    week46 = {"started_at": "2026-11-09T08:00:00+00:00", "finished_at": "2026-11-09T22:00:00+00:00"}
-    post_run(c, ingest_headers, run_id="w46", gpu_utilization=0.3, **week46)
+    post_run(c, ingest_headers, run_id="w46", gpu_utilization=0.3, **WEEK2)  # 2026-W46
     [hook] = receiver.requests
     assert hook["event"] == "firing" and hook["kind"] == "goodput_drop"
     assert hook["value"] > 10

@@ -23,6 +23,8 @@ from app.main import create_app
 from app.settings import Settings
 from tests.conftest import BACKEND
 from tests.fixtures.alerts import (
+    WEEK2,
+    WEEK3,
     Receiver,
     add_rule,
     alert_settings,
@@ -31,9 +33,6 @@ from tests.fixtures.alerts import (
     setup_pipeline,
 )
 from tests.fixtures.builders import make_run, make_token
-
-WEEK2 = {"started_at": "2026-11-09T08:00:00+00:00", "finished_at": "2026-11-09T22:00:00+00:00"}
-WEEK3 = {"started_at": "2026-11-16T08:00:00+00:00", "finished_at": "2026-11-16T22:00:00+00:00"}
 
 # --- where a webhook may go -------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.analytics import costs
@@ -28,7 +29,16 @@ MOMENTS = {  # now: retrainings still to start in December
 }
 
 
-def seed(client: TestClient, admin: dict[str, str], ingest: dict[str, str]) -> None:
+@pytest.fixture
+def seeded(
+    client: TestClient,
+    db: Database,
+    admin_headers: dict[str, str],
+    ingest_headers: dict[str, str],
+) -> None:
+    """Two pipelines at 2 runs a week (mk-a with a $2,000 budget), six runs each, the
+    newest at NEWEST."""
+    admin, ingest = admin_headers, ingest_headers
     for name, budget in (("mk-a", 2000.0), ("mk-b", None)):
         body = {"runs_per_week": 2, "monthly_budget_usd": budget}
         assert client.put(f"/api/v1/pipelines/{name}", json=body, headers=admin).is_success
@@ -42,13 +52,8 @@ def seed(client: TestClient, admin: dict[str, str], ingest: dict[str, str]) -> N
         assert r.status_code == 201, r.text
 
 
-def test_org_month_equals_the_pages_at_every_moment(
-    client: TestClient,
-    db: Database,
-    admin_headers: dict[str, str],
-    ingest_headers: dict[str, str],
-) -> None:
-    seed(client, admin_headers, ingest_headers)
+@pytest.mark.usefixtures("seeded")
+def test_org_month_equals_the_pages_at_every_moment(db: Database) -> None:
     with db.read() as s:
         listed = briefs(s)
         windows = costs.windows(s, listed, RUN_WINDOW)
@@ -77,16 +82,11 @@ def test_org_month_equals_the_pages_at_every_moment(
     assert seen[0] == seen[1] > seen[2] > seen[3]
 
 
-def test_the_month_read_with_two_windows_is_kept_under_each(
-    client: TestClient,
-    db: Database,
-    admin_headers: dict[str, str],
-    ingest_headers: dict[str, str],
-) -> None:
+@pytest.mark.usefixtures("seeded")
+def test_the_month_read_with_two_windows_is_kept_under_each(db: Database) -> None:
     # The six runs of mk-a ran 14 h, 15 h, ..., 19 h (newest first): a window of 2 draws
     # from the two newest, a window of 6 from all six, so their bills differ. Each call
     # must give what a cold read with its own window gives, whichever came first.
-    seed(client, admin_headers, ingest_headers)
     now = datetime(2026, 12, 2, 9, tzinfo=UTC)
     with db.read() as s:
         listed = briefs(s)

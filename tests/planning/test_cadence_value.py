@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
 from app.planning.cadence_value import (
     DAILY,
     MONTHLY,
+    CadenceValue,
     cadence_value,
     cost_at,
     headline,
@@ -18,6 +20,21 @@ from app.planning.decay import Decay
 from app.planning.model import PlanningError
 
 WPM = 52 / 12
+
+
+def worked(
+    decay: Decay | None = None, *, value: float = 200_000, hours: float = 14, **more: Any
+) -> CadenceValue:
+    """The worked numbers: $200,000 a unit-month, $280 and 14 h a run, 52/12 weeks a
+    month, linear decay of 0.004 a week unless another decay is given."""
+    return cadence_value(
+        decay or Decay("linear", 0.004),
+        value_usd_per_unit_month=value,
+        cost_per_run_usd=280,
+        weeks_per_month=WPM,
+        wall_clock_hours=hours,
+        **more,
+    )
 
 
 def test_domain_section_8_worked_check() -> None:
@@ -35,15 +52,7 @@ def test_domain_section_8_worked_check() -> None:
 
 
 def test_the_whole_answer_for_the_worked_numbers() -> None:
-    out = cadence_value(
-        Decay("linear", 0.004),
-        value_usd_per_unit_month=200_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=14,
-        budget_usd=None,
-        today_runs_per_week=1,
-    )
+    out = worked(budget_usd=None, today_runs_per_week=1)
     assert out.optimum.runs_per_week == pytest.approx(0.574170, abs=1e-6)
     # At k*: retrain = 0.57417 x 4.3333 x 280 = $696.66; staleness = 800 / (2 x 0.57417)
     # = $696.66 (equal at the optimum of a k + b/k); total 2 sqrt(400 x 1213.33) = $1,393.32.
@@ -67,38 +76,18 @@ def test_budget_and_run_length_limit_the_feasible_cadence() -> None:
     # Value 10x: k* = sqrt(8000 / 2426.67) = 1.8157/week. A budget of $1,000 allows
     # retrain(k) <= 1000, k <= 1000 / (4.3333 x 280) = 0.82418/week; total is convex, so
     # the best feasible cadence is that cap.
-    out = cadence_value(
-        Decay("linear", 0.004),
-        value_usd_per_unit_month=2_000_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=14,
-        budget_usd=1000,
-    )
+    out = worked(value=2_000_000, budget_usd=1000)
     assert out.optimum.runs_per_week == pytest.approx(1.81568, abs=1e-5)
     assert out.best_feasible is not None
     assert out.best_feasible.runs_per_week == pytest.approx(0.824176, abs=1e-6)
     # A 100-hour run allows at most 168 / 100 = 1.68 runs/week.
-    long = cadence_value(
-        Decay("linear", 0.004),
-        value_usd_per_unit_month=2_000_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=100,
-    )
+    long = worked(value=2_000_000, hours=100)
     assert long.max_runs_per_week == pytest.approx(1.68)
     assert long.best_feasible is not None and long.best_feasible.runs_per_week == pytest.approx(
         1.68
     )
     # A budget below one monthly run's cost (4.3333 x 280 x 12/52 = $280) leaves nothing.
-    broke = cadence_value(
-        Decay("linear", 0.004),
-        value_usd_per_unit_month=200_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=14,
-        budget_usd=100,
-    )
+    broke = worked(budget_usd=100)
     assert broke.best_feasible is None and any("exceeds the budget" in n for n in broke.notes)
 
 
@@ -108,13 +97,7 @@ def test_exponential_optimum_is_found_numerically() -> None:
     # = 0.02 x (1 - 0.786939) = 0.0042612.
     decay = Decay("exponential", 0.01, amplitude=0.02, tau_weeks=2.0)
     assert decay.mean_loss(1.0) == pytest.approx(0.0042612, abs=1e-7)
-    out = cadence_value(
-        decay,
-        value_usd_per_unit_month=200_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=14,
-    )
+    out = worked(decay)
     # The grid optimum is a true local minimum: neighbours cost more.
     k = out.optimum.runs_per_week
     for other in (k * 0.98, k * 1.02):
@@ -126,13 +109,7 @@ def test_exponential_optimum_is_found_numerically() -> None:
 
 
 def test_no_decay_means_monthly_and_a_plain_sentence() -> None:
-    out = cadence_value(
-        Decay("linear", -0.001),
-        value_usd_per_unit_month=200_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=14,
-    )
+    out = worked(Decay("linear", -0.001))
     assert out.optimum.runs_per_week == pytest.approx(MONTHLY)
     assert out.optimum.staleness_usd == 0.0
     assert any("No decay" in n for n in out.notes)
@@ -140,14 +117,7 @@ def test_no_decay_means_monthly_and_a_plain_sentence() -> None:
 
 
 def test_far_extrapolation_is_flagged() -> None:
-    out = cadence_value(
-        Decay("linear", 0.004),
-        value_usd_per_unit_month=200_000,
-        cost_per_run_usd=280,
-        weeks_per_month=WPM,
-        wall_clock_hours=14,
-        max_reliable_age_weeks=1.5,
-    )
+    out = worked(max_reliable_age_weeks=1.5)
     # k* = 0.574 -> an interval of 1.74 weeks > 1.5: flagged, with a note.
     assert out.optimum.extrapolated
     assert any("extrapolation" in n for n in out.notes)
@@ -156,13 +126,7 @@ def test_far_extrapolation_is_flagged() -> None:
 
 def test_bad_inputs_are_refused() -> None:
     with pytest.raises(PlanningError):
-        cadence_value(
-            Decay("linear", 0.004),
-            value_usd_per_unit_month=-1,
-            cost_per_run_usd=280,
-            weeks_per_month=WPM,
-            wall_clock_hours=14,
-        )
+        worked(value=-1)
     with pytest.raises(PlanningError):
         Decay("exponential", 0.01, amplitude=0.02, tau_weeks=0.0)
 

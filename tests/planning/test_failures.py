@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from app.planning.failures import (
     DEFAULT_FAILURE_RATE,
+    CheckpointAdvice,
     checkpoint_advice,
     checkpoint_overhead_hours,
     cluster_mtbf_hours,
@@ -25,6 +26,21 @@ from app.planning.model import PlanningError
 from tests.fixtures.planning import PROPERTY
 
 FIVE_MIN = 5 / 60
+
+
+def hand_worked_advice(write_hours: float) -> CheckpointAdvice:
+    """8 workers at lambda = 1/192 (M = 24 h), a checkpoint every 4 h, a 48 h run 4 times
+    a month at $2 a GPU-hour, 0.25 h to resume; the write time is the test's."""
+    return checkpoint_advice(
+        write_hours=write_hours,
+        current_interval_hours=4.0,
+        workers=8,
+        wall_clock_hours=48.0,
+        runs_per_month=4.0,
+        price_per_gpu_hour=2.0,
+        failure_rate_per_instance_hour=1 / 192,
+        resume_hours=0.25,
+    )
 
 
 def test_cluster_mtbf_domain_example() -> None:
@@ -102,16 +118,7 @@ def test_checkpoint_advice_hand_worked() -> None:
     # Current c = 4 h: writes 48/4 x 1/12 = 1 h, failures 2 x (2 + 0.25) = 4.5 h -> 5.5 h x 8 = 44
     # Daly c = 1.94483 h: writes 24.681 x 1/12 = 2.05673 h, failures 2 x (0.97242 + 0.25)
     #   = 2.44483 h -> 4.50156 h x 8 = 36.0125 GPU-h. Saving 7.9875 x 4 runs = 31.950 GPU-h, $63.90
-    a = checkpoint_advice(
-        write_hours=FIVE_MIN,
-        current_interval_hours=4.0,
-        workers=8,
-        wall_clock_hours=48.0,
-        runs_per_month=4.0,
-        price_per_gpu_hour=2.0,
-        failure_rate_per_instance_hour=1 / 192,
-        resume_hours=0.25,
-    )
+    a = hand_worked_advice(write_hours=FIVE_MIN)
     assert a.mtbf_hours == pytest.approx(24.0)
     assert a.young_interval_hours == pytest.approx(2.0)
     assert a.daly_interval_hours == pytest.approx(1.944830, abs=1e-6)
@@ -204,16 +211,7 @@ def test_checkpoint_notes_say_durations_in_words() -> None:
     # A write of 1.6e-5 s (4.43e-09 h) once printed as "4.43e-09 h writing"; the same
     # advice now says "under 1 s". M = 24 h; Young sqrt(2 x 4.43e-9 x 24) = 4.6e-4 h = 2 s;
     # current interval 4 h.
-    a = checkpoint_advice(
-        write_hours=4.43e-09,
-        current_interval_hours=4.0,
-        workers=8,
-        wall_clock_hours=48.0,
-        runs_per_month=4.0,
-        price_per_gpu_hour=2.0,
-        failure_rate_per_instance_hour=1 / 192,
-        resume_hours=0.25,
-    )
+    a = hand_worked_advice(write_hours=4.43e-09)
     text = " ".join(a.notes)
     assert "e-0" not in text
     assert "M = 1/(8 instances x 0.00520833) = 24 h" in text

@@ -50,6 +50,18 @@ COST_PASS = CriterionResult(
     basis="p90",
 )
 
+COST_FAIL = CriterionResult(
+    "projected_cost",
+    1451.6,
+    1400.0,
+    (1400.0, 1451.6),
+    "fail",
+    "numbers",
+    None,
+    unit="usd_per_month",
+    basis="p90",
+)
+
 
 def result(
     verdict: Verdict,
@@ -106,18 +118,7 @@ def test_pass_names_cost_quality_and_utilization() -> None:
 
 
 def test_fail_on_cost_says_by_how_much() -> None:
-    cost = CriterionResult(
-        "projected_cost",
-        1451.6,
-        1400.0,
-        (1400.0, 1451.6),
-        "fail",
-        "numbers",
-        None,
-        unit="usd_per_month",
-        basis="p90",
-    )
-    words = gate_words(result("FAIL", UTIL_PASS, QUALITY_PASS, cost), CTX)
+    words = gate_words(result("FAIL", UTIL_PASS, QUALITY_PASS, COST_FAIL), CTX)
     # $1,451.60 -> $1,452; $1,452 - $1,400 = $52 over.
     assert words.verdict == "FAIL"
     assert words.headline == (
@@ -211,20 +212,9 @@ def test_not_yet_with_two_open_criteria_and_a_failure_under_the_minimum() -> Non
     quality = CriterionResult(
         "quality_non_inferiority", 0.001, -0.01, None, "undecided", "numbers", 1, unit="metric"
     )
-    cost = CriterionResult(
-        "projected_cost",
-        1451.6,
-        1400.0,
-        (1400.0, 1451.6),
-        "fail",
-        "numbers",
-        None,
-        unit="usd_per_month",
-        basis="p90",
-    )
     ctx = GateContext(2.0, 1.0, "ndcg@10")
     words = gate_words(
-        result("INSUFFICIENT_DATA", util, quality, cost, runs=1, usd=432.0, nb=2, nc=2), ctx
+        result("INSUFFICIENT_DATA", util, quality, COST_FAIL, runs=1, usd=432.0, nb=2, nc=2), ctx
     )
     assert words.headline == (
         "NOT YET: utilization and quality need about 1 more run per variant, 1 week at "

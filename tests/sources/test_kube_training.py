@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -23,6 +21,7 @@ from app.sources import kubernetes_command
 from app.sources.kube_training import KINDS, map_training
 from app.sources.kubernetes import Options, map_all
 from app.sources.posting import attempt_of
+from tests.fixtures.kube_api import JsonApiHandler, serving
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("kubernetes", reason="KUBERNETES TESTS NOT RUN: pip install kubernetes")
@@ -258,7 +257,7 @@ def api() -> Iterator[str]:
     routes["/api/v1/namespaces/ml/pods"] = [ray_pod]
     asked: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonApiHandler):
         def do_GET(self) -> None:
             url = urlparse(self.path)
             selector = parse_qs(url.query).get("labelSelector", [""])[0]
@@ -270,23 +269,8 @@ def api() -> Iterator[str]:
             ]
             return self._send(200, {"kind": "List", "metadata": {}, "items": found})
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            raw = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
+    with serving(Handler) as url:
+        yield url
 
 
 def test_dry_run_reads_every_kind_through_the_client(

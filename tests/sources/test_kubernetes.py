@@ -7,9 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -26,6 +24,7 @@ from app.sources.kubernetes import Options, map_all
 from app.sources.posting import attempt_of
 from tests.fixtures.builders import make_token
 from tests.fixtures.client import through
+from tests.fixtures.kube_api import JsonApiHandler, serving
 from tests.fixtures.serving import free_port
 
 if os.environ.get("CI") != "true":  # in CI the dev dependency must be there: no skip
@@ -63,7 +62,7 @@ def _matches(obj: dict[str, Any], selector: str) -> bool:
 def api() -> Iterator[str]:
     """A stub API server: bearer token checked, label selectors and paging honoured."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonApiHandler):
         def do_GET(self) -> None:
             url = urlparse(self.path)
             query = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -89,23 +88,8 @@ def api() -> Iterator[str]:
                 body["metadata"]["continue"] = str(start + page)
             return self._send(200, body)
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            raw = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
+    with serving(Handler) as url:
+        yield url
 
 
 def kubeconfig(tmp_path: Path, server: str, token: str = TOKEN) -> Path:

@@ -16,6 +16,7 @@ from app.db.engine import Database, make_engine
 from app.db.revision import alembic_config, head_revision, schema_state
 from app.settings import Settings
 from tests.conftest import BACKEND, postgres_url
+from tests.fixtures.serving import serve_exit_code
 
 
 @pytest.fixture
@@ -75,14 +76,8 @@ def test_app_refuses_outdated_schema(empty_url: str) -> None:
 def test_serve_refuses_outdated_schema(
     empty_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from app import cli, settings
-
     monkeypatch.setenv("CADENCE_DATABASE_URL", empty_url)
-    settings.get_settings.cache_clear()
-    try:
-        assert cli.main(["serve"]) == 2
-    finally:
-        settings.get_settings.cache_clear()
+    assert serve_exit_code() == 2
     err = capsys.readouterr().err
     assert "Run `cadence migrate`" in err
     assert "Traceback" not in err
