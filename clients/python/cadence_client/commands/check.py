@@ -14,7 +14,6 @@ cost basis (``scenario.cost_basis``)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -22,17 +21,9 @@ from typing import Any
 
 import httpx
 
-from cadence_client.commands.report import (
-    AUTH,
-    OK,
-    UNAVAILABLE,
-    USAGE,
-    _connection_args,
-    client_for,
-)
+from cadence_client.client import CadenceClient
+from cadence_client.commands.report import OK, USAGE, _connection_args, answer_with_client
 from cadence_client.cost_check import BASIS_NAMES, BudgetTest, CostCheck, CostLimits, check_cost
-from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
-from cadence_client.refusal import print_refusal
 
 OVER = 1
 EXIT_CODES = """exit codes:
@@ -87,36 +78,32 @@ def run_check(
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    try:
-        with client_for(args, token, transport, sleep) as client:
-            cadence = args.cadence
-            if cadence is None:
-                found = [p for p in client.list_pipelines() if p.get("name") == args.pipeline]
-                if not found:
-                    _say(f"cadence: no pipeline named {args.pipeline!r}", error=True)
-                    return USAGE
-                cadence = float(found[0]["runs_per_week"])
-            scenario = {name: getattr(args, name) for name, _, _ in SCENARIO_FLAGS}
-            out = client.projection(
-                args.pipeline,
-                cadences=[cadence],
-                weeks_per_month=args.weeks_per_month,
-                variant=args.variant,
-                **scenario,
-            )
-    except AuthError as exc:
-        print_refusal(exc)
-        return AUTH
-    except CadenceAPIError as exc:
-        print_refusal(exc, terms=FLAG_OF_PARAMETER, lead=f"cannot project {args.pipeline!r}: ")
-        return USAGE
-    except ServiceUnavailable as exc:
-        _say(f"cadence: server unavailable at {exc.url}: {exc.message}", error=True)
-        return UNAVAILABLE
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        _say(f"cadence: bad --url: {exc}", error=True)
-        return USAGE
+    def check(client: CadenceClient) -> int:
+        cadence = args.cadence
+        if cadence is None:
+            found = [p for p in client.list_pipelines() if p.get("name") == args.pipeline]
+            if not found:
+                _say(f"cadence: no pipeline named {args.pipeline!r}", error=True)
+                return USAGE
+            cadence = float(found[0]["runs_per_week"])
+        scenario = {name: getattr(args, name) for name, _, _ in SCENARIO_FLAGS}
+        out = client.projection(
+            args.pipeline,
+            cadences=[cadence],
+            weeks_per_month=args.weeks_per_month,
+            variant=args.variant,
+            **scenario,
+        )
+        return _judged(args, out)
+
+    lead = f"cannot project {args.pipeline!r}: "
+    return answer_with_client(
+        args, check, transport=transport, sleep=sleep, terms=FLAG_OF_PARAMETER, lead=lead
+    )
+
+
+def _judged(args: argparse.Namespace, out: dict[str, Any]) -> int:
+    """The projection's proposed cost against the limits: said, and the exit code."""
     variant = args.variant or out["current_variant"]
     if variant not in out.get("projections", {}):
         _say(f"cadence: no runs of variant {variant!r} to project", error=True)

@@ -5,24 +5,14 @@ server's; this only lays them out: the answer in words, then one row per pipelin
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from cadence_client.commands.report import (
-    AUTH,
-    OK,
-    UNAVAILABLE,
-    USAGE,
-    _connection_args,
-    client_for,
-)
-from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
-from cadence_client.refusal import print_refusal
+from cadence_client.client import CadenceClient
+from cadence_client.commands.report import OK, _connection_args, answer_with_client
 
 NO_PLAN = 1
 EXIT_CODES = """exit codes:
@@ -56,24 +46,14 @@ def run_plan(
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    token = args.token or os.environ.get("CADENCE_TOKEN") or None
-    try:
-        with client_for(args, token, transport, sleep) as client:
-            out = client.org_plan(budget=args.budget, risk=args.risk, team=args.team)
-    except AuthError as exc:
-        print_refusal(exc)
-        return AUTH
-    except CadenceAPIError as exc:
-        print_refusal(exc, terms=FLAGS, lead="cannot plan: ")
-        return USAGE
-    except ServiceUnavailable as exc:
-        print(f"cadence: server unavailable at {exc.url}: {exc.message}", file=sys.stderr)
-        return UNAVAILABLE
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        print(f"cadence: bad --url: {exc}", file=sys.stderr)
-        return USAGE
-    print(markdown(out))
-    return OK if out.get("feasible") else NO_PLAN
+    def plan(client: CadenceClient) -> int:
+        out = client.org_plan(budget=args.budget, risk=args.risk, team=args.team)
+        print(markdown(out))
+        return OK if out.get("feasible") else NO_PLAN
+
+    return answer_with_client(
+        args, plan, transport=transport, sleep=sleep, terms=FLAGS, lead="cannot plan: "
+    )
 
 
 def _usd(x: float | None, signed: bool = False) -> str:

@@ -8,7 +8,7 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -121,6 +121,38 @@ def client_for(
     """A client at ``--url`` (else $CADENCE_URL, else the local default)."""
     url = args.url or os.environ.get("CADENCE_URL") or DEFAULT_URL
     return CadenceClient(url, token, transport=transport, sleep=sleep)
+
+
+def answer_with_client(
+    args: argparse.Namespace,
+    work: Callable[[CadenceClient], int],
+    *,
+    transport: httpx.BaseTransport | None,
+    sleep: Callable[[float], None],
+    terms: Mapping[str, str],
+    lead: str,
+) -> int:
+    """``work(client)``'s exit code, with a client at ``--url`` and ``--token`` (else
+    $CADENCE_TOKEN); else the exit code of what stopped it, said on stderr: the token
+    refused (AUTH), the request refused (USAGE, its fields named as the flags ``terms``
+    maps them to, after ``lead``), the server unavailable after retries (UNAVAILABLE), a
+    bad ``--url`` (USAGE). ``cadence check`` and ``cadence plan`` answer this way."""
+    token = args.token or os.environ.get("CADENCE_TOKEN") or None
+    try:
+        with client_for(args, token, transport, sleep) as client:
+            return work(client)
+    except AuthError as exc:
+        print_refusal(exc)
+        return AUTH
+    except CadenceAPIError as exc:
+        print_refusal(exc, terms=terms, lead=lead)
+        return USAGE
+    except ServiceUnavailable as exc:
+        _error(f"server unavailable at {exc.url}: {exc.message}")
+        return UNAVAILABLE
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        _error(f"bad --url: {exc}")
+        return USAGE
 
 
 def _runs(n: int) -> str:
