@@ -16,6 +16,8 @@ from alembic import command
 from cadence_client.commands import export as export_command
 from cadence_client.commands import records
 from cadence_client.commands import report as commands
+from cadence_client.commands.check import run_check
+from cadence_client.commands.plan import run_plan
 from cadence_client.commands.records import RecordError, read_records
 from fastapi.testclient import TestClient
 
@@ -285,6 +287,12 @@ def test_server_unavailable_after_retries_is_5(
     assert commands.run_report(namespace, transport=down, sleep=sleeps.append) == 5
     assert len(sleeps) == 7 and "server unavailable" in capsys.readouterr().err
     assert export_command.run_export(args("export"), transport=down, sleep=sleeps.append) == 5
+    # cadence check and cadence plan say it the same way (one answer_with_client).
+    capsys.readouterr()
+    check = args("check", "--pipeline", "p", "--cadence", "2")
+    assert run_check(check, transport=down, sleep=sleeps.append) == 5
+    assert run_plan(args("plan"), transport=down, sleep=sleeps.append) == 5
+    assert capsys.readouterr().err.count("server unavailable at") == 2
 
 
 # Export and the round trip ------------------------------------------------------------

@@ -28,14 +28,15 @@ from cadence_client.commands.report import (
     AUTH,
     OK,
     REFUSED,
-    UNAVAILABLE,
+    UNREACHED,
     USAGE,
     _connection_args,
     _error,
     _runs,
     client_for,
+    unreached,
 )
-from cadence_client.errors import AuthError, CadenceAPIError, ServiceUnavailable
+from cadence_client.errors import AuthError, CadenceAPIError
 from cadence_client.plugins import entry_points
 from cadence_client.refusal import print_refusal
 
@@ -123,12 +124,8 @@ def run_export(
     except CadenceAPIError as exc:
         print_refusal(exc)
         return REFUSED
-    except ServiceUnavailable as exc:
-        _error(f"server unavailable at {exc.url}: {exc.message}")
-        return UNAVAILABLE
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        _error(f"bad --url: {exc}")
-        return USAGE
+    except UNREACHED as exc:
+        return unreached(exc)
     except OSError as exc:
         _error(f"cannot write {args.output}: {exc.strerror or exc}")
         return USAGE

@@ -147,12 +147,21 @@ def answer_with_client(
     except CadenceAPIError as exc:
         print_refusal(exc, terms=terms, lead=lead)
         return USAGE
-    except ServiceUnavailable as exc:
+    except UNREACHED as exc:
+        return unreached(exc)
+
+
+# The server not reached: down after retries, or a --url that is not one.
+UNREACHED = (ServiceUnavailable, httpx.UnsupportedProtocol, httpx.InvalidURL)
+
+
+def unreached(exc: Exception) -> int:
+    """Say why the server was not reached (one of ``UNREACHED``); its exit code."""
+    if isinstance(exc, ServiceUnavailable):
         _error(f"server unavailable at {exc.url}: {exc.message}")
         return UNAVAILABLE
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        _error(f"bad --url: {exc}")
-        return USAGE
+    _error(f"bad --url: {exc}")
+    return USAGE
 
 
 def _runs(n: int) -> str:
