@@ -12,11 +12,12 @@ from pathlib import Path
 from tests.fixtures.architecture import APP, modules, name_of
 
 # Functions that take a callable and are no callback: a decorator wraps the very
-# function it decorates (a read memoised per session), and a kept map calls ``make``
-# only to make the value it keeps when it has none (app/db/kept.py): neither calls
-# another layer of its own accord.
+# function it decorates (a read memoised per session), and a kept map or a request's
+# memo calls ``make`` only to make the value it keeps when it has none (app/db/kept.py,
+# app/db/memo.py's once_per_read_session): none calls another layer of its own accord.
 DECORATORS = frozenset(
     {"app.db.memo.per_session", "app.db.memo.per_read_session"}
+    | {"app.db.memo.once_per_read_session"}
     | {f"app.db.kept.{f}" for f in ("get", "get_from", "_get", "get_many")}
 )
 UPPER = ("service", "flows")  # modules whose logic sits above the queries
