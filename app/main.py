@@ -16,6 +16,7 @@ from app.analytics.router import router as analytics_router
 from app.assets import router as assets_router
 from app.billing.router import router as billing_router
 from app.cadence.router import router as cadence_router
+from app.db import kept_snapshot
 from app.db.engine import Database, make_database
 from app.db.revision import schema_state
 from app.deps import refuse_control_characters
@@ -115,7 +116,7 @@ def _lifespan(settings: Settings, database: Database | None) -> Lifespan:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db = database or make_database(settings)
         app.state.database = db
-        _check_schema(db)
+        reachable = _check_schema(db)
         run_sender = settings.alert_sender and not db.single_connection
         # Alert webhooks go out from here, never from a request; the sweeper evaluates
         # what an ingest left unjudged (a crash before its follow-up, a failed one).
@@ -124,30 +125,37 @@ def _lifespan(settings: Settings, database: Database | None) -> Lifespan:
             worker.start()
         # A shared single connection (the tests' rolled-back one) is not for a second thread.
         if settings.warm_start and not db.single_connection:
-            app.state.warmer = Warmer(db)
+            minutes = settings.kept_snapshot_minutes
+            # Read before serving (~1 s at 5,000 pipelines): the first reader finds them.
+            loaded = kept_snapshot.load(db) if minutes and reachable else None
+            app.state.kept_loaded = loaded
+            app.state.warmer = Warmer(db, minutes, loaded=loaded is not None)
             app.state.warmer.start()
         if database is None:
             _tune_collector()
         yield
         for worker in reversed(workers):
             worker.stop()
+        if hasattr(app.state, "warmer"):
+            app.state.warmer.stop()
         if database is None:
             db.dispose()
 
     return lifespan
 
 
-def _check_schema(db: Database) -> None:
+def _check_schema(db: Database) -> bool:
     """Refuse to serve a schema behind the code; an unreachable database is served (and
-    /readyz says so)."""
+    /readyz says so); whether it was reached."""
     try:
         state = schema_state(db.engine)
     except Exception as exc:
         log.warning("database not reachable at startup: %s", str(exc).splitlines()[0])
-        return
+        return False
     if not state.at_head:
         log.error("%s", state.message())
         raise SchemaNotAtHead(state.message())
+    return True
 
 
 def _tune_collector() -> None:

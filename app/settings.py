@@ -204,6 +204,14 @@ class Settings(BaseSettings):
         "a background thread, so the first reader of a new worker does not wait for them "
         "(readiness is not delayed).",
     )
+    kept_snapshot_minutes: float = Field(
+        10.0,
+        ge=0,
+        le=1440,
+        description="With the warm start: write what a worker keeps to the database after "
+        "its warm start and every this many minutes, and read it back when a worker of the "
+        "same code starts, before it serves (0: neither).",
+    )
     alert_max_in_flight: int = Field(
         4, ge=1, le=64, description="Alert webhooks one process sends at the same time."
     )

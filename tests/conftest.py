@@ -104,7 +104,7 @@ def committed_db(engine: Engine) -> Iterator[Database]:
     """A real Database (separate connections, real commits); tables emptied afterwards."""
     yield Database(engine)
     with engine.begin() as conn:  # raw on purpose: clean-up SQL, no feature's unit of work
-        for table in ("interruption", "run", "pipeline", "api_token"):
+        for table in ("interruption", "run", "pipeline", "api_token", "kept_snapshot"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 

@@ -54,6 +54,11 @@ class PipelineWeeks:
     # entry, which is replaced, not changed, when the pipeline's runs change.
     summaries: dict[date, WeekSummary] = field(default_factory=dict, compare=False)
 
+    def __getstate__(self) -> dict[str, object]:
+        # Written to the database without its memo (made again from the sums): smaller, and
+        # never a dict another thread fills while it is written (app.db.kept_snapshot).
+        return {**self.__dict__, "summaries": {}}
+
 
 # Each pipeline's window by (its first Monday, pipeline id) while its change count and
 # production variant are as read.

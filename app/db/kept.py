@@ -54,6 +54,7 @@ V = TypeVar("V")
 ORG = 20_000
 PAGE = 256  # per-pipeline values only a pipeline's page or API reads: the pages browsed
 WHOLE = 4  # whole org-wide answers: a few teams, token limits or weeks browsed
+SHARED = True  # the map's values are kept by the database too (Declared.shared)
 
 
 @dataclass(frozen=True)
@@ -64,40 +65,43 @@ class Declared:
     name: str
     bound: int
     key: str
+    # Kept by the database too (``app.db.kept_snapshot``): every part of the version is
+    # read from the database, nothing from this process (a stamp, a period of its clock).
+    shared: bool = False
 
 
 # The one list of what a worker keeps between requests, laid out as a table (one map a
-# row: name, bound, key), which ruff's one-argument-a-line layout would not keep.
+# row: name, bound, key, shared), which ruff's one-argument-a-line layout would not keep.
 KEPT: tuple[Declared, ...] = (
     Declared("recent_costs", ORG, "pipeline, production variant, window; variant's "
-             "change counter, pipeline's price"),
+             "change counter, pipeline's price", SHARED),
     Declared("org_weeks", ORG, "pipeline, the window's first Monday; change count, "
-             "production variant"),
+             "production variant", SHARED),
     Declared("month_inputs", ORG, "pipeline, month, day, window; change count, production "
-             "variant, price"),
+             "variant, price", SHARED),
     Declared("org_month_to_date", ORG, "pipeline, window; inputs' key, retrainings still "
-             "to start, budget, thresholds, prior, the extras' clock"),
-    Declared("bill_now", ORG, "pipeline, window; inputs' key, cadence, prior, day"),
-    Declared("cost_models", ORG, "pipeline, window; cost series, declared changes, prior"),
-    Declared("org_prior_parts", ORG, "a window's cost series; nothing (pure)"),
+             "to start, budget, thresholds, prior, the extras' clock", SHARED),
+    Declared("bill_now", ORG, "pipeline, window; inputs' key, cadence, prior, day", SHARED),
+    Declared("cost_models", ORG, "pipeline, window; cost series, declared changes, prior", SHARED),
+    Declared("org_prior_parts", ORG, "a window's cost series; nothing (pure)", SHARED),
     Declared("org_prior", 1, "the organisation; every pipeline's id, production variant, "
-             "price and change counter"),
+             "price and change counter", SHARED),
     Declared("month_to_date", PAGE, "pipeline; everything it is computed from"),
     Declared("month_extras", PAGE, "pipeline; change count, production variant, day"),
     Declared("page_reads", PAGE, "pipeline, gate's variants; change count, settings, week, "
              "month"),
     Declared("levers", PAGE, "pipeline, scenario; change count, settings"),
-    Declared("overview_cards", ORG, "pipeline; change count, settings"),
+    Declared("overview_cards", ORG, "pipeline; change count, settings", SHARED),
     Declared("org_plan_options", ORG, "pipeline; settings, costs window, curve stamp, "
-             "change count"),
+             "change count", SHARED),
     # Each holds the pipeline's attempts (4.3 MB at 10,000 runs): 16, not 64, caps it.
     Declared("forecast_record", 16, "pipeline, month; change count, settings, thresholds"),
     Declared("org_forecast_stored", 2, "month; nothing (closed months do not change)"),
-    Declared("org_forecast_scores", ORG, "pipeline, month; change count"),
+    Declared("org_forecast_scores", ORG, "pipeline, month; change count", SHARED),
     Declared("bill_months", 1_000, "month, pipeline asked for; runs' and bill's stamp"),
-    Declared("portfolio", WHOLE, "day, token's pipelines, team; every input's key"),
-    Declared("review", WHOLE, "month, week, token's pipelines, team; every input's key"),
-    Declared("org_plan", WHOLE, "token's pipelines, team, budget, risk; options' keys"),
+    Declared("portfolio", WHOLE, "day, token's pipelines, team; every input's key", SHARED),
+    Declared("review", WHOLE, "month, week, token's pipelines, team; every input's key", SHARED),
+    Declared("org_plan", WHOLE, "token's pipelines, team, budget, risk; options' keys", SHARED),
     Declared("alert_rules", 1, "the index; the 5-second period it was read in"),
 )  # fmt: skip
 DECLARED = {d.name: d for d in KEPT}
@@ -177,6 +181,28 @@ class KeptStore:
 
     def stats(self) -> list[Stats]:
         return [m.stats() for m in self._maps.values()]
+
+    def shared(self) -> dict[str, list[tuple[Hashable, object, Any]]]:
+        """Each shared map's (slot, version, value), least recently used first: what
+        ``app.db.kept_snapshot`` writes to the database."""
+        out = {}
+        for d in KEPT:
+            if d.shared:
+                m = self._maps[d.name]
+                with m.lock:
+                    out[d.name] = [(slot, v, value) for slot, (v, value) in m.values.items()]
+        return out
+
+    def restore(self, name: str, entries: Iterable[tuple[Hashable, object, Any]]) -> int:
+        """Keep a shared map's values read back from the database (those this process
+        kept already stay: they are as new or newer); how many were kept."""
+        m = self._maps[name]
+        if not m.declared.shared:
+            raise ValueError(f"kept map {name} is not shared")
+        with m.lock:
+            fresh = [(slot, (v, value)) for slot, v, value in entries if slot not in m.values]
+        m.put_many(dict(fresh))
+        return len(fresh)
 
     def clear(self) -> None:
         """Forget every value (tests, and a tool that edited runs by hand)."""

@@ -352,6 +352,7 @@ class AlertDelivery(CreatedAt, Base):
 # namespace (Alembic's autogenerate, and imports of app.db.models).
 from app.db.models_bills import BillTotal  # noqa: E402
 from app.db.models_forecast import ForecastRecord  # noqa: E402
+from app.db.models_kept import KeptSnapshot  # noqa: E402
 from app.db.models_org import OrgSetting  # noqa: E402
 from app.db.models_records import (  # noqa: E402
     BillLine,
@@ -365,6 +366,7 @@ __all__ = [
     "BillTotal",
     "ChangeNote",
     "ForecastRecord",
+    "KeptSnapshot",
     "OrgSetting",
     "PipelineChange",
     "RunMeasurementChange",

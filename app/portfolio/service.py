@@ -40,6 +40,11 @@ class Portfolio:
     pipelines: tuple[Brief, ...]  # in name order, as the rows
     orders: dict[str, list[PortfolioRow]] = field(default_factory=dict, compare=False)
 
+    def __getstate__(self) -> dict[str, object]:
+        # Written to the database without its memo (the rows sorted again): smaller, and
+        # never a dict another thread fills while it is written (app.db.kept_snapshot).
+        return {**self.__dict__, "orders": {}}
+
     def ordered(self, sort: str) -> list[PortfolioRow]:
         found = self.orders.get(sort)
         if found is None:

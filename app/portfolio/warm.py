@@ -7,6 +7,10 @@ here, in a thread, they are kept before a reader asks, and readiness is not dela
 A request that comes while the thread works computes its own answer as before (the kept
 values it finds are used, none is wrong), so nothing waits on the warm start and a
 failed one changes nothing but speed.
+
+Made once, the values are written to the database for the next worker to start with
+(``app.db.kept_snapshot``), and again every ``CADENCE_KEPT_SNAPSHOT_MINUTES``: a worker
+that read them there at start makes only what moved since.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from app.db import kept_snapshot
 from app.db.engine import Database
 from app.planning.weekly import last_complete_week
 from app.portfolio.service import load_portfolio
@@ -38,15 +43,28 @@ def warm(db: Database) -> float:
 
 
 class Warmer:
-    """Runs :func:`warm` once in a daemon thread; ``start`` returns at once."""
+    """Runs :func:`warm` once in a daemon thread, then writes what is kept to the database
+    at once and every ``snapshot_minutes`` after (0: never; ``loaded``: not at once);
+    ``start`` returns at once."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, snapshot_minutes: float = 0.0, loaded: bool = False) -> None:
         self.db = db
+        self.snapshot_minutes = snapshot_minutes
+        # Started from the database's values: nothing new to write until the first period
+        # (a write at once would only take CPU from the first readers).
+        self.loaded = loaded
         self.seconds: float | None = None  # how long it took, once done
+        self.written = 0  # snapshots written
+        self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="cadence-warm", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=10)
 
     def _run(self) -> None:
         try:
@@ -54,3 +72,19 @@ class Warmer:
             log.info("warm start: org-wide reads kept in %.1f s", self.seconds)
         except Exception as exc:  # a warm start only saves time: never stop the server
             log.warning("warm start failed (the first reader will wait instead): %s", exc)
+        if self.snapshot_minutes <= 0:
+            return
+        period = self.snapshot_minutes * 60
+        if self.loaded:
+            self.stopping.wait(period)
+        while not self.stopping.is_set():
+            self._write()
+            self.stopping.wait(period)
+
+    def _write(self) -> None:
+        try:
+            count = kept_snapshot.save(self.db)
+            self.written += 1
+            log.info("kept values written to the database: %d", count)
+        except Exception as exc:  # as the warm start: only speed is at stake
+            log.warning("kept values not written to the database: %s", exc)

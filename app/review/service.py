@@ -46,6 +46,11 @@ class ReviewData:
     # What is made from the lines once and kept with them (the export's rows and CSV).
     made: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def __getstate__(self) -> dict[str, object]:
+        # Written to the database without its memo (the export made again): smaller, and
+        # never a dict another thread fills while it is written (app.db.kept_snapshot).
+        return {**self.__dict__, "made": {}}
+
 
 @dataclass(frozen=True)
 class Action:

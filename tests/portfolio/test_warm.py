@@ -6,6 +6,7 @@ Counted as in tests/web/test_page_statements.py: every statement a request sends
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -53,11 +54,22 @@ def test_a_warm_start_leaves_the_first_reader_what_a_first_request_would(
 def test_the_server_starts_the_warm_start_without_waiting_for_it(
     demo_db: Database, settings: Settings
 ) -> None:
-    with served(demo_db, replace_settings(settings, warm_start=True)) as client:
+    once = replace_settings(settings, warm_start=True, kept_snapshot_minutes=0)
+    with served(demo_db, once) as client:
         warmer: Warmer = client.app.state.warmer  # type: ignore[attr-defined]
         warmer.thread.join(timeout=120)
         assert not warmer.thread.is_alive()
-        assert warmer.seconds is not None
+        assert warmer.seconds is not None and warmer.written == 0
+    # With the snapshot on (tests/db/test_kept_snapshot.py): the thread writes what is
+    # kept, then sleeps until its next write, and stops with the server.
+    with served(demo_db, replace_settings(settings, warm_start=True)) as client:
+        warmer = client.app.state.warmer  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 120
+        while warmer.written == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert warmer.seconds is not None and warmer.written == 1
+        assert warmer.thread.is_alive()
+    assert not warmer.thread.is_alive()
     with served(demo_db, settings) as client:
         assert not hasattr(client.app.state, "warmer")  # off: nothing started
 
