@@ -21,12 +21,14 @@ PAUSES = (0.0, 15.0)  # at readiness; after the warm start has had time to finis
 
 def measure_cold(cfg: Config, database_url: str, group: str, out: list[dict[str, Any]]) -> None:
     for pause in PAUSES:
-        times = []
+        times: list[float] = []
+        ready: list[float] = []
         for start in range(cfg.cold_starts):
             with Server(database_url, 1, f"{group}-cold-{start}") as srv:
+                ready.append(srv.ready_s)
                 time.sleep(pause)
                 times.append(first_read_ms(srv.port))
-        rec = {
+        rec: dict[str, Any] = {
             "group": group,
             "backend": "postgresql",
             "name": f"first portfolio read, {pause:.0f} s after ready",
@@ -35,11 +37,15 @@ def measure_cold(cfg: Config, database_url: str, group: str, out: list[dict[str,
             "latency_ms": {"p50": statistics.median(times), "max": max(times)},
             "starts": len(times),
             "each_ms": [round(t, 1) for t in times],
+            # From the process's start to /readyz: what reading kept values before
+            # serving adds (app.db.kept_snapshot), beside what it saves.
+            "ready_s": {"p50": statistics.median(ready), "max": max(ready)},
             "target": "< 1000 ms",
         }
         out.append(rec)
-        say(f"  cold {pause:>4.0f} s after ready: median {rec['latency_ms']['p50']:.0f} ms, "
-            f"max {max(times):.0f} ms over {len(times)} starts")  # fmt: skip
+        say(f"  cold {pause:>4.0f} s after ready: median {statistics.median(times):.0f} ms, "
+            f"max {max(times):.0f} ms over {len(times)} starts, ready in "
+            f"{statistics.median(ready):.1f} s")  # fmt: skip
 
 
 def first_read_ms(port: int) -> float:

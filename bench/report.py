@@ -227,6 +227,10 @@ def org_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "before": before.get(r["name"])} for r in _group(results, "org-after")]
 
 
+def _ready(r: dict[str, Any]) -> str:
+    return _f(r["ready_s"]["p50"], 1) if "ready_s" in r else "-"
+
+
 COLD: list[Column] = [
     ("first read", lambda r: r["name"]),
     ("before median", lambda r: _f(r["before"]["latency_ms"]["p50"]) if r["before"] else "-"),
@@ -235,6 +239,9 @@ COLD: list[Column] = [
     ("after max", lambda r: _f(r["latency_ms"]["max"])),
     ("starts", lambda r: str(r["starts"])),
     ("target", lambda r: r["target"]),
+    # Start to readiness: a worker reads the kept values before it is ready (issue 38).
+    ("ready s before", lambda r: _ready(r["before"]) if r["before"] else "-"),
+    ("ready s after", _ready),
 ]
 
 

@@ -156,6 +156,7 @@ class Server:
         self.label = label
         self.env = cadence_env(database_url, self.port, workers)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ready_s = 0.0  # from the start to /readyz, once started
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log_path = LOG_DIR / f"server-{label}-w{workers}.log"
 
@@ -170,6 +171,7 @@ class Server:
 
     def start(self, ready_timeout: float = 240.0) -> Server:
         log = self.log_path.open("wb")
+        began = time.monotonic()
         self.proc = subprocess.Popen(
             [*cadence_command(), "serve"],
             env=self.env,
@@ -180,10 +182,11 @@ class Server:
         )
         log.close()
         procs.register(self.proc)
-        self._wait_ready(ready_timeout)
+        self.ready_s = self._wait_ready(ready_timeout) - began
         return self
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float) -> float:
+        """Wait for /readyz; when it first answered (``time.monotonic``)."""
         deadline = time.monotonic() + timeout
         client = Client("127.0.0.1", self.port, timeout=5)
         status, body = 0, b""
@@ -196,9 +199,10 @@ class Server:
             status, body, _ = client.request("GET", "/readyz", headers={"Connection": "close"})
             client.close()
             if status == 200:
+                ready = time.monotonic()
                 # With several workers, /readyz answered by one: give the others a moment.
                 time.sleep(1.0 if self.workers > 1 else 0.2)
-                return
+                return ready
             time.sleep(0.25)
         raise BenchError(f"/readyz not 200 after {timeout:.0f} s ({status} {body[:200]!r})")
 

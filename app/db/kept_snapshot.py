@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gc
 import hashlib
 import io
 import logging
@@ -157,7 +158,11 @@ def load(db: Database) -> Loaded | None:
             payload = _payload(session)
         if payload is None:
             return None
-        maps = loads(payload)
+        gc.disable()  # a million objects made at once: no collection would free any
+        try:
+            maps = loads(payload)
+        finally:
+            gc.enable()
         kept = sum(db.kept.restore(name, entries) for name, entries in maps.items())
     except Exception as exc:  # a snapshot only saves time: never stop the server
         log.warning("kept values not read from the database (starting cold): %s", exc)

@@ -276,23 +276,25 @@ def _refused(exc: CadenceAPIError, chunk: list[Mapped]) -> None:
 
 
 def _done(check: Check, tally: Tally) -> None:
+    finished = f" / {tally.completed} running before, finished now" if tally.completed else ""
     print(
-        f"read {check.read}, imported {tally.stored} ({tally.created} created / "
-        f"{tally.existing + tally.enriched} already there"
-        + (f", {tally.enriched} of them enriched since" if tally.enriched else "")
-        + (f" / {tally.completed} running before, finished now" if tally.completed else "")
-        + f"), could not read {check.skipped}"
+        f"read {check.read}, imported {tally.stored} ({_counts(tally)}{finished}), "
+        f"could not read {check.skipped}"
     )
 
 
 def _stopped(check: Check, tally: Tally, at: str) -> None:
     """Exactly what is stored when a batch after the first is refused: batches are
     separate requests, each stored whole or not at all."""
-    enriched = f", {tally.enriched} enriched since" if tally.enriched else ""
     error(
         f"stopped at the batch starting with {at or 'the first record'}: stored are the first "
-        f"{tally.stored} of the {check.ready} runs to import ({tally.created} created / "
-        f"{tally.existing + tally.enriched} already there{enriched}); not stored are the "
-        f"{check.ready - tally.stored} from {at or 'the first record'} on. Fix the problem "
-        "and run again: the stored ones come back as already there"
+        f"{tally.stored} of the {check.ready} runs to import ({_counts(tally)}); not stored "
+        f"are the {check.ready - tally.stored} from {at or 'the first record'} on. Fix the "
+        "problem and run again: the stored ones come back as already there"
     )
+
+
+def _counts(tally: Tally) -> str:
+    """How the stored runs were stored, said alike by the summary and the stop."""
+    enriched = f", {tally.enriched} of them enriched since" if tally.enriched else ""
+    return f"{tally.created} created / {tally.existing + tally.enriched} already there{enriched}"
