@@ -96,7 +96,7 @@ ALLOWED_DTYPES = ("numpy.dtypes",)  # numpy 2's dtype classes (Float64DType, ...
 
 
 class Refused(pickle.UnpicklingError):
-    pass
+    """A row that would build something other than kept values."""
 
 
 class _Unpickler(pickle.Unpickler):
@@ -120,6 +120,8 @@ def _is_value_type(module: str, found: Any) -> bool:
         return False
     if module in ALLOWED_DTYPES:
         return issubclass(found, np.dtype)
+    if not found.__module__.startswith("app."):  # another library's type an app module imported
+        return False
     return (
         dataclasses.is_dataclass(found)
         or issubclass(found, enum.Enum)

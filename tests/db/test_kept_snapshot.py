@@ -191,6 +191,27 @@ def test_a_row_that_would_build_anything_but_kept_values_is_refused(
     assert not marker.exists()
 
 
+@dataclasses.dataclass
+class Foreign:
+    """Another library's dataclass, imported by an app module."""
+
+
+def test_a_type_an_app_module_imported_from_elsewhere_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kept_snapshot, "Foreign", Foreign, raising=False)
+    module, name = b"app.db.kept_snapshot", b"Foreign"
+    # A pickle (protocol 4) of the global app.db.kept_snapshot.Foreign, written by hand:
+    # pickle.dumps would name the class by its own module.
+    data = (
+        b"\x80\x04\x8c" + bytes([len(module)]) + module + b"\x94\x8c" + bytes([len(name)]) + name
+        + b"\x94\x93\x94."
+    )  # fmt: skip
+    with pytest.raises(kept_snapshot.Refused, match="Foreign is not a kept value's type"):
+        kept_snapshot.loads(data)
+    assert pickle.loads(data) is Foreign  # the bytes are sound: only the check refuses them
+
+
 def test_a_value_made_in_a_write_that_rolled_back_is_never_written(demo_db: Database) -> None:
     with pytest.raises(RuntimeError), demo_db.write() as s:
         load_portfolio(s, None, None, datetime.now(UTC).date())  # made, not kept
